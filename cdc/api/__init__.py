@@ -1,0 +1,107 @@
+"""The plugin SPI. A plugin author reads only this package; it imports nothing else from cdc.
+
+Mirrors Kafka Connect's `connect-api`: records, the Connect data model, connector and
+task base classes, ConfigDef, converters, transformations and predicates.
+"""
+
+from cdc.api.config import (
+    NO_DEFAULT_VALUE,
+    AbstractConfig,
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    ConfigValue,
+    Importance,
+    NonEmptyString,
+    Password,
+    Range,
+    ValidList,
+    ValidRegex,
+    ValidString,
+    Width,
+)
+from cdc.api.connector import Connector, ConnectorContext, Task, group_partitions
+from cdc.api.data import (
+    Date,
+    Decimal,
+    Field,
+    Schema,
+    SchemaAndValue,
+    SchemaBuilder,
+    Struct,
+    Time,
+    Timestamp,
+    Type,
+)
+from cdc.api.errors import (
+    ConfigException,
+    ConnectException,
+    DataException,
+    RetriableException,
+)
+from cdc.api.header import Header, Headers
+from cdc.api.records import ConnectRecord, SinkRecord, SourceRecord
+from cdc.api.sink import SinkConnector, SinkTask, SinkTaskContext, TopicPartition
+from cdc.api.source import (
+    ExactlyOnceSupport,
+    RecordMetadata,
+    SourceConnector,
+    SourceTask,
+    SourceTaskContext,
+)
+from cdc.api.storage import Converter, HeaderConverter, OffsetStorageReader
+from cdc.api.transforms import Predicate, Transformation
+
+__all__ = [
+    "NO_DEFAULT_VALUE",
+    "AbstractConfig",
+    "ConfigDef",
+    "ConfigException",
+    "ConfigKey",
+    "ConfigType",
+    "ConfigValue",
+    "ConnectException",
+    "ConnectRecord",
+    "Connector",
+    "ConnectorContext",
+    "Converter",
+    "DataException",
+    "Date",
+    "Decimal",
+    "ExactlyOnceSupport",
+    "Field",
+    "Header",
+    "HeaderConverter",
+    "Headers",
+    "Importance",
+    "NonEmptyString",
+    "OffsetStorageReader",
+    "Password",
+    "Predicate",
+    "Range",
+    "RecordMetadata",
+    "RetriableException",
+    "Schema",
+    "SchemaAndValue",
+    "SchemaBuilder",
+    "SinkConnector",
+    "SinkRecord",
+    "SinkTask",
+    "SinkTaskContext",
+    "SourceConnector",
+    "SourceRecord",
+    "SourceTask",
+    "SourceTaskContext",
+    "Struct",
+    "Task",
+    "Time",
+    "Timestamp",
+    "TopicPartition",
+    "Transformation",
+    "Type",
+    "ValidList",
+    "ValidRegex",
+    "ValidString",
+    "Width",
+    "group_partitions",
+]

@@ -1,0 +1,75 @@
+"""`Struct`: a record-shaped value whose fields are validated against a STRUCT schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc.api.data.schema import Field, Schema, Type, validate_value
+from cdc.api.errors import DataException
+
+
+class Struct:
+    __slots__ = ("_values", "schema")
+
+    def __init__(self, schema: Schema) -> None:
+        if schema.type is not Type.STRUCT:
+            raise DataException("Not a struct schema: " + repr(schema))
+        self.schema = schema
+        self._values: list[Any] = [None] * len(schema.fields)
+
+    def _lookup(self, name: str) -> Field:
+        f = self.schema.field(name)
+        if f is None:
+            raise DataException(f"{name!r} is not a valid field name of {self.schema.name or 'struct'}")
+        return f
+
+    def put(self, field: str | Field, value: Any) -> Struct:
+        """Set a field, validating the value against the field's schema (chainable)."""
+        f = self._lookup(field) if isinstance(field, str) else field
+        validate_value(f.schema, value, f"value for field {f.name!r}")
+        self._values[f.index] = value
+        return self
+
+    def get(self, field: str | Field) -> Any:
+        """The field's value; a null falls back to the field schema's default, as in Kafka."""
+        f = self._lookup(field) if isinstance(field, str) else field
+        v = self._values[f.index]
+        if v is None and f.schema.default_value is not None:
+            return f.schema.default_value
+        return v
+
+    def get_without_default(self, field: str) -> Any:
+        return self._values[self._lookup(field).index]
+
+    def validate(self) -> None:
+        """Raise DataException naming the first field whose value does not fit its schema."""
+        for f in self.schema.fields:
+            v = self._values[f.index]
+            if v is None and f.schema.default_value is not None:
+                continue
+            validate_value(f.schema, v, f"value for field {f.name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict (nested structs converted too); handy for tests and logging."""
+        out: dict[str, Any] = {}
+        for f in self.schema.fields:
+            v = self.get(f)
+            out[f.name] = v.to_dict() if isinstance(v, Struct) else v
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Struct)
+            and self.schema == other.schema
+            and self._values == other._values
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.schema, tuple(repr(v) for v in self._values)))
+
+    def __repr__(self) -> str:
+        # Same shape as Kafka's Struct.toString(), which also lands in SimpleHeaderConverter output.
+        inner = ",".join(
+            f"{f.name}={self._values[f.index]}" for f in self.schema.fields if self._values[f.index] is not None
+        )
+        return f"Struct{{{inner}}}"

@@ -1,0 +1,216 @@
+"""Records that flow through the runtime (Kafka Connect's ConnectRecord, SourceRecord, SinkRecord)."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from cdc.api.data.schema import Schema
+from cdc.api.header import Headers
+
+
+class ConnectRecord:
+    """A keyed, schema'd value bound for (or read from) a topic partition.
+
+    `kafka_partition` None lets the runtime place the record by key (murmur2, as Kafka's
+    default partitioner does). `timestamp` is milliseconds since the epoch.
+    """
+
+    __slots__ = (
+        "headers",
+        "kafka_partition",
+        "key",
+        "key_schema",
+        "timestamp",
+        "topic",
+        "value",
+        "value_schema",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        kafka_partition: int | None = None,
+        key_schema: Schema | None = None,
+        key: Any = None,
+        value_schema: Schema | None = None,
+        value: Any = None,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+    ) -> None:
+        self.topic = topic
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self.headers = headers if headers is not None else Headers()
+
+    def new_record(
+        self,
+        topic: str,
+        kafka_partition: int | None,
+        key_schema: Schema | None,
+        key: Any,
+        value_schema: Schema | None,
+        value: Any,
+        timestamp: int | None,
+        headers: Headers | None = None,
+    ) -> Self:
+        """A copy with the given parts replaced; SMTs use it so subclass fields survive."""
+        raise NotImplementedError
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.topic,
+            self.kafka_partition,
+            self.key_schema,
+            self.key,
+            self.value_schema,
+            self.value,
+            self.timestamp,
+            self.headers,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(topic={self.topic!r}, partition={self.kafka_partition}, "
+            f"key={self.key!r}, value={self.value!r}, timestamp={self.timestamp})"
+        )
+
+
+class SourceRecord(ConnectRecord):
+    """A record produced by a source task, carrying the source position it came from.
+
+    `source_partition` names the stream (for example `{"server": "dbserver1"}`) and
+    `source_offset` the position in it; the runtime stores the latest acknowledged offset
+    per partition and hands it back through `OffsetStorageReader` after a restart.
+    """
+
+    __slots__ = ("source_offset", "source_partition")
+
+    def __init__(
+        self,
+        source_partition: dict[str, Any] | None,
+        source_offset: dict[str, Any] | None,
+        topic: str,
+        kafka_partition: int | None = None,
+        key_schema: Schema | None = None,
+        key: Any = None,
+        value_schema: Schema | None = None,
+        value: Any = None,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+    ) -> None:
+        super().__init__(
+            topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers
+        )
+        self.source_partition = source_partition
+        self.source_offset = source_offset
+
+    def new_record(
+        self,
+        topic: str,
+        kafka_partition: int | None,
+        key_schema: Schema | None,
+        key: Any,
+        value_schema: Schema | None,
+        value: Any,
+        timestamp: int | None,
+        headers: Headers | None = None,
+    ) -> SourceRecord:
+        return SourceRecord(
+            self.source_partition,
+            self.source_offset,
+            topic,
+            kafka_partition,
+            key_schema,
+            key,
+            value_schema,
+            value,
+            timestamp,
+            self.headers.duplicate() if headers is None else headers,
+        )
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (*super()._fields(), self.source_partition, self.source_offset)
+
+
+class SinkRecord(ConnectRecord):
+    """A record delivered to a sink task, with the log position it was read from.
+
+    The original topic/partition/offset survive SMTs that rename topics (KIP-793), so a
+    sink can commit the position it actually consumed.
+    """
+
+    __slots__ = (
+        "kafka_offset",
+        "original_kafka_offset",
+        "original_kafka_partition",
+        "original_topic",
+        "timestamp_type",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        kafka_partition: int,
+        key_schema: Schema | None,
+        key: Any,
+        value_schema: Schema | None,
+        value: Any,
+        kafka_offset: int,
+        timestamp: int | None = None,
+        timestamp_type: str = "CreateTime",
+        headers: Headers | None = None,
+        original_topic: str | None = None,
+        original_kafka_partition: int | None = None,
+        original_kafka_offset: int | None = None,
+    ) -> None:
+        super().__init__(
+            topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers
+        )
+        self.kafka_offset = kafka_offset
+        self.timestamp_type = timestamp_type
+        self.original_topic = original_topic if original_topic is not None else topic
+        self.original_kafka_partition = (
+            original_kafka_partition if original_kafka_partition is not None else kafka_partition
+        )
+        self.original_kafka_offset = (
+            original_kafka_offset if original_kafka_offset is not None else kafka_offset
+        )
+
+    def new_record(
+        self,
+        topic: str,
+        kafka_partition: int | None,
+        key_schema: Schema | None,
+        key: Any,
+        value_schema: Schema | None,
+        value: Any,
+        timestamp: int | None,
+        headers: Headers | None = None,
+    ) -> SinkRecord:
+        return SinkRecord(
+            topic,
+            kafka_partition if kafka_partition is not None else self.kafka_partition,  # type: ignore[arg-type]
+            key_schema,
+            key,
+            value_schema,
+            value,
+            self.kafka_offset,
+            timestamp,
+            self.timestamp_type,
+            self.headers.duplicate() if headers is None else headers,
+            self.original_topic,
+            self.original_kafka_partition,
+            self.original_kafka_offset,
+        )
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (*super()._fields(), self.kafka_offset)
