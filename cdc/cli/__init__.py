@@ -1,0 +1,1 @@
+"""The `cdc` command line."""

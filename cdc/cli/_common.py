@@ -1,0 +1,84 @@
+"""What every command shares: loading a worker config, opening its transport, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import click
+
+from cdc.api.errors import ConfigException, ConnectException
+from cdc.config.files import load_worker_config
+from cdc.config.providers import ConfigTransformer, TransformResult
+from cdc.log.base import LogError
+from cdc.runtime.worker_config import WorkerConfig
+from cdc.storage.offsets import OffsetStoreError
+
+EXIT_CONFIG = 2
+EXIT_RUNTIME = 1
+
+
+def fail(message: str, code: int = EXIT_CONFIG) -> NoReturn:
+    """Print one line, as advice, and exit non-zero (no traceback)."""
+    click.echo("error: " + " ".join(str(message).split()), err=True)
+    sys.exit(code)
+
+
+@contextmanager
+def friendly_errors() -> Iterator[None]:
+    try:
+        yield
+    except ConfigException as e:
+        fail(str(e), EXIT_CONFIG)
+    except (LogError, OffsetStoreError, ConnectException) as e:
+        fail(str(e), EXIT_RUNTIME)
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+        stream=sys.stderr,
+    )
+    # librdkafka and friends are chatty at INFO; keep their warnings.
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+
+
+def load_worker(path: str) -> tuple[WorkerConfig, ConfigTransformer]:
+    props = load_worker_config(path)
+    transformer = ConfigTransformer.from_worker_config(props)
+    resolved = transformer.transform(props)
+    return WorkerConfig(resolved.data), transformer
+
+
+def resolve(transformer: ConfigTransformer, props: dict[str, str]) -> TransformResult:
+    return transformer.transform(props)
+
+
+def decode_bytes(data: bytes | None) -> Any:
+    """JSON where the bytes are JSON, else text, else {"base64": …} (for `topics read`)."""
+    if data is None:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        import base64
+
+        return {"base64": base64.b64encode(data).decode()}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+
+
+def env_default(name: str, default: str) -> Callable[[], str]:
+    return lambda: os.environ.get(name, default)

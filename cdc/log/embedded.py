@@ -1,0 +1,621 @@
+"""The embedded topic log: Kafka's topic/partition/offset model in one SQLite file.
+
+It is the default transport of `cdc run` on one machine. WAL mode lets readers (the CLI,
+the Spark source, a sink in another process) read while a worker appends. Offsets,
+configs and status live in topics of the same file, so a source task's records and the
+offsets that cover them commit in one SQLite transaction: after a crash there is neither
+a lost record nor a duplicate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from cdc.log._headers import decode_headers, encode_headers
+from cdc.log.base import (
+    DeliveryCallback,
+    GroupConsumer,
+    LogError,
+    LogProducer,
+    LogReader,
+    LogRecord,
+    RebalanceListener,
+    TopicDescription,
+    TopicLog,
+    TopicPartition,
+    TopicSpec,
+    UnknownTopicError,
+)
+from cdc.log.murmur2 import partition_for_key
+
+log = logging.getLogger(__name__)
+
+DB_FILE = "cdc.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS topics(
+    name TEXT PRIMARY KEY, partitions INTEGER NOT NULL, config TEXT NOT NULL, created_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS partitions(
+    topic TEXT NOT NULL, partition INTEGER NOT NULL,
+    next_offset INTEGER NOT NULL, start_offset INTEGER NOT NULL,
+    PRIMARY KEY(topic, partition)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records(
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
+    timestamp INTEGER NOT NULL, key BLOB, value BLOB, headers BLOB,
+    PRIMARY KEY(topic, partition, offset)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compacted_keys(
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL,
+    PRIMARY KEY(topic, partition, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS consumer_offsets(
+    grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
+    PRIMARY KEY(grp, topic, partition)) WITHOUT ROWID;
+"""
+
+_SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Meta:
+    __slots__ = ("compacted", "partitions")
+
+    def __init__(self, partitions: int, compacted: bool) -> None:
+        self.partitions = partitions
+        self.compacted = compacted
+
+
+class EmbeddedLog(TopicLog):
+    """Topics in `<state_dir>/cdc.db`.
+
+    `synchronous` is SQLite's durability knob: FULL (default) survives power loss, NORMAL
+    survives a process crash (kill -9) but may lose the last commits on power loss.
+    """
+
+    name = "embedded"
+
+    def __init__(
+        self,
+        state_dir: str | Path,
+        *,
+        synchronous: str = "FULL",
+        auto_create_topics: bool = True,
+        default_partitions: int = 1,
+        busy_timeout_ms: int = 60_000,
+    ) -> None:
+        if synchronous.upper() not in _SYNC_MODES:
+            raise LogError(f"embedded.synchronous must be one of {', '.join(_SYNC_MODES)}, got {synchronous!r}")
+        self.state_dir = Path(state_dir)
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise LogError(
+                f"cannot create state.dir {self.state_dir}: {e.strerror}; choose a writable directory"
+            ) from e
+        self.path = self.state_dir / DB_FILE
+        self.synchronous = synchronous.upper()
+        self.auto_create_topics = auto_create_topics
+        self.default_partitions = default_partitions
+        self.busy_timeout_ms = busy_timeout_ms
+        self._lock = threading.RLock()
+        self._conn = self.connect()
+        self._meta: dict[str, _Meta] = {}
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection with the log's pragmas (one per client: sqlite3 objects are not shared)."""
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        except sqlite3.Error as e:
+            raise LogError(f"cannot open the embedded log {self.path}: {e}") from e
+        return conn
+
+    # -- metadata ----------------------------------------------------------------------------
+    def meta(self, topic: str, conn: sqlite3.Connection | None = None) -> _Meta | None:
+        m = self._meta.get(topic)
+        if m is not None:
+            return m
+        with self._lock:
+            row = (
+                (conn or self._conn).execute("SELECT partitions, config FROM topics WHERE name=?", (topic,)).fetchone()
+            )
+        if row is None:
+            return None
+        m = _Meta(row[0], "compact" in json.loads(row[1]).get("cleanup.policy", "delete"))
+        self._meta[topic] = m
+        return m
+
+    def _create_in_txn(self, conn: sqlite3.Connection, spec: TopicSpec) -> bool:
+        if conn.execute("SELECT 1 FROM topics WHERE name=?", (spec.name,)).fetchone():
+            return False
+        _check_topic_name(spec.name)
+        if spec.partitions < 1:
+            raise LogError(f"topic {spec.name!r}: partitions must be at least 1, got {spec.partitions}")
+        conn.execute(
+            "INSERT INTO topics(name, partitions, config, created_ms) VALUES (?,?,?,?)",
+            (spec.name, spec.partitions, json.dumps(dict(spec.config), sort_keys=True), _now_ms()),
+        )
+        conn.executemany(
+            "INSERT INTO partitions(topic, partition, next_offset, start_offset) VALUES (?,?,0,0)",
+            [(spec.name, p) for p in range(spec.partitions)],
+        )
+        return True
+
+    def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
+        created: list[str] = []
+        with self._lock, _write_txn(self._conn):
+            for spec in specs:
+                if self._create_in_txn(self._conn, spec):
+                    created.append(spec.name)
+        return created
+
+    def list_topics(self) -> dict[str, TopicDescription]:
+        with self._lock:
+            rows = self._conn.execute("SELECT name, partitions, config FROM topics ORDER BY name").fetchall()
+        return {
+            name: TopicDescription(name, parts, json.loads(cfg), internal=name.startswith("__"))
+            for name, parts, cfg in rows
+        }
+
+    def describe_topic(self, name: str) -> TopicDescription | None:
+        with self._lock:
+            row = self._conn.execute("SELECT partitions, config FROM topics WHERE name=?", (name,)).fetchone()
+        return TopicDescription(name, row[0], json.loads(row[1])) if row else None
+
+    def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._offsets(tps, "next_offset")
+
+    def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._offsets(tps, "start_offset")
+
+    def _offsets(self, tps: Iterable[TopicPartition], column: str) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        with self._lock:
+            for tp in tps:
+                row = self._conn.execute(
+                    f"SELECT {column} FROM partitions WHERE topic=? AND partition=?", (tp.topic, tp.partition)
+                ).fetchone()
+                if row is None:
+                    raise UnknownTopicError(f"unknown topic partition {tp.topic}-{tp.partition}")
+                out[tp] = row[0]
+        return out
+
+    def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
+        with self._lock, _write_txn(self._conn):
+            for tp, offset in before.items():
+                self._conn.execute(
+                    "UPDATE partitions SET start_offset=MAX(start_offset, MIN(?, next_offset)) "
+                    "WHERE topic=? AND partition=?",
+                    (offset, tp.topic, tp.partition),
+                )
+                self._conn.execute(
+                    "DELETE FROM records WHERE topic=? AND partition=? AND offset<?", (tp.topic, tp.partition, offset)
+                )
+                self._conn.execute(
+                    "DELETE FROM compacted_keys WHERE topic=? AND partition=? AND offset<?",
+                    (tp.topic, tp.partition, offset),
+                )
+
+    def enforce_retention(self, now_ms: int | None = None) -> int:
+        """Apply `retention.ms` of delete-policy topics by moving their start offsets."""
+        now_ms = _now_ms() if now_ms is None else now_ms
+        moved = 0
+        for desc in self.list_topics().values():
+            if "compact" in desc.config.get("cleanup.policy", "delete"):
+                continue
+            retention = int(desc.config.get("retention.ms", 7 * 24 * 3600 * 1000))
+            if retention < 0:
+                continue
+            cutoff = now_ms - retention
+            before: dict[TopicPartition, int] = {}
+            with self._lock:
+                for p in range(desc.partitions):
+                    row = self._conn.execute(
+                        "SELECT MIN(offset) FROM records WHERE topic=? AND partition=? AND timestamp>=?",
+                        (desc.name, p, cutoff),
+                    ).fetchone()
+                    end = self._conn.execute(
+                        "SELECT next_offset FROM partitions WHERE topic=? AND partition=?", (desc.name, p)
+                    ).fetchone()[0]
+                    before[TopicPartition(desc.name, p)] = row[0] if row[0] is not None else end
+            self.delete_records(before)
+            moved += len(before)
+        return moved
+
+    # -- clients -----------------------------------------------------------------------------
+    def producer(self, transactional_id: str | None = None, **overrides: str) -> EmbeddedProducer:
+        return EmbeddedProducer(self, int(overrides.get("batch.num.messages", 10_000)))
+
+    def reader(self, **overrides: str) -> EmbeddedReader:
+        return EmbeddedReader(self)
+
+    def group_consumer(
+        self,
+        group_id: str,
+        topics: Sequence[str] = (),
+        pattern: str | None = None,
+        on_rebalance: RebalanceListener | None = None,
+        member: tuple[int, int] = (0, 1),
+        **overrides: str,
+    ) -> EmbeddedGroupConsumer:
+        return EmbeddedGroupConsumer(self, group_id, topics, pattern, on_rebalance, member, overrides)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def _check_topic_name(name: str) -> None:
+    # Same rule as Kafka's Topic.validate, so a job moves to Kafka without renames.
+    if not _LEGAL_TOPIC.match(name) or name in (".", ".."):
+        raise LogError(
+            f"illegal topic name {name!r}: use up to 249 characters from [a-zA-Z0-9._-] "
+            "(Kafka's rule; route names with the RegexRouter SMT if needed)"
+        )
+
+
+class _write_txn:
+    """BEGIN IMMEDIATE ... COMMIT: take the write lock up front so two writers never deadlock."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+
+
+_Pending = tuple[str, int | None, bytes | None, bytes | None, tuple, int, DeliveryCallback | None]
+
+
+class EmbeddedProducer(LogProducer):
+    """Buffers sends and appends them in one SQLite transaction per flush.
+
+    Outside a transaction the buffer is flushed when it holds `batch_size` records, which
+    bounds memory; inside one, nothing is written until `commit_transaction`.
+    """
+
+    def __init__(self, log_: EmbeddedLog, batch_size: int = 10_000) -> None:
+        self._log = log_
+        self._conn = log_.connect()
+        self._batch_size = batch_size
+        self._pending: list[_Pending] = []
+        self._in_txn = False
+        self._lock = threading.RLock()
+        self._round_robin = itertools.count()
+        self._closed = False
+
+    @property
+    def transactional(self) -> bool:
+        return True
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+        timestamp: int | None = None,
+        partition: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        if self._closed:
+            raise LogError("producer is closed")
+        with self._lock:
+            self._pending.append((topic, partition, key, value, tuple(headers), timestamp or _now_ms(), on_delivery))
+            if not self._in_txn and len(self._pending) >= self._batch_size:
+                self._write()
+
+    def poll(self, timeout: float = 0.0) -> None:
+        # Callbacks fire synchronously on flush/commit; nothing is pending between calls.
+        return None
+
+    def flush(self, timeout: float | None = None) -> int:
+        with self._lock:
+            if not self._in_txn:
+                self._write()
+            return len(self._pending) if self._in_txn else 0
+
+    def begin_transaction(self) -> None:
+        with self._lock:
+            if self._in_txn:
+                raise LogError("a transaction is already open")
+            self._write()
+            self._in_txn = True
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        with self._lock:
+            if not self._in_txn:
+                raise LogError("no transaction is open")
+            try:
+                self._write()
+            finally:
+                self._in_txn = False
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+            self._in_txn = False
+        err = LogError("transaction aborted")
+        for p in pending:
+            if p[6] is not None:
+                p[6](None, err)
+
+    def _write(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        try:
+            stored = self._append(pending)
+        except Exception as e:
+            error = e if isinstance(e, LogError) else LogError(f"append to {self._log.path} failed: {e}")
+            for p in pending:
+                if p[6] is not None:
+                    p[6](None, error)
+            if self._in_txn:
+                raise error from e
+            return
+        for p, rec in zip(pending, stored, strict=True):
+            if p[6] is not None:
+                p[6](rec, None)
+
+    def _append(self, pending: list[_Pending]) -> list[LogRecord]:
+        conn = self._conn
+        stored: list[LogRecord] = []
+        rows: list[tuple | None] = []
+        batch_keys: dict[tuple[str, int, bytes], int] = {}
+        compacted: list[tuple[str, int, bytes, int]] = []
+        with _write_txn(conn):
+            next_offsets: dict[tuple[str, int], int] = {}
+            for topic, partition, key, value, headers, ts, _cb in pending:
+                meta = self._log.meta(topic, conn)
+                if meta is None:
+                    if not self._log.auto_create_topics:
+                        raise UnknownTopicError(
+                            f"topic {topic!r} does not exist and embedded auto-creation is off; create it first"
+                        )
+                    self._log._create_in_txn(conn, TopicSpec(topic, self._log.default_partitions))
+                    meta = self._log.meta(topic, conn)
+                    assert meta is not None
+                if partition is None:
+                    partition = (
+                        partition_for_key(key, meta.partitions)
+                        if key is not None
+                        else next(self._round_robin) % meta.partitions
+                    )
+                elif not 0 <= partition < meta.partitions:
+                    raise LogError(
+                        f"topic {topic!r} has {meta.partitions} partitions; partition {partition} is invalid"
+                    )
+                tpk = (topic, partition)
+                offset = next_offsets.get(tpk)
+                if offset is None:
+                    offset = conn.execute(
+                        "SELECT next_offset FROM partitions WHERE topic=? AND partition=?", tpk
+                    ).fetchone()[0]
+                next_offsets[tpk] = offset + 1
+                if meta.compacted and key is not None:
+                    # Compaction on write: only the newest record per key is kept.
+                    ck = (topic, partition, key)
+                    if ck in batch_keys:
+                        rows[batch_keys[ck]] = None
+                    else:
+                        old = conn.execute(
+                            "SELECT offset FROM compacted_keys WHERE topic=? AND partition=? AND key=?", ck
+                        ).fetchone()
+                        if old is not None:
+                            conn.execute(
+                                "DELETE FROM records WHERE topic=? AND partition=? AND offset=?",
+                                (topic, partition, old[0]),
+                            )
+                    batch_keys[ck] = len(rows)
+                    compacted.append((topic, partition, key, offset))
+                rows.append((topic, partition, offset, ts, key, value, encode_headers(headers)))
+                stored.append(LogRecord(topic, partition, offset, key, value, headers, ts))
+            conn.executemany(
+                "INSERT INTO records(topic, partition, offset, timestamp, key, value, headers) VALUES (?,?,?,?,?,?,?)",
+                [r for r in rows if r is not None],
+            )
+            if compacted:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO compacted_keys(topic, partition, key, offset) VALUES (?,?,?,?)", compacted
+                )
+            conn.executemany(
+                "UPDATE partitions SET next_offset=? WHERE topic=? AND partition=?",
+                [(n, t, p) for (t, p), n in next_offsets.items()],
+            )
+        return stored
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if self._in_txn:
+                self.abort_transaction()
+            else:
+                self._write()
+            self._closed = True
+            self._conn.close()
+
+
+class EmbeddedReader(LogReader):
+    def __init__(self, log_: EmbeddedLog) -> None:
+        self._log = log_
+        self._conn = log_.connect()
+        self._positions: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+        self._rr = 0
+
+    def assign(self, positions: Mapping[TopicPartition, int]) -> None:
+        self._positions = dict(positions)
+        self._paused &= set(self._positions)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        if tp not in self._positions:
+            raise LogError(f"{tp.topic}-{tp.partition} is not assigned")
+        self._positions[tp] = offset
+
+    def position(self, tp: TopicPartition) -> int:
+        return self._positions[tp]
+
+    def assignment(self) -> list[TopicPartition]:
+        return list(self._positions)
+
+    def pause(self, tps: Iterable[TopicPartition]) -> None:
+        self._paused |= set(tps) & set(self._positions)
+
+    def resume(self, tps: Iterable[TopicPartition]) -> None:
+        self._paused -= set(tps)
+
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            out = self._fetch(max_records)
+            if out or time.monotonic() >= deadline:
+                return out
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.05)
+
+    def _fetch(self, max_records: int) -> list[LogRecord]:
+        active = [tp for tp in self._positions if tp not in self._paused]
+        if not active:
+            return []
+        out: list[LogRecord] = []
+        # Rotate the starting partition so one busy partition cannot starve the others.
+        self._rr = (self._rr + 1) % len(active)
+        for tp in active[self._rr :] + active[: self._rr]:
+            room = max_records - len(out)
+            if room <= 0:
+                break
+            pos = self._positions[tp]
+            rows = self._conn.execute(
+                "SELECT offset, timestamp, key, value, headers FROM records "
+                "WHERE topic=? AND partition=? AND offset>=? ORDER BY offset LIMIT ?",
+                (tp.topic, tp.partition, pos, room),
+            ).fetchall()
+            for offset, ts, key, value, headers in rows:
+                out.append(LogRecord(tp.topic, tp.partition, offset, key, value, decode_headers(headers), ts))
+            if rows:
+                self._positions[tp] = rows[-1][0] + 1
+        return out
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class EmbeddedGroupConsumer(GroupConsumer):
+    """Static group membership: member i of n reads every n-th partition of the matched topics."""
+
+    def __init__(
+        self,
+        log_: EmbeddedLog,
+        group_id: str,
+        topics: Sequence[str],
+        pattern: str | None,
+        on_rebalance: RebalanceListener | None,
+        member: tuple[int, int],
+        overrides: Mapping[str, str],
+    ) -> None:
+        self._log = log_
+        self._group = group_id
+        self._topics = list(topics)
+        self._pattern = re.compile(pattern) if pattern else None
+        self._on_rebalance = on_rebalance
+        self._member = member
+        self._reset = overrides.get("auto.offset.reset", "earliest")
+        self._reader = EmbeddedReader(log_)
+        self._refresh_every = int(overrides.get("metadata.max.age.ms", 5000)) / 1000
+        self._refreshed = 0.0
+        self._conn = log_.connect()
+        self._refresh_assignment()
+
+    def _matching_topics(self) -> list[str]:
+        all_topics = self._log.list_topics()
+        if self._pattern is not None:
+            return sorted(t for t in all_topics if self._pattern.fullmatch(t))
+        return [t for t in self._topics if t in all_topics]
+
+    def _refresh_assignment(self) -> None:
+        self._refreshed = time.monotonic()
+        tps: list[TopicPartition] = []
+        for t in self._matching_topics():
+            tps.extend(self._log.partitions(t))
+        index, count = self._member
+        mine = [tp for i, tp in enumerate(sorted(tps)) if i % count == index]
+        current = set(self._reader.assignment())
+        if set(mine) == current:
+            return
+        added = [tp for tp in mine if tp not in current]
+        revoked = [tp for tp in current if tp not in set(mine)]
+        committed = self.committed(added)
+        starts = self._log.beginning_offsets(added)
+        ends = self._log.end_offsets(added)
+        positions = {tp: self._reader.position(tp) for tp in current if tp in set(mine)}
+        for tp in added:
+            c = committed[tp]
+            positions[tp] = c if c is not None else (starts[tp] if self._reset == "earliest" else ends[tp])
+        self._reader.assign(positions)
+        if self._on_rebalance is not None:
+            self._on_rebalance(added, revoked)
+
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
+        if time.monotonic() - self._refreshed > self._refresh_every:
+            self._refresh_assignment()
+        return self._reader.poll(max_records, timeout)
+
+    def assignment(self) -> list[TopicPartition]:
+        return self._reader.assignment()
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        with _write_txn(self._conn):
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO consumer_offsets(grp, topic, partition, offset) VALUES (?,?,?,?)",
+                [(self._group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
+            )
+
+    def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        out: dict[TopicPartition, int | None] = {}
+        for tp in tps:
+            row = self._conn.execute(
+                "SELECT offset FROM consumer_offsets WHERE grp=? AND topic=? AND partition=?",
+                (self._group, tp.topic, tp.partition),
+            ).fetchone()
+            out[tp] = row[0] if row else None
+        return out
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._reader.seek(tp, offset)
+
+    def pause(self, tps: Iterable[TopicPartition]) -> None:
+        self._reader.pause(tps)
+
+    def resume(self, tps: Iterable[TopicPartition]) -> None:
+        self._reader.resume(tps)
+
+    def close(self) -> None:
+        self._reader.close()
+        self._conn.close()

@@ -1,0 +1,103 @@
+"""What every worker task shares: identity, the thread it runs on, pause/stop, status reports."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, order=True)
+class ConnectorTaskId:
+    connector: str
+    task: int
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+
+class TaskStatusListener(Protocol):
+    def on_startup(self, id: ConnectorTaskId) -> None: ...
+
+    def on_running(self, id: ConnectorTaskId) -> None: ...
+
+    def on_pause(self, id: ConnectorTaskId) -> None: ...
+
+    def on_failure(self, id: ConnectorTaskId, trace: str) -> None: ...
+
+    def on_shutdown(self, id: ConnectorTaskId) -> None: ...
+
+
+class WorkerTask(ABC):
+    """Runs `execute` on its own thread; `stop` asks it to finish, `pause`/`resume` gate it."""
+
+    def __init__(self, id: ConnectorTaskId, listener: TaskStatusListener) -> None:
+        self.id = id
+        self.listener = listener
+        self._stopping = threading.Event()
+        self._paused = threading.Event()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failure: BaseException | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"task-{self.id}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.listener.on_startup(self.id)
+            self.execute()
+            if not self.failure:
+                self.listener.on_shutdown(self.id)
+        except BaseException as e:  # a failed task must report FAILED, never vanish
+            self.failure = e
+            log.error("Task %s failed: %s", self.id, e, exc_info=not _is_advice(e))
+            self.listener.on_failure(self.id, _trace(e))
+        finally:
+            self._done.set()
+
+    @abstractmethod
+    def execute(self) -> None: ...
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._paused.clear()
+
+    def pause(self) -> None:
+        self._paused.set()
+        self.listener.on_pause(self.id)
+
+    def resume(self) -> None:
+        self._paused.clear()
+        self.listener.on_running(self.id)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.is_set()
+
+    def await_stop(self, timeout: float) -> bool:
+        return self._done.wait(timeout)
+
+    def is_running(self) -> bool:
+        return self._thread is not None and not self._done.is_set()
+
+
+def _is_advice(e: BaseException) -> bool:
+    # Our own advice-style errors need no stack trace in the log; plugin bugs do.
+    from cdc.runtime.errors import ToleranceExceededError
+
+    return isinstance(e, ToleranceExceededError)
+
+
+def _trace(e: BaseException) -> str:
+    return "".join(traceback.format_exception(e)).strip()

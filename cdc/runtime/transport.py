@@ -1,0 +1,57 @@
+"""Build the worker's topic log and stores from `transport` and the storage keys."""
+
+from __future__ import annotations
+
+import logging
+
+from cdc.log.base import TopicLog
+from cdc.runtime.worker_config import WorkerConfig
+from cdc.storage.offsets import FileOffsetBackingStore, OffsetBackingStore, TopicOffsetBackingStore
+from cdc.storage.status import StatusBackingStore
+
+log = logging.getLogger(__name__)
+
+
+def open_log(config: WorkerConfig) -> TopicLog:
+    if config.transport == "kafka":
+        from cdc.log.kafka import KafkaLog
+
+        return KafkaLog(
+            ",".join(config.get("bootstrap.servers")),
+            common=config.client_configs("kafka."),
+            producer=config.client_configs("producer."),
+            consumer=config.client_configs("consumer."),
+            admin=config.client_configs("admin."),
+        )
+    from cdc.log.embedded import EmbeddedLog
+
+    return EmbeddedLog(
+        config.get("state.dir"),
+        synchronous=config.get("embedded.synchronous"),
+        default_partitions=config.get("num.partitions"),
+    )
+
+
+def open_offset_store(config: WorkerConfig, log_: TopicLog) -> OffsetBackingStore:
+    """Embedded: the offsets topic in the same SQLite file (one transaction with the records).
+    Kafka: `offset.storage.file.filename` if set (Kafka standalone style), else the offsets topic."""
+    filename = config.get("offset.storage.file.filename")
+    if config.transport == "embedded":
+        if filename:
+            log.warning(
+                "offset.storage.file.filename is ignored with transport=embedded: offsets are kept in %s/cdc.db "
+                "and commit together with the records",
+                config.get("state.dir"),
+            )
+    elif filename:
+        return FileOffsetBackingStore(filename)
+    return TopicOffsetBackingStore(
+        log_,
+        config.get("offset.storage.topic"),
+        config.get("offset.storage.partitions"),
+        config.get("offset.storage.replication.factor"),
+    )
+
+
+def open_status_store(config: WorkerConfig, log_: TopicLog) -> StatusBackingStore:
+    return StatusBackingStore(log_, config.get("status.storage.topic"), config.get("status.storage.partitions"))

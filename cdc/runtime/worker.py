@@ -1,0 +1,267 @@
+"""The worker: builds and runs connector tasks with their converters, SMTs, log clients and stores."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from cdc.api.config import ConfigValue
+from cdc.api.connector import Connector
+from cdc.api.errors import ConfigException
+from cdc.api.sink import SinkConnector, SinkTask
+from cdc.api.source import SourceConnector, SourceTask
+from cdc.api.storage import Converter, HeaderConverter
+from cdc.log.base import TopicLog
+from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
+from cdc.runtime.errors import RetryWithToleranceOperator
+from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind, PluginRegistry
+from cdc.runtime.sink_task import WorkerSinkTask
+from cdc.runtime.source_task import TopicCreator, WorkerSourceTask
+from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
+from cdc.runtime.worker_config import WorkerConfig
+from cdc.storage.offsets import OffsetBackingStore, OffsetStorageReaderImpl
+from cdc.storage.status import State, StatusBackingStore, TaskStatus
+from cdc.transforms.chain import TransformationChain, build_transformation_chain
+
+log = logging.getLogger(__name__)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class StatusReporter(TaskStatusListener):
+    """Writes task state changes to the status store, as Kafka Connect's TaskStatus.Listener."""
+
+    def __init__(self, store: StatusBackingStore, worker_id: str) -> None:
+        self.store = store
+        self.worker_id = worker_id
+
+    def _put(self, id: ConnectorTaskId, state: State, trace: str | None = None) -> None:
+        self.store.put(TaskStatus(id.connector, id.task, state, self.worker_id, trace))
+
+    def on_startup(self, id: ConnectorTaskId) -> None:
+        self._put(id, State.RUNNING)
+
+    def on_running(self, id: ConnectorTaskId) -> None:
+        self._put(id, State.RUNNING)
+
+    def on_pause(self, id: ConnectorTaskId) -> None:
+        self._put(id, State.PAUSED)
+
+    def on_failure(self, id: ConnectorTaskId, trace: str) -> None:
+        self._put(id, State.FAILED, trace)
+
+    def on_shutdown(self, id: ConnectorTaskId) -> None:
+        self._put(id, State.UNASSIGNED)
+
+
+def connector_kind(cls: type) -> PluginKind:
+    return PluginKind.SOURCE if issubclass(cls, SourceConnector) else PluginKind.SINK
+
+
+class Worker:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        registry: PluginRegistry,
+        log_: TopicLog,
+        offset_store: OffsetBackingStore,
+        status_store: StatusBackingStore,
+        worker_id: str | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.log = log_
+        self.offset_store = offset_store
+        self.status_store = status_store
+        self.worker_id = worker_id or config.get("worker.id") or default_worker_id()
+        self.reporter = StatusReporter(status_store, self.worker_id)
+        self.tasks: dict[ConnectorTaskId, WorkerTask] = {}
+
+    def start(self) -> None:
+        self.offset_store.start()
+        self.status_store.start()
+
+    def stop(self) -> None:
+        self.stop_and_await_tasks(list(self.tasks))
+        self.status_store.stop()
+        self.offset_store.stop()
+        self.log.close()
+
+    # -- connectors --------------------------------------------------------------------------
+    def connector_class(self, props: Mapping[str, str]) -> type[Connector]:
+        name = props.get("connector.class")
+        if not name:
+            raise ConfigException(
+                'Missing required configuration "connector.class" which has no default value.', "connector.class"
+            )
+        return self.registry.resolve(name, CONNECTOR_KINDS, "connector.class").cls
+
+    def validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
+        """Every key's result: common keys, the connector's own keys, and each SMT's keys."""
+        cls = self.connector_class(props)
+        common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
+        values = {v.name: v for v in common.validate(props)}
+        if issubclass(cls, SinkConnector):
+            topics = (props.get("topics") or "").strip()
+            regex = (props.get("topics.regex") or "").strip()
+            if bool(topics) == bool(regex):
+                values["topics"].add_error_message(
+                    "Must configure exactly one of topics or topics.regex"
+                    + (" (both are set)" if topics else " (neither is set)")
+                )
+        for v in cls().validate(props):
+            if v.name in values:
+                values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)
+            else:
+                values[v.name] = v
+        try:
+            build_transformation_chain(props, self._resolve_for_chain)
+        except ConfigException as e:
+            key = e.name or "transforms"
+            values.setdefault(key, ConfigValue(key, props.get(key))).add_error_message(str(e))
+        return list(values.values())
+
+    def _resolve_for_chain(self, kind: str, name: str) -> type:
+        plugin_kind = PluginKind.PREDICATE if kind == "predicate" else PluginKind.TRANSFORMATION
+        return self.registry.resolve(name, [plugin_kind]).cls
+
+    def ensure_valid(self, props: Mapping[str, str]) -> None:
+        """Raise ConfigException for the first invalid key, naming it."""
+        for v in self.validate(props):
+            if v.errors:
+                message = v.errors[0]
+                if v.name not in message:
+                    message = f"{v.name}: {message}"
+                raise ConfigException(message, v.name)
+
+    def new_connector(self, props: Mapping[str, str]) -> Connector:
+        return self.connector_class(props)()
+
+    # -- tasks -------------------------------------------------------------------------------
+    def _converter(self, connector_props: Mapping[str, str], role: str) -> Any:
+        kinds = [PluginKind.HEADER_CONVERTER] if role == "header.converter" else [PluginKind.CONVERTER]
+        if connector_props.get(role):
+            name = connector_props[role]
+            configs = {k.removeprefix(role + "."): v for k, v in connector_props.items() if k.startswith(role + ".")}
+            key = role
+        else:
+            name = self.config.get(role)
+            configs = self.config.converter_configs(role)
+            key = role
+        instance = self.registry.new_instance(name, kinds, key)
+        if role == "header.converter":
+            assert isinstance(instance, HeaderConverter)
+            instance.configure(configs)
+        else:
+            assert isinstance(instance, Converter)
+            instance.configure(configs, role == "key.converter")
+        return instance
+
+    def start_task(
+        self, id: ConnectorTaskId, connector_props: Mapping[str, str], task_props: dict[str, str], task_count: int = 1
+    ) -> WorkerTask:
+        cls = self.connector_class(connector_props)
+        connector = cls()
+        task_cls = connector.task_class()
+        task = task_cls()
+        chain: TransformationChain = build_transformation_chain(connector_props, self._resolve_for_chain)
+        if issubclass(cls, SourceConnector):
+            parsed = SOURCE_CONFIG_DEF.parse(connector_props)
+            assert isinstance(task, SourceTask)
+            worker_task: WorkerTask = self._source_task(id, task, task_props, connector_props, parsed, chain)
+        else:
+            parsed = SINK_CONFIG_DEF.parse(connector_props)
+            assert isinstance(task, SinkTask)
+            worker_task = WorkerSinkTask(
+                id,
+                task,
+                task_props,
+                self.reporter,
+                log_=self.log,
+                topics=[t for t in parsed["topics"] if t],
+                topics_regex=parsed["topics.regex"] or None,
+                member=(id.task, task_count),
+                key_converter=self._converter(connector_props, "key.converter"),
+                value_converter=self._converter(connector_props, "value.converter"),
+                header_converter=self._converter(connector_props, "header.converter"),
+                chain=chain,
+                errors=self._errors(id, parsed),
+                commit_interval_ms=self.config.get("offset.flush.interval.ms"),
+                max_poll_records=parsed["consumer.max.poll.records"],
+                consumer_overrides={
+                    k.removeprefix("consumer.override."): v
+                    for k, v in connector_props.items()
+                    if k.startswith("consumer.override.")
+                },
+            )
+        self.tasks[id] = worker_task
+        worker_task.start()
+        return worker_task
+
+    def _errors(self, id: ConnectorTaskId, parsed: Mapping[str, Any]) -> RetryWithToleranceOperator:
+        return RetryWithToleranceOperator(
+            str(id),
+            parsed["errors.tolerance"],
+            parsed["errors.log.enable"],
+            parsed["errors.log.include.messages"],
+            parsed["errors.retry.timeout"],
+            parsed["errors.retry.delay.max.ms"],
+        )
+
+    def _source_task(
+        self,
+        id: ConnectorTaskId,
+        task: SourceTask,
+        task_props: dict[str, str],
+        connector_props: Mapping[str, str],
+        parsed: Mapping[str, Any],
+        chain: TransformationChain,
+    ) -> WorkerSourceTask:
+        # Embedded: the offsets topic shares the SQLite file with the records, so both
+        # commit in one transaction. Kafka: acknowledged records, flushed periodically.
+        transactional = self.offset_store.transactional_log is self.log and self.config.transport == "embedded"
+        overrides = {
+            k.removeprefix("producer.override."): v
+            for k, v in connector_props.items()
+            if k.startswith("producer.override.")
+        }
+        producer = self.log.producer(**overrides)
+        partitions = parsed["topic.creation.default.partitions"] if self.config.get("topic.creation.enable") else None
+        return WorkerSourceTask(
+            id,
+            task,
+            task_props,
+            self.reporter,
+            key_converter=self._converter(connector_props, "key.converter"),
+            value_converter=self._converter(connector_props, "value.converter"),
+            header_converter=self._converter(connector_props, "header.converter"),
+            chain=chain,
+            producer=producer,
+            offset_store=self.offset_store,
+            offset_reader=OffsetStorageReaderImpl(self.offset_store, id.connector),
+            errors=self._errors(id, parsed),
+            topic_creator=TopicCreator(self.log, partitions, parsed["topic.creation.default.replication.factor"]),
+            transactional=transactional,
+            flush_interval_ms=parsed["offset.flush.interval.ms"] or self.config.get("offset.flush.interval.ms"),
+            flush_timeout_ms=self.config.get("offset.flush.timeout.ms"),
+        )
+
+    def stop_and_await_tasks(self, ids: list[ConnectorTaskId]) -> None:
+        timeout = self.config.get("task.shutdown.graceful.timeout.ms") / 1000
+        for id in ids:
+            t = self.tasks.get(id)
+            if t is not None:
+                t.stop()
+        for id in ids:
+            t = self.tasks.pop(id, None)
+            if t is not None and not t.await_stop(timeout):
+                log.error(
+                    "Task %s did not stop within task.shutdown.graceful.timeout.ms (%.0f s); abandoning it",
+                    id,
+                    timeout,
+                )

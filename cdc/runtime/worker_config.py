@@ -1,0 +1,135 @@
+"""Worker configuration: Kafka Connect's WorkerConfig keys plus `transport` and `state.dir`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cdc.api.config import AbstractConfig, ConfigDef, ConfigType, Importance, Range, ValidString
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+SIMPLE_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+
+TRANSPORTS = ("embedded", "kafka")
+
+WORKER_CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        "transport",
+        ConfigType.STRING,
+        "embedded",
+        ValidString.in_(*TRANSPORTS),
+        Importance.HIGH,
+        "Where topics live: 'embedded' (a SQLite log under state.dir, no Kafka needed) or 'kafka'.",
+    )
+    .define(
+        "state.dir",
+        ConfigType.STRING,
+        ".cdc",
+        None,
+        Importance.HIGH,
+        "Directory of the embedded log (records, offsets, configs and status in one SQLite file).",
+    )
+    .define(
+        "embedded.synchronous",
+        ConfigType.STRING,
+        "FULL",
+        ValidString.in_ignore_case("OFF", "NORMAL", "FULL", "EXTRA"),
+        Importance.LOW,
+        "SQLite synchronous mode of the embedded log: FULL survives power loss, NORMAL a process crash.",
+    )
+    .define(
+        "num.partitions",
+        ConfigType.INT,
+        1,
+        Range.at_least(1),
+        Importance.LOW,
+        "Partitions of topics the embedded log creates on first write (like the broker setting).",
+    )
+    .define(
+        "bootstrap.servers",
+        ConfigType.LIST,
+        "localhost:9092",
+        None,
+        Importance.HIGH,
+        "Kafka brokers (transport=kafka).",
+    )
+    .define("group.id", ConfigType.STRING, None, None, Importance.HIGH, "Distributed mode: the Connect cluster.")
+    .define("key.converter", ConfigType.CLASS, JSON_CONVERTER, None, Importance.HIGH, "Default key converter.")
+    .define("value.converter", ConfigType.CLASS, JSON_CONVERTER, None, Importance.HIGH, "Default value converter.")
+    .define(
+        "header.converter",
+        ConfigType.CLASS,
+        SIMPLE_HEADER_CONVERTER,
+        None,
+        Importance.LOW,
+        "Default header converter.",
+    )
+    .define(
+        "plugin.path",
+        ConfigType.LIST,
+        "",
+        None,
+        Importance.LOW,
+        "Directories whose entries are plugins: `pip install --target` directories or wheels.",
+    )
+    .define(
+        "offset.flush.interval.ms",
+        ConfigType.LONG,
+        60000,
+        Range.at_least(0),
+        Importance.LOW,
+        "How often acknowledged source offsets are stored (Kafka transport).",
+    )
+    .define(
+        "offset.flush.timeout.ms",
+        ConfigType.LONG,
+        5000,
+        Range.at_least(0),
+        Importance.LOW,
+        "How long a flush waits for outstanding records before it gives up until the next interval.",
+    )
+    .define(
+        "offset.storage.file.filename",
+        ConfigType.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "Standalone with transport=kafka: keep source offsets in this file instead of offset.storage.topic.",
+    )
+    .define("offset.storage.topic", ConfigType.STRING, "connect-offsets", None, Importance.LOW, "Offsets topic.")
+    .define("offset.storage.partitions", ConfigType.INT, 25, Range.at_least(1), Importance.LOW, "")
+    .define("offset.storage.replication.factor", ConfigType.SHORT, -1, None, Importance.LOW, "")
+    .define("status.storage.topic", ConfigType.STRING, "connect-status", None, Importance.LOW, "Status topic.")
+    .define("status.storage.partitions", ConfigType.INT, 5, Range.at_least(1), Importance.LOW, "")
+    .define("config.storage.topic", ConfigType.STRING, "connect-configs", None, Importance.LOW, "Configs topic.")
+    .define(
+        "task.shutdown.graceful.timeout.ms",
+        ConfigType.LONG,
+        5000,
+        Range.at_least(0),
+        Importance.LOW,
+        "How long a stopping task may take to flush before it is abandoned.",
+    )
+    .define(
+        "topic.creation.enable", ConfigType.BOOLEAN, True, None, Importance.LOW, "Let source connectors create topics."
+    )
+    .define("config.providers", ConfigType.LIST, "", None, Importance.LOW, "Config providers (env, file, directory).")
+    .define("worker.id", ConfigType.STRING, None, None, Importance.LOW, "Name reported in status (default host:pid).")
+)
+
+
+class WorkerConfig(AbstractConfig):
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        super().__init__(WORKER_CONFIG_DEF, props)
+
+    @property
+    def transport(self) -> str:
+        return self.get("transport")
+
+    def client_configs(self, prefix: str) -> dict[str, str]:
+        """`producer.X`, `consumer.X`, `admin.X` settings for the Kafka clients."""
+        return {k: str(v) for k, v in self.originals_with_prefix(prefix).items()}
+
+    def converter_configs(self, role: str) -> dict[str, Any]:
+        return self.originals_with_prefix(f"{role}.")

@@ -1,0 +1,148 @@
+"""Connector and task status in Kafka Connect's `connect-status` format.
+
+Keys `status-connector-<name>` and `status-task-<name>-<id>`; values
+`{"state","trace","worker_id","generation"}`. Standalone Kafka Connect keeps status in
+memory; we also persist it to a topic so `cdc status` can read it from another process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from cdc.log.base import TopicLog, TopicSpec
+from cdc.storage._json import dumps, loads
+from cdc.storage.offsets import read_topic
+
+
+class State(Enum):
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    RESTARTING = "RESTARTING"
+    DESTROYED = "DESTROYED"
+
+
+@dataclass(frozen=True)
+class ConnectorStatus:
+    connector: str
+    state: State
+    worker_id: str
+    trace: str | None = None
+    generation: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"status-connector-{self.connector}"
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    connector: str
+    task: int
+    state: State
+    worker_id: str
+    trace: str | None = None
+    generation: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"status-task-{self.connector}-{self.task}"
+
+
+Status = ConnectorStatus | TaskStatus
+
+
+def status_value(s: Status) -> bytes:
+    return dumps({"state": s.state.value, "trace": s.trace, "worker_id": s.worker_id, "generation": s.generation})
+
+
+class StatusBackingStore:
+    """In-memory status with an optional topic behind it."""
+
+    def __init__(self, log_: TopicLog | None = None, topic: str = "connect-status", partitions: int = 5) -> None:
+        self._log = log_
+        self.topic = topic
+        self._partitions = partitions
+        self._connectors: dict[str, ConnectorStatus] = {}
+        self._tasks: dict[tuple[str, int], TaskStatus] = {}
+        self._lock = threading.Lock()
+        self._producer = None
+        self._listeners: list[Callable[[Status], None]] = []
+
+    def start(self) -> None:
+        if self._log is None:
+            return
+        self._log.ensure_topic(TopicSpec(self.topic, self._partitions, config={"cleanup.policy": "compact"}))
+        self._producer = self._log.producer()
+        for rec in read_topic(self._log, self.topic):
+            if rec.key is not None:
+                self._load(rec.key.decode(), rec.value)
+
+    def _load(self, key: str, value: bytes | None) -> None:
+        if key.startswith("status-connector-"):
+            name = key.removeprefix("status-connector-")
+            if value is None:
+                self._connectors.pop(name, None)
+                return
+            v = loads(value)
+            self._connectors[name] = ConnectorStatus(
+                name, State(v["state"]), v.get("worker_id", ""), v.get("trace"), v.get("generation", 0)
+            )
+        elif key.startswith("status-task-"):
+            name, _, task = key.removeprefix("status-task-").rpartition("-")
+            if value is None:
+                self._tasks.pop((name, int(task)), None)
+                return
+            v = loads(value)
+            self._tasks[(name, int(task))] = TaskStatus(
+                name, int(task), State(v["state"]), v.get("worker_id", ""), v.get("trace"), v.get("generation", 0)
+            )
+
+    def add_listener(self, listener: Callable[[Status], None]) -> None:
+        self._listeners.append(listener)
+
+    def put(self, status: Status) -> None:
+        with self._lock:
+            if isinstance(status, ConnectorStatus):
+                self._connectors[status.connector] = status
+            else:
+                self._tasks[(status.connector, status.task)] = status
+            if self._producer is not None:
+                self._producer.send(self.topic, status_value(status), key=status.key.encode())
+                self._producer.flush(10)
+        for listener in self._listeners:
+            listener(status)
+
+    def delete(self, connector: str) -> None:
+        with self._lock:
+            self._connectors.pop(connector, None)
+            tasks = [k for k in self._tasks if k[0] == connector]
+            for k in tasks:
+                del self._tasks[k]
+            if self._producer is not None:
+                self._producer.send(self.topic, None, key=f"status-connector-{connector}".encode())
+                for _, t in tasks:
+                    self._producer.send(self.topic, None, key=f"status-task-{connector}-{t}".encode())
+                self._producer.flush(10)
+
+    def get_connector(self, connector: str) -> ConnectorStatus | None:
+        return self._connectors.get(connector)
+
+    def get_task(self, connector: str, task: int) -> TaskStatus | None:
+        return self._tasks.get((connector, task))
+
+    def tasks(self, connector: str) -> list[TaskStatus]:
+        return sorted((t for (c, _), t in self._tasks.items() if c == connector), key=lambda t: t.task)
+
+    def connectors(self) -> list[str]:
+        return sorted(self._connectors)
+
+    def stop(self) -> None:
+        if self._producer is not None:
+            self._producer.close()
+            self._producer = None

@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cdc.log.base import LogError, TopicPartition, TopicSpec
+from cdc.log.embedded import EmbeddedLog
+from tests.log import contract
+
+
+@pytest.fixture
+def log_(tmp_path: Path):
+    lg = EmbeddedLog(tmp_path / "state", synchronous="NORMAL")
+    yield lg
+    lg.close()
+
+
+def test_keyed_placement_matches_murmur2(log_: EmbeddedLog) -> None:
+    contract.check_keyed_placement_matches_murmur2(log_)
+
+
+def test_offsets_are_dense_and_ordered(log_: EmbeddedLog) -> None:
+    contract.check_offsets_are_dense_and_ordered(log_)
+
+
+def test_seek_and_position(log_: EmbeddedLog) -> None:
+    contract.check_seek_and_position(log_)
+
+
+def test_group_consumer_commits(log_: EmbeddedLog) -> None:
+    contract.check_group_consumer_commits(log_)
+
+
+def test_transaction_commit_and_abort(log_: EmbeddedLog) -> None:
+    p = log_.producer()
+    results = []
+    p.begin_transaction()
+    p.send("tx", b"aborted", on_delivery=lambda r, e: results.append(e))
+    p.abort_transaction()
+    assert isinstance(results[0], LogError)
+    p.begin_transaction()
+    p.send("tx", b"a")
+    p.send("offsets", b"{}", key=b"k")
+    # Nothing is visible before the commit.
+    assert log_.describe_topic("tx") is None
+    p.commit_transaction()
+    tp = TopicPartition("tx", 0)
+    assert log_.end_offsets([tp]) == {tp: 1}
+    assert log_.end_offsets([TopicPartition("offsets", 0)]) == {TopicPartition("offsets", 0): 1}
+
+
+def test_compacted_topic_keeps_latest_per_key(log_: EmbeddedLog) -> None:
+    log_.create_topics([TopicSpec("c", 1, config={"cleanup.policy": "compact"})])
+    p = log_.producer()
+    for i in range(5):
+        p.send("c", str(i).encode(), key=b"a")
+        p.flush()
+    p.send("c", b"x", key=b"b")
+    p.send("c", b"y", key=b"b")
+    p.flush()
+    reader = log_.reader()
+    tp = TopicPartition("c", 0)
+    reader.assign({tp: 0})
+    got = [(r.key, r.value, r.offset) for r in reader.read_to_end([tp], log_)]
+    assert got == [(b"a", b"4", 4), (b"b", b"y", 6)]
+
+
+def test_retention_moves_start_offset(log_: EmbeddedLog) -> None:
+    log_.create_topics([TopicSpec("r", 1, config={"retention.ms": "1000"})])
+    p = log_.producer()
+    now = int(time.time() * 1000)
+    for i in range(10):
+        p.send("r", str(i).encode(), timestamp=now - 5000 if i < 6 else now)
+    p.flush()
+    log_.enforce_retention(now)
+    tp = TopicPartition("r", 0)
+    assert log_.beginning_offsets([tp]) == {tp: 6}
+    reader = log_.reader()
+    reader.assign({tp: 0})
+    assert [int(r.value) for r in reader.read_to_end([tp], log_)] == [6, 7, 8, 9]
+    log_.delete_records({tp: 8})
+    assert log_.beginning_offsets([tp]) == {tp: 8}
+
+
+def test_illegal_topic_name_is_explained(log_: EmbeddedLog) -> None:
+    with pytest.raises(LogError, match="illegal topic name"):
+        log_.create_topics([TopicSpec("a b", 1)])
+
+
+def test_concurrent_writers_never_reuse_offsets(tmp_path: Path) -> None:
+    # Two clients (as two processes would) append to one partition at the same time.
+    a = EmbeddedLog(tmp_path / "s", synchronous="NORMAL")
+    b = EmbeddedLog(tmp_path / "s", synchronous="NORMAL")
+    a.create_topics([TopicSpec("t", 1)])
+
+    def write(lg: EmbeddedLog, tag: bytes) -> None:
+        p = lg.producer(**{"batch.num.messages": "7"})
+        for i in range(500):
+            p.send("t", tag + str(i).encode())
+        p.flush()
+
+    threads = [threading.Thread(target=write, args=(a, b"a")), threading.Thread(target=write, args=(b, b"b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    reader = a.reader()
+    tp = TopicPartition("t", 0)
+    reader.assign({tp: 0})
+    records = reader.read_to_end([tp], a)
+    assert [r.offset for r in records] == list(range(1000))
+    assert sorted(r.value for r in records if r.value.startswith(b"a")) == sorted(
+        b"a" + str(i).encode() for i in range(500)
+    )
+    a.close()
+    b.close()
+
+
+def test_unwritable_state_dir_is_explained(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(LogError, match=r"state\.dir"):
+        EmbeddedLog(blocker / "sub")

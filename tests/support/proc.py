@@ -1,0 +1,71 @@
+"""Run the `cdc` CLI as a separate process, as a user (or a supervisor) would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cdc_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cdc.cli.main", *args]
+
+
+def run_cdc(*args: str, env: Mapping[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cdc_argv(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=REPO,
+    )
+
+
+class CdcProcess:
+    """A background `cdc` process whose output goes to a log file (read it on failure)."""
+
+    def __init__(self, *args: str, log_path: Path, env: Mapping[str, str] | None = None) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in wait/kill
+        self.proc = subprocess.Popen(
+            cdc_argv(*args), stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=REPO
+        )
+
+    def output(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._log.close()
+
+    def terminate(self, timeout: float = 30) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        finally:
+            self._log.close()
+        return code
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str, proc: CdcProcess | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if proc is not None and not proc.alive():
+            raise AssertionError(f"cdc exited while waiting for {what}:\n{proc.output()[-4000:]}")
+        time.sleep(0.1)
+    tail = proc.output()[-4000:] if proc is not None else ""
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{tail}")
