@@ -108,8 +108,10 @@ class KafkaLog(TopicLog):
         }
 
     def describe_topic(self, name: str) -> TopicDescription | None:
+        # Full metadata, not a per-topic request: brokers with auto-creation (Tansu, or
+        # auto.create.topics.enable) would create the topic just because we asked about it.
         try:
-            md = self._admin.list_topics(topic=name, timeout=self._timeout)
+            md = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as e:
             raise LogError(f"cannot describe topic {name!r}: {_error_text(e.args[0])}") from e
         t = md.topics.get(name)
@@ -181,7 +183,6 @@ class KafkaLog(TopicLog):
         **overrides: str,
     ) -> KafkaGroupConsumer:
         conf = self._consumer_config(group_id, overrides)
-        conf.setdefault("partition.assignment.strategy", "cooperative-sticky")
         return KafkaGroupConsumer(Consumer(conf), topics, pattern, on_rebalance, self._timeout)
 
     def close(self) -> None:
@@ -343,8 +344,7 @@ class KafkaGroupConsumer(GroupConsumer):
     def _assign_cb(self, consumer: Consumer, parts: list[KTopicPartition]) -> None:
         added = [TopicPartition(p.topic, p.partition) for p in parts]
         self._assigned |= set(added)
-        if consumer.rebalance_protocol() == "COOPERATIVE":
-            consumer.incremental_assign(parts)
+        # confluent-kafka applies the assignment itself once this callback returns.
         if self._on_rebalance is not None:
             self._on_rebalance(added, [])
 
@@ -353,8 +353,6 @@ class KafkaGroupConsumer(GroupConsumer):
         self._assigned -= set(revoked)
         if self._on_rebalance is not None:
             self._on_rebalance([], revoked)
-        if consumer.rebalance_protocol() == "COOPERATIVE":
-            consumer.incremental_unassign(parts)
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
         return _to_records(self._c.consume(max_records, timeout))

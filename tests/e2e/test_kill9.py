@@ -30,16 +30,22 @@ WIDTH = 9  # "%08d\n"
 
 
 class Appender(threading.Thread):
-    """Appends lines at a steady rate, so the stream is mid-flight when the worker dies."""
+    """Appends lines at a steady rate; holds at half the input until `release` is set.
 
-    def __init__(self, path: Path, total: int, per_tick: int = 400, tick: float = 0.02) -> None:
+    The hold guarantees the worker is killed mid-stream, with input still to come.
+    """
+
+    def __init__(self, path: Path, total: int, per_tick: int = 200, tick: float = 0.02) -> None:
         super().__init__(daemon=True)
         self.path, self.total, self.per_tick, self.tick = path, total, per_tick, tick
         self.written = 0
+        self.release = threading.Event()
 
     def run(self) -> None:
         with open(self.path, "a") as f:
             while self.written < self.total:
+                if self.written >= self.total // 2:
+                    self.release.wait()
                 n = min(self.per_tick, self.total - self.written)
                 f.write("".join(f"{i:08d}\n" for i in range(self.written, self.written + n)))
                 f.flush()
@@ -72,7 +78,6 @@ def _kill_and_resume(
         wait_for(lambda: key in stored_offsets(log_, offsets_topic), 30, "a stored offset", first)
     finally:
         first.kill9()
-    assert appender.is_alive(), "the input finished before the kill; the test would not be mid-stream"
 
     covered = stored_offsets(log_, offsets_topic)[key]["position"] // WIDTH
     at_kill = [int(r.value) for r in topic_records(log_, topic)]
@@ -83,6 +88,7 @@ def _kill_and_resume(
         assert at_kill == list(range(covered))
 
     second = CdcProcess("standalone", str(wp), str(cp), log_path=tmp_path / "worker-2.log")
+    appender.release.set()
     try:
         appender.join(60)
         final = {"position": TOTAL * WIDTH}

@@ -73,18 +73,23 @@ def check_group_consumer_commits(log_: TopicLog) -> None:
     p.flush(30)
     p.close()
     group = unique("g")
-    c = log_.group_consumer(group, [topic])
+    # Short sessions: Tansu holds the first JoinGroup for about half of session.timeout.ms.
+    fast = {"session.timeout.ms": "2000", "heartbeat.interval.ms": "500"}
+    c = log_.group_consumer(group, [topic], **fast)
     seen: list[int] = []
+    ends: dict[TopicPartition, int] = {}
     for _ in range(100):
-        seen += [int(r.value) for r in c.poll(500, 0.5)]
+        for r in c.poll(500, 0.5):
+            seen.append(int(r.value))
+            ends[TopicPartition(r.topic, r.partition)] = r.offset + 1
         if len(seen) >= 100:
             break
     assert sorted(seen) == list(range(100))
-    ends = log_.end_offsets(log_.partitions(topic))
+    # Positions come from the records themselves: Tansu 0.6 under-reports end offsets.
     c.commit(ends)
     assert c.committed(list(ends)) == ends
     c.close()
     # A new member of the same group resumes after the committed offsets.
-    c2 = log_.group_consumer(group, [topic])
+    c2 = log_.group_consumer(group, [topic], **fast)
     assert c2.poll(500, 2.0) == []
     c2.close()

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.rig import KafkaBroker, MariaDbServer, PostgresServer
+from tests.rig import kafka as kafka_rig
+from tests.rig import mariadb as mariadb_rig
+from tests.rig import postgres as postgres_rig
+
+# --- Real servers (tests/rig): one private instance per session, skipped when
+# --- unavailable, an error instead under CI=true.
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[MariaDbServer]:
+    """MariaDB with row binlog, full row metadata and strict GTIDs."""
+    with mariadb_rig.provide() as server:
+        yield server
+
+
+@pytest.fixture
+def mariadb_db(mariadb: MariaDbServer) -> Iterator[MariaDbServer]:
+    """The session MariaDB, bound to a database created for this test and dropped after it."""
+    with mariadb.fresh_database() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """PostgreSQL with wal_level=logical, bound to the database `cdc`."""
+    with postgres_rig.provide() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_db(postgres: PostgresServer) -> Iterator[PostgresServer]:
+    """The session PostgreSQL, bound to a database created for this test and dropped after it."""
+    with postgres.fresh_database() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def tansu() -> Iterator[KafkaBroker]:
+    """A Tansu broker process: real sockets, killable, but no usable transactions."""
+    with kafka_rig.provide_tansu() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def kafka_mock() -> Iterator[KafkaBroker]:
+    """librdkafka's in-process mock cluster: transactions and groups, no CreateTopics."""
+    with kafka_rig.provide_mock() as broker:
+        yield broker
+
+
+# --- Under CI=true a skipped test is a failure: nothing may pass by not running.
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import os
+
+    if os.environ.get("CI", "").lower() != "true":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if skipped:
+        if reporter:
+            reporter.write_line(f"CI=true: {len(skipped)} test(s) skipped; skips count as failures in CI", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,230 @@
+"""A MariaDB server with the binlog configured the way a CDC source needs it.
+
+Resolution order: ``CDC_TEST_MYSQL_URL`` (``mysql://user:pass@host:port``), then a
+private ``mariadbd`` spawned from the local binaries, then a testcontainers
+container if a Docker engine answers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import pymysql
+
+from ._common import Daemon, docker_available, free_port, run_checked, temp_dir, unavailable, unique_name
+
+ENV_URL = "CDC_TEST_MYSQL_URL"
+
+# binlog_row_metadata=FULL puts column names and types into TABLE_MAP events, so
+# the reader needs no information_schema lookups racing concurrent DDL.
+SERVER_FLAGS = [
+    "--log-bin=mysql-bin",
+    "--binlog-format=ROW",
+    "--binlog-row-metadata=FULL",
+    "--binlog-row-image=FULL",
+    "--server-id=1",
+    "--gtid-strict-mode=ON",
+    "--log-slave-updates",
+]
+
+CDC_USER, CDC_PASSWORD = "cdc", "cdc"
+# On 10.5+ REPLICATION CLIENT is only an alias of BINLOG MONITOR, and SHOW SLAVE
+# STATUS moved to REPLICA MONITOR; naming the new privileges keeps SHOW GRANTS honest.
+CDC_GRANTS = "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR, REPLICA MONITOR, LOCK TABLES"
+
+
+@dataclass(frozen=True)
+class MariaDbServer:
+    """Connection facts for a MariaDB server; ``user`` is an admin, ``cdc_user`` is not.
+
+    ``database`` is None for the server itself; the ``mariadb_db`` fixture hands out
+    copies bound to a fresh database.
+    """
+
+    host: str
+    port: int
+    user: str
+    password: str
+    cdc_user: str
+    cdc_password: str
+    database: str | None = None
+    socket: Path | None = None
+    datadir: Path | None = None
+    _daemon: Daemon | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def url(self) -> str:
+        return self._url(self.user, self.password)
+
+    @property
+    def cdc_url(self) -> str:
+        return self._url(self.cdc_user, self.cdc_password)
+
+    def _url(self, user: str, password: str) -> str:
+        db = f"/{self.database}" if self.database else ""
+        return f"mysql://{quote(user, safe='')}:{quote(password, safe='')}@{self.host}:{self.port}{db}"
+
+    def connect(self, **kw: Any) -> pymysql.connections.Connection:
+        """Autocommit by default: a forgotten commit() means no binlog event, a silent
+        and confusing failure in CDC tests."""
+        params: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password": self.password,
+            "database": self.database,
+            "autocommit": True,
+            "connect_timeout": 5,
+        }
+        params.update(kw)
+        return pymysql.connect(**params)
+
+    def connect_cdc(self, **kw: Any) -> pymysql.connections.Connection:
+        return self.connect(user=self.cdc_user, password=self.cdc_password, **kw)
+
+    @contextmanager
+    def fresh_database(self) -> Iterator[MariaDbServer]:
+        name = unique_name()
+        with self.connect(database=None) as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}`")
+        try:
+            yield replace(self, database=name)
+        finally:
+            with self.connect(database=None) as conn, conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+    @property
+    def can_restart(self) -> bool:
+        return self._daemon is not None
+
+    def kill(self) -> None:
+        """SIGKILL mariadbd; the datadir and binlogs stay for restart()."""
+        self._require_daemon().kill()
+
+    def restart(self) -> None:
+        """Start again on the same port (stopping cleanly first if still running)."""
+        self._require_daemon().restart()
+
+    def _require_daemon(self) -> Daemon:
+        if self._daemon is None:
+            unavailable("kill/restart needs a MariaDB spawned by the rig, not an external one")
+        return self._daemon
+
+
+def _provision(server: MariaDbServer) -> None:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute(
+            "CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s",
+            (server.cdc_user, server.cdc_password),
+        )
+        cur.execute(f"GRANT {CDC_GRANTS} ON *.* TO %s@'%%'", (server.cdc_user,))
+
+
+def _ping(server: MariaDbServer) -> bool:
+    server.connect(connect_timeout=1).close()
+    return True
+
+
+def _from_url(url: str) -> MariaDbServer:
+    u = urlsplit(url)
+    if u.scheme not in {"mysql", "mariadb"} or not u.hostname:
+        raise ValueError(f"{ENV_URL}={url!r}: expected mysql://user:pass@host:port[/db]")
+    user, password = unquote(u.username or "root"), unquote(u.password or "")
+    # An external server comes with one account; it has to serve as both roles.
+    database = unquote(u.path.lstrip("/")) or None
+    return MariaDbServer(u.hostname, u.port or 3306, user, password, user, password, database)
+
+
+def _binary(name: str) -> str | None:
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+
+
+@contextmanager
+def _spawn(mariadbd: str, install_db: str) -> Iterator[MariaDbServer]:
+    with temp_dir("cdc-mariadb-") as tmp:
+        datadir, sock, log = tmp / "data", tmp / "mysqld.sock", tmp / "mariadbd.log"
+        port = free_port()
+        # mariadbd refuses to run as root unless told to; for anyone else --user only warns.
+        user_flag = ["--user=root"] if os.geteuid() == 0 else []
+        # The default 96M redo log would make each datadir ~114 MB instead of ~34 MB.
+        small = ["--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M"]
+        run_checked(
+            [
+                install_db,
+                "--no-defaults",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+                "--skip-name-resolve",
+                f"--datadir={datadir}",
+                *user_flag,
+                *small,
+            ],
+            log,
+        )
+        argv = [
+            mariadbd,
+            "--no-defaults",
+            *user_flag,
+            f"--datadir={datadir}",
+            f"--port={port}",
+            "--bind-address=127.0.0.1",
+            f"--socket={sock}",
+            f"--pid-file={tmp / 'mariadbd.pid'}",
+            "--skip-name-resolve",
+            *small,
+            *SERVER_FLAGS,
+        ]
+        # Root over TCP works because install-db with normal auth and
+        # --skip-name-resolve creates root@127.0.0.1 with an empty password.
+        probe = MariaDbServer("127.0.0.1", port, "root", "", CDC_USER, CDC_PASSWORD)
+        daemon = Daemon("mariadbd", argv, log, lambda: _ping(probe), cwd=tmp)
+        server = replace(probe, socket=sock, datadir=datadir, _daemon=daemon)
+        daemon.start()
+        try:
+            _provision(server)
+            yield server
+        finally:
+            daemon.stop()
+
+
+@contextmanager
+def _container() -> Iterator[MariaDbServer]:
+    try:
+        from testcontainers.community.mysql import MySqlContainer
+    except ImportError:  # older testcontainers layout
+        from testcontainers.mysql import MySqlContainer
+
+    container = MySqlContainer("mariadb:10.11", username="root", password="root", dbname="cdc").with_command(
+        SERVER_FLAGS
+    )
+    with container:
+        host, port = container.get_container_host_ip(), int(container.get_exposed_port(3306))
+        server = MariaDbServer(host, port, "root", "root", CDC_USER, CDC_PASSWORD)
+        _provision(server)
+        yield server
+
+
+@contextmanager
+def provide() -> Iterator[MariaDbServer]:
+    if url := os.environ.get(ENV_URL):
+        yield _from_url(url)
+        return
+    mariadbd, install_db = _binary("mariadbd"), _binary("mariadb-install-db")
+    if mariadbd and install_db:
+        with _spawn(mariadbd, install_db) as server:
+            yield server
+    elif docker_available():
+        with _container() as server:
+            yield server
+    else:
+        unavailable(
+            "MariaDB: no mariadbd/mariadb-install-db binaries and no Docker engine; "
+            f"install mariadb-server (apt-get install mariadb-server) or set {ENV_URL}"
+        )
