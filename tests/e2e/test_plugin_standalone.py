@@ -99,10 +99,32 @@ def test_standalone_embedded(plugin_path: Path, tmp_path: Path) -> None:
         _run_file_source(worker, connector, tmp_path, log_, 500)
     finally:
         log_.close()
-    res = run_cdc("offsets", "show", "--worker", str(tmp_path / "worker.properties"))
+    wp = str(tmp_path / "worker.properties")
+    res = run_cdc("offsets", "show", "--worker", wp)
     assert res.returncode == 0, res.stderr
     (row,) = [json.loads(x) for x in res.stdout.splitlines()]
     assert row["connector"] == "file-source" and row["offset"]["position"] > 0
+
+    res = run_cdc("topics", "list", "--worker", wp)
+    assert res.returncode == 0, res.stderr
+    assert "lines\tpartitions=1\tend_offsets=500" in res.stdout.splitlines()
+    assert any(line.startswith("connect-offsets\tpartitions=25") for line in res.stdout.splitlines())
+
+    res = run_cdc("topics", "read", "--worker", wp, "lines", "--from-beginning", "--max", "3")
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(x) for x in res.stdout.splitlines()]
+    assert [(r["topic"], r["partition"], r["offset"], r["key"], r["value"]) for r in rows] == [
+        ("lines", 0, i, None, f"line {i}") for i in range(3)
+    ]
+    assert all(r["headers"] == [] and r["timestamp"] > 0 for r in rows)
+
+    # The offsets topic decodes as JSON: key ["name",{partition}], value {offset}.
+    res = run_cdc("topics", "read", "--worker", wp, "connect-offsets", "--from-beginning")
+    (off,) = [json.loads(x) for x in res.stdout.splitlines()]
+    assert off["key"][0] == "file-source" and off["value"] == {"position": row["offset"]["position"]}
+
+    res = run_cdc("topics", "read", "--worker", wp, "nope", "--from-beginning")
+    assert res.returncode == 2 and "does not exist" in res.stderr
 
 
 def test_standalone_kafka(plugin_path: Path, tmp_path: Path, tansu) -> None:

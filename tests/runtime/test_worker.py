@@ -1,0 +1,155 @@
+"""The worker in process: SMTs and converters on the source path, the sink path, error tolerance, restarts."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdc.log.base import TopicPartition
+from cdc.runtime.plugins import PluginRegistry
+from cdc.runtime.standalone import StandaloneHerder
+from cdc.runtime.task import ConnectorTaskId
+from cdc.runtime.transport import open_log, open_offset_store, open_status_store
+from cdc.runtime.worker import Worker
+from cdc.runtime.worker_config import WorkerConfig
+from cdc.storage.status import State
+from tests.runtime.connectors import CollectingSink, CollectingTask, GeneratorSource, GeneratorTask
+from tests.support.logs import topic_records
+
+
+def wait_until(cond, timeout: float = 20, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def herder(tmp_path: Path) -> Iterator[StandaloneHerder]:
+    GeneratorTask.committed_records = []
+    GeneratorTask.commits = 0
+    CollectingTask.received = []
+    config = WorkerConfig(
+        {"transport": "embedded", "state.dir": str(tmp_path / "state"), "offset.flush.interval.ms": "200"}
+    )
+    registry = PluginRegistry.discover()
+    registry.add(GeneratorSource, "1.0", "test")
+    registry.add(CollectingSink, "1.0", "test")
+    log_ = open_log(config)
+    worker = Worker(config, registry, log_, open_offset_store(config, log_), open_status_store(config, log_), "w1")
+    h = StandaloneHerder(worker)
+    h.start()
+    yield h
+    h.stop()
+
+
+def source_config(**extra: str) -> dict[str, str]:
+    return {"name": "gen", "connector.class": "GeneratorSource", "topic": "gen.events", "count": "100", **extra}
+
+
+def test_source_path_applies_smts_then_converter(herder: StandaloneHerder) -> None:
+    herder.put_connector_config(
+        source_config(
+            transforms="route,stamp",
+            **{
+                "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+                "transforms.route.regex": "gen\\.(.*)",
+                "transforms.route.replacement": "routed-$1",
+                "transforms.stamp.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+                "transforms.stamp.static.field": "origin",
+                "transforms.stamp.static.value": "generator",
+            },
+        )
+    )
+    log_ = herder.worker.log
+    wait_until(lambda: len(topic_records(log_, "routed-events")) == 100, what="100 routed records")
+    first = topic_records(log_, "routed-events")[0]
+    key = json.loads(first.key)
+    value = json.loads(first.value)
+    assert key == {
+        "schema": {
+            "type": "struct",
+            "fields": [{"type": "int32", "optional": False, "field": "id"}],
+            "optional": False,
+            "name": "gen.Key",
+        },
+        "payload": {"id": 0},
+    }
+    assert value["payload"] == {"id": 0, "name": "n0", "origin": "generator"}
+    assert log_.describe_topic("gen.events") is None
+    # Each acknowledged record is reported back to the task; the offset is stored.
+    wait_until(lambda: len(GeneratorTask.committed_records) == 100, what="commit_record for all")
+    assert herder.worker.offset_store.get([b'["gen",{"gen":"gen.events"}]'])[b'["gen",{"gen":"gen.events"}]'] == (
+        b'{"n":100}'
+    )
+
+
+def test_errors_tolerance_none_fails_the_task_with_a_trace(herder: StandaloneHerder) -> None:
+    herder.put_connector_config(source_config(**{"bad.every": "30"}))
+    status = herder.worker.status_store
+    wait_until(lambda: (s := status.get_task("gen", 0)) is not None and s.state is State.FAILED, what="FAILED")
+    trace = status.get_task("gen", 0).trace
+    assert "VALUE_CONVERTER" in trace and "errors.tolerance=all" in trace
+    # Record 0 is the bad one: nothing after it may be stored as done.
+    assert not topic_records(herder.worker.log, "gen.events")
+    assert herder.worker.offset_store.all() == {}
+
+
+def test_errors_tolerance_all_skips_and_continues(herder: StandaloneHerder, caplog) -> None:
+    herder.put_connector_config(
+        source_config(**{"bad.every": "30", "errors.tolerance": "all", "errors.log.enable": "true"})
+    )
+    log_ = herder.worker.log
+    wait_until(lambda: len(topic_records(log_, "gen.events")) == 96, what="96 good records")
+    ids = [json.loads(r.value)["payload"]["id"] for r in topic_records(log_, "gen.events")]
+    assert ids == [n for n in range(100) if n % 30 != 0]
+    wait_until(lambda: herder.worker.offset_store.all() != {}, what="offsets")
+    assert list(herder.worker.offset_store.all().values()) == [b'{"n":100}']
+    assert sum("record skipped" in r.getMessage() for r in caplog.records) == 4
+
+
+def test_sink_path_delivers_converted_records_and_commits(herder: StandaloneHerder) -> None:
+    herder.put_connector_config(source_config())
+    herder.put_connector_config(
+        {
+            "name": "collect",
+            "connector.class": "CollectingSink",
+            "topics": "gen.events",
+            "transforms": "drop",
+            "transforms.drop.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+            "transforms.drop.exclude": "name",
+        }
+    )
+    wait_until(lambda: len(CollectingTask.received) == 100, what="100 records in the sink")
+    r = CollectingTask.received[5]
+    assert r.topic == "gen.events" and r.kafka_partition == 0 and r.kafka_offset == 5
+    assert r.key.get("id") == 5
+    assert r.value.to_dict() == {"id": 5}
+    group = herder.worker.log.group_consumer("connect-collect", ["gen.events"])
+    tp = TopicPartition("gen.events", 0)
+    wait_until(lambda: group.committed([tp])[tp] == 100, what="committed sink offsets")
+    group.close()
+
+
+def test_sink_requires_exactly_one_of_topics_and_regex(herder: StandaloneHerder) -> None:
+    from cdc.api.errors import ConfigException
+
+    with pytest.raises(ConfigException, match="topics"):
+        herder.put_connector_config({"name": "c", "connector.class": "CollectingSink"})
+
+
+def test_task_restart_resumes_from_stored_offset(herder: StandaloneHerder) -> None:
+    herder.put_connector_config(source_config(count="50"))
+    log_ = herder.worker.log
+    wait_until(lambda: len(topic_records(log_, "gen.events")) == 50, what="50 records")
+    herder.restart_task(ConnectorTaskId("gen", 0))
+    time.sleep(0.5)
+    # The restarted task read its stored offset and emitted nothing again.
+    assert len(topic_records(log_, "gen.events")) == 50
+    assert herder.worker.status_store.get_task("gen", 0).state is State.RUNNING
