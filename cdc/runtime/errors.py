@@ -67,7 +67,7 @@ class RetryWithToleranceOperator:
         self.retry_timeout_ms = retry_timeout_ms
         self.retry_delay_max_ms = retry_delay_max_ms
         self.stats = ErrorStats()
-        self._report = report
+        self._reporters: list[Callable[[Any, Exception, Stage], None]] = [report] if report else []
 
     def execute(self, stage: Stage, executing: object, fn: Callable[[], T], record: Any) -> T:
         """The result of `fn`, or SKIP when it failed and the failure is tolerated."""
@@ -98,9 +98,13 @@ class RetryWithToleranceOperator:
         self.stats.skipped_records += 1
         if self.log_enable:
             log.error("%s; record skipped (errors.tolerance=all)", message)
-        if self._report is not None:
-            self._report(record, error, stage)
+        for reporter in self._reporters:
+            reporter(record, error, stage)
         return SKIP
+
+    def add_reporter(self, reporter: Callable[[Any, Exception, Stage], None]) -> None:
+        """Called for every tolerated failure (the sink's dead letter queue uses this)."""
+        self._reporters.append(reporter)
 
 
 def _name(obj: object) -> str:

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections.abc import Mapping
-
-from cdc.transforms.chain import TransformationChain
 
 from cdc.api.errors import RetriableException
 from cdc.api.header import Headers
 from cdc.api.records import SinkRecord
 from cdc.api.sink import SinkTask, TopicPartition
 from cdc.api.storage import Converter, HeaderConverter
-from cdc.log.base import GroupConsumer, LogRecord, TopicLog
+from cdc.log.base import GroupConsumer, LogProducer, LogRecord, TopicLog
 from cdc.log.base import TopicPartition as LogTP
 from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
+from cdc.transforms.chain import TransformationChain
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,17 @@ class WorkerSinkTask(WorkerTask):
         commit_interval_ms: int = 60000,
         max_poll_records: int = 500,
         consumer_overrides: Mapping[str, str] | None = None,
+        dlq_topic: str | None = None,
+        dlq_context_headers: bool = False,
     ) -> None:
         super().__init__(id, listener)
+        self.log = log_
+        self.dlq_topic = dlq_topic or None
+        self.dlq_context_headers = dlq_context_headers
+        self._dlq_producer: LogProducer | None = None
+        self._raw: LogRecord | None = None
+        if self.dlq_topic is not None:
+            errors.add_reporter(self._report_to_dlq)
         self.task = task
         self.task_config = task_config
         self.key_converter = key_converter
@@ -82,6 +91,7 @@ class WorkerSinkTask(WorkerTask):
         self.errors = errors
         self.commit_interval = commit_interval_ms / 1000
         self.max_poll_records = max_poll_records
+        self._started = False  # rebalances before start() need no task callbacks
         self.consumer: GroupConsumer = log_.group_consumer(
             f"connect-{id.connector}",
             topics,
@@ -95,7 +105,6 @@ class WorkerSinkTask(WorkerTask):
         self.retry_backoff = 1.0
         self.commit_requested = False
         self._last_commit = time.monotonic()
-        self._started = False
         self.records_put = 0
 
     def execute(self) -> None:
@@ -119,6 +128,8 @@ class WorkerSinkTask(WorkerTask):
             finally:
                 self.task.stop()
                 self.consumer.close()
+                if self._dlq_producer is not None:
+                    self._dlq_producer.close()
 
     def _iteration(self) -> None:
         polled = self.consumer.poll(self.max_poll_records, 0.5)
@@ -153,6 +164,7 @@ class WorkerSinkTask(WorkerTask):
         self.rewinds.clear()
 
     def _convert(self, m: LogRecord) -> SinkRecord | None:
+        self._raw = m
         key = self.errors.execute(
             Stage.KEY_CONVERTER, self.key_converter, lambda: self.key_converter.to_connect_data(m.topic, m.key), m
         )
@@ -190,9 +202,35 @@ class WorkerSinkTask(WorkerTask):
             h.add(k, sv.value, sv.schema)
         return h
 
+    def _report_to_dlq(self, record: object, error: Exception, stage: Stage) -> None:
+        """Send the original bytes of a failed record to the dead letter queue (sink only, as in Kafka)."""
+        m = self._raw
+        if m is None or self.dlq_topic is None:
+            return
+        if self._dlq_producer is None:
+            self._dlq_producer = self.log.producer()
+        headers = list(m.headers)
+        if self.dlq_context_headers:
+            context = {
+                "topic": m.topic,
+                "partition": str(m.partition),
+                "offset": str(m.offset),
+                "connector.name": self.id.connector,
+                "task.id": str(self.id.task),
+                "stage": stage.value,
+                "exception.class.name": f"{type(error).__module__}.{type(error).__qualname__}",
+                "exception.message": str(error),
+                "exception.stacktrace": "".join(traceback.format_exception(error)),
+            }
+            headers += [(f"__connect.errors.{k}", v.encode()) for k, v in context.items()]
+        self._dlq_producer.send(self.dlq_topic, m.value, key=m.key, headers=headers, timestamp=m.timestamp)
+
     def _commit(self) -> None:
         self._last_commit = time.monotonic()
         self.commit_requested = False
+        if self._dlq_producer is not None and self._dlq_producer.flush(30):
+            # A consumed offset moves past a failed record only once the record is in the DLQ.
+            raise RuntimeError(f"Task {self.id}: dead letter queue {self.dlq_topic!r} did not acknowledge records")
         if not self.current:
             return
         committable = self.task.pre_commit(dict(self.current))

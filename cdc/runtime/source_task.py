@@ -15,8 +15,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cdc.transforms.chain import TransformationChain
-
 from cdc.api.errors import RetriableException
 from cdc.api.records import SourceRecord
 from cdc.api.source import RecordMetadata, SourceTask
@@ -26,6 +24,7 @@ from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage
 from cdc.runtime.submitted_records import SubmittedRecord, SubmittedRecords
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageWriter
+from cdc.transforms.chain import TransformationChain
 
 log = logging.getLogger(__name__)
 

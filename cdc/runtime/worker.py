@@ -198,6 +198,8 @@ class Worker:
                     for k, v in connector_props.items()
                     if k.startswith("consumer.override.")
                 },
+                dlq_topic=parsed["errors.deadletterqueue.topic.name"] or None,
+                dlq_context_headers=parsed["errors.deadletterqueue.context.headers.enable"],
             )
         self.tasks[id] = worker_task
         worker_task.start()

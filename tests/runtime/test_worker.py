@@ -153,3 +153,34 @@ def test_task_restart_resumes_from_stored_offset(herder: StandaloneHerder) -> No
     # The restarted task read its stored offset and emitted nothing again.
     assert len(topic_records(log_, "gen.events")) == 50
     assert herder.worker.status_store.get_task("gen", 0).state is State.RUNNING
+
+
+def test_sink_dead_letter_queue_keeps_failed_records(herder: StandaloneHerder) -> None:
+    log_ = herder.worker.log
+    p = log_.producer()
+    good = b'{"schema":{"type":"int32","optional":false},"payload":7}'
+    p.send("raw", good, key=b"k1")
+    p.send("raw", b"{not json", key=b"k2")
+    p.send("raw", good, key=b"k3")
+    p.flush()
+    p.close()
+    herder.put_connector_config(
+        {
+            "name": "collect",
+            "connector.class": "CollectingSink",
+            "topics": "raw",
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": "dlq",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        }
+    )
+    wait_until(lambda: len(CollectingTask.received) == 2, what="2 good records")
+    assert [r.value for r in CollectingTask.received] == [7, 7]
+    wait_until(lambda: len(topic_records(log_, "dlq")) == 1, what="the failed record in the DLQ")
+    (dead,) = topic_records(log_, "dlq")
+    assert dead.key == b"k2" and dead.value == b"{not json"
+    headers = dict(dead.headers)
+    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert headers["__connect.errors.offset"] == b"1"
+    assert headers["__connect.errors.connector.name"] == b"collect"
