@@ -137,8 +137,7 @@ class ValidString:
         )
         if not ok:
             raise ConfigException(
-                f"Invalid value {value} for configuration {name}: String must be one of: "
-                + ", ".join(self.allowed),
+                f"Invalid value {value} for configuration {name}: String must be one of: " + ", ".join(self.allowed),
                 name,
                 value,
             )
@@ -170,9 +169,7 @@ class ValidList:
 class NonEmptyString:
     def __call__(self, name: str, value: Any) -> None:
         if value is None or (isinstance(value, str) and not value.strip()):
-            raise ConfigException(
-                f"Invalid value for configuration {name}: String may not be empty", name, value
-            )
+            raise ConfigException(f"Invalid value for configuration {name}: String may not be empty", name, value)
 
     def __str__(self) -> str:
         return "non-empty string"
@@ -345,9 +342,7 @@ class ConfigDef:
 
 
 def _type_error(name: str, value: Any, expected: str) -> ConfigException:
-    return ConfigException(
-        f"Invalid value {value} for configuration {name}: Expected {expected}", name, value
-    )
+    return ConfigException(f"Invalid value {value} for configuration {name}: Expected {expected}", name, value)
 
 
 def parse_type(name: str, value: Any, type: ConfigType) -> Any:
@@ -462,11 +457,7 @@ class AbstractConfig:
         return dict(self._originals)
 
     def originals_with_prefix(self, prefix: str, strip: bool = True) -> dict[str, Any]:
-        return {
-            (k[len(prefix):] if strip else k): v
-            for k, v in self._originals.items()
-            if k.startswith(prefix)
-        }
+        return {(k[len(prefix) :] if strip else k): v for k, v in self._originals.items() if k.startswith(prefix)}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.definition.mask(self._values)!r})"

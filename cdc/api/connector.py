@@ -96,4 +96,3 @@ __all__ = [
     "config_value_errors",
     "group_partitions",
 ]
-

@@ -107,9 +107,7 @@ class SourceRecord(ConnectRecord):
         timestamp: int | None = None,
         headers: Headers | None = None,
     ) -> None:
-        super().__init__(
-            topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers
-        )
+        super().__init__(topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
         self.source_partition = source_partition
         self.source_offset = source_offset
 
@@ -172,18 +170,14 @@ class SinkRecord(ConnectRecord):
         original_kafka_partition: int | None = None,
         original_kafka_offset: int | None = None,
     ) -> None:
-        super().__init__(
-            topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers
-        )
+        super().__init__(topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
         self.kafka_offset = kafka_offset
         self.timestamp_type = timestamp_type
         self.original_topic = original_topic if original_topic is not None else topic
         self.original_kafka_partition = (
             original_kafka_partition if original_kafka_partition is not None else kafka_partition
         )
-        self.original_kafka_offset = (
-            original_kafka_offset if original_kafka_offset is not None else kafka_offset
-        )
+        self.original_kafka_offset = original_kafka_offset if original_kafka_offset is not None else kafka_offset
 
     def new_record(
         self,

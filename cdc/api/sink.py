@@ -75,7 +75,5 @@ class SinkTask(Task):
 class SinkConnector(Connector):
     TOPICS_CONFIG = "topics"
 
-    def alter_offsets(
-        self, connector_config: Mapping[str, str], offsets: Mapping[TopicPartition, Any]
-    ) -> bool:
+    def alter_offsets(self, connector_config: Mapping[str, str], offsets: Mapping[TopicPartition, Any]) -> bool:
         return False

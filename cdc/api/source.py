@@ -75,13 +75,9 @@ class SourceConnector(Connector):
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
         return None
 
-    def can_define_transaction_boundaries(
-        self, props: Mapping[str, str]
-    ) -> ConnectorTransactionBoundaries:
+    def can_define_transaction_boundaries(self, props: Mapping[str, str]) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.UNSUPPORTED
 
-    def alter_offsets(
-        self, connector_config: Mapping[str, str], offsets: Mapping[Any, Any]
-    ) -> bool:
+    def alter_offsets(self, connector_config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
         """Return True if this connector accepts an external offset change (KIP-875)."""
         return False

@@ -24,9 +24,7 @@ class Converter(ABC):
     ) -> bytes | None: ...
 
     @abstractmethod
-    def to_connect_data(
-        self, topic: str, value: bytes | None, headers: Headers | None = None
-    ) -> SchemaAndValue: ...
+    def to_connect_data(self, topic: str, value: bytes | None, headers: Headers | None = None) -> SchemaAndValue: ...
 
     def config(self) -> ConfigDef:
         return ConfigDef()
@@ -42,9 +40,7 @@ class HeaderConverter(ABC):
         pass
 
     @abstractmethod
-    def from_connect_header(
-        self, topic: str, header_key: str, schema: Schema | None, value: Any
-    ) -> bytes | None: ...
+    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None: ...
 
     @abstractmethod
     def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue: ...

@@ -22,9 +22,7 @@ class Decimal:
 
     @staticmethod
     def builder(scale: int) -> SchemaBuilder:
-        return SchemaBuilder.bytes().name(Decimal.LOGICAL_NAME).parameter(
-            Decimal.SCALE_FIELD, str(scale)
-        ).version(1)
+        return SchemaBuilder.bytes().name(Decimal.LOGICAL_NAME).parameter(Decimal.SCALE_FIELD, str(scale)).version(1)
 
     @staticmethod
     def schema(scale: int) -> Schema:
@@ -47,14 +45,19 @@ class Decimal:
                 f"Decimal value {value} has scale {-exponent if isinstance(exponent, int) else exponent}"
                 f" but the schema requires scale {scale}; quantize it first"
             )
-        unscaled = int(value.scaleb(scale))
+        # Exact digit arithmetic: Decimal.scaleb would round to the 28-digit context.
+        sign, digits, _ = value.as_tuple()
+        unscaled = int("".join(map(str, digits)) or "0")
+        if sign:
+            unscaled = -unscaled
         length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
         return unscaled.to_bytes(length, "big", signed=True)
 
     @staticmethod
     def to_logical(schema: Schema, value: bytes) -> decimal.Decimal:
         unscaled = int.from_bytes(value, "big", signed=True)
-        return decimal.Decimal(unscaled).scaleb(-Decimal.scale(schema))
+        digits = tuple(int(d) for d in str(abs(unscaled)))
+        return decimal.Decimal((1 if unscaled < 0 else 0, digits, -Decimal.scale(schema)))
 
 
 class Date:

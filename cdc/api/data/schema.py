@@ -188,9 +188,7 @@ def _check_type(schema: Schema, value: Any, where: str) -> None:
     if schema.name in _LOGICAL_CLASSES:
         expected = _LOGICAL_CLASSES[schema.name]
         # datetime is a subclass of date: a Date field must not silently take a datetime.
-        if schema.name == "org.apache.kafka.connect.data.Date" and isinstance(
-            value, datetime.datetime
-        ):
+        if schema.name == "org.apache.kafka.connect.data.Date" and isinstance(value, datetime.datetime):
             raise DataException(f"Invalid {where}: {schema.name} expects datetime.date, got datetime")
         if not isinstance(value, expected):
             raise DataException(

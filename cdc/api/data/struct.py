@@ -58,11 +58,7 @@ class Struct:
         return out
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Struct)
-            and self.schema == other.schema
-            and self._values == other._values
-        )
+        return isinstance(other, Struct) and self.schema == other.schema and self._values == other._values
 
     def __hash__(self) -> int:
         return hash((self.schema, tuple(repr(v) for v in self._values)))
