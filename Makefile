@@ -17,4 +17,4 @@ test: install
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check cdc plugins tests benchmarks
+	$(BIN)/ruff check .

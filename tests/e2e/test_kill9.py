@@ -22,7 +22,7 @@ from cdc.log.base import TopicLog
 from cdc.log.embedded import EmbeddedLog
 from cdc.log.kafka import KafkaLog
 from tests.support.logs import stored_offsets, topic_records
-from tests.support.proc import CdcProcess, wait_for
+from tests.support.proc import CdcProcess, wait_for, write_props
 
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 TOTAL = 40_000
@@ -51,11 +51,6 @@ class Appender(threading.Thread):
                 f.flush()
                 self.written += n
                 time.sleep(self.tick)
-
-
-def write_props(path: Path, props: dict[str, object]) -> Path:
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    return path
 
 
 def _kill_and_resume(

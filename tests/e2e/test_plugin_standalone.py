@@ -11,14 +11,9 @@ from cdc.log.embedded import EmbeddedLog
 from cdc.log.kafka import KafkaLog
 from tests.support.logs import stored_offsets, topic_records
 from tests.support.plugins import FILE_PLUGIN, build_wheel
-from tests.support.proc import CdcProcess, run_cdc, wait_for
+from tests.support.proc import CdcProcess, run_cdc, wait_for, write_props
 
 STRING = "org.apache.kafka.connect.storage.StringConverter"
-
-
-def write_props(path: Path, props: dict[str, object]) -> Path:
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    return path
 
 
 def test_plugin_is_not_importable_without_plugin_path() -> None:

@@ -69,3 +69,9 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str, proc: Cdc
         time.sleep(0.1)
     tail = proc.output()[-4000:] if proc is not None else ""
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{tail}")
+
+
+def write_props(path: Path, props: Mapping[str, object]) -> Path:
+    """A .properties file from a dict (values via str())."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
