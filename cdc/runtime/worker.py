@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cdc.api.config import ConfigValue
@@ -14,6 +14,7 @@ from cdc.api.errors import ConfigException
 from cdc.api.sink import SinkConnector, SinkTask
 from cdc.api.source import SourceConnector, SourceTask
 from cdc.api.storage import Converter, HeaderConverter
+from cdc.config.validation import config_infos
 from cdc.log.base import TopicLog
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.errors import RetryWithToleranceOperator
@@ -24,7 +25,12 @@ from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageReaderImpl
 from cdc.storage.status import State, StatusBackingStore, TaskStatus
-from cdc.transforms.chain import TransformationChain, build_transformation_chain
+from cdc.transforms.chain import (
+    TransformationChain,
+    build_transformation_chain,
+    transformation_config_def,
+    validate_transformations,
+)
 
 log = logging.getLogger(__name__)
 
@@ -114,17 +120,21 @@ class Worker:
                     "Must configure exactly one of topics or topics.regex"
                     + (" (both are set)" if topics else " (neither is set)")
                 )
-        for v in cls().validate(props):
+        for v in [*cls().validate(props), *validate_transformations(props, self._resolve_for_chain)]:
             if v.name in values:
                 values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)
             else:
                 values[v.name] = v
-        try:
-            build_transformation_chain(props, self._resolve_for_chain)
-        except ConfigException as e:
-            key = e.name or "transforms"
-            values.setdefault(key, ConfigValue(key, props.get(key))).add_error_message(str(e))
         return list(values.values())
+
+    def validate_infos(self, props: Mapping[str, str], masked_keys: Iterable[str] = ()) -> dict[str, Any]:
+        """The body Kafka Connect's `PUT /connector-plugins/{type}/config/validate` returns."""
+        cls = self.connector_class(props)
+        common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
+        definition = transformation_config_def(props, self._resolve_for_chain, common.merge(cls().config()))
+        return config_infos(
+            f"{cls.__module__}.{cls.__qualname__}", definition, self.validate(props), masked_keys=masked_keys
+        )
 
     def _resolve_for_chain(self, kind: str, name: str) -> type:
         plugin_kind = PluginKind.PREDICATE if kind == "predicate" else PluginKind.TRANSFORMATION

@@ -184,3 +184,23 @@ def test_sink_dead_letter_queue_keeps_failed_records(herder: StandaloneHerder) -
     assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
     assert headers["__connect.errors.offset"] == b"1"
     assert headers["__connect.errors.connector.name"] == b"collect"
+
+
+def test_validate_reports_every_field_in_kafka_connects_shape(herder: StandaloneHerder) -> None:
+    infos = herder.worker.validate_infos(
+        source_config(
+            **{
+                "tasks.max": "zero",
+                "count": "many",
+                "transforms": "r",
+                "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            }
+        )
+    )
+    assert infos["name"] == "tests.runtime.connectors.GeneratorSource"
+    by_name = {c["value"]["name"]: c for c in infos["configs"]}
+    assert by_name["tasks.max"]["value"]["errors"] and by_name["count"]["value"]["errors"]
+    assert any("transforms.r.regex" in e for c in infos["configs"] for e in c["value"]["errors"])
+    assert not by_name["topic"]["value"]["errors"]
+    assert infos["error_count"] >= 3
+    assert by_name["tasks.max"]["definition"]["type"] == "INT"
