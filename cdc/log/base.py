@@ -19,9 +19,8 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One record as stored in a topic partition."""
+class LogRecord(NamedTuple):
+    """One record as stored in a topic partition (a tuple: built once per record on hot paths)."""
 
     topic: str
     partition: int
@@ -141,6 +140,8 @@ class LogReader(ABC):
         ends = log.end_offsets(tps)
         out: list[LogRecord] = []
         while True:
+            if log.exact_end_offsets and all(self.position(tp) >= ends[tp] for tp in tps):
+                return out
             batch = self.poll(5000, idle)
             out.extend(batch)
             if not batch and all(self.position(tp) >= ends[tp] for tp in tps):
@@ -188,6 +189,8 @@ class TopicLog(ABC):
     """A transport: topics, producers and readers over one backend."""
 
     name: str
+    # True where end offsets are authoritative; else readers also wait for an idle poll.
+    exact_end_offsets: bool = False
 
     # -- admin -------------------------------------------------------------------------------
     @abstractmethod

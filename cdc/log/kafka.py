@@ -222,7 +222,7 @@ class KafkaProducer(LogProducer):
         if partition is not None:
             kwargs["partition"] = partition
         if on_delivery is not None:
-            kwargs["on_delivery"] = _delivery_adapter(on_delivery)
+            kwargs["on_delivery"] = _delivery_adapter(on_delivery, key, value, tuple(headers))
         while True:
             try:
                 self._p.produce(topic, **kwargs)
@@ -255,18 +255,16 @@ class KafkaProducer(LogProducer):
         self._p.flush(self._timeout)
 
 
-def _delivery_adapter(cb: DeliveryCallback) -> Any:
+def _delivery_adapter(
+    cb: DeliveryCallback, key: bytes | None, value: bytes | None, headers: tuple[tuple[str, bytes | None], ...]
+) -> Any:
+    # Key, value and headers come from the send call: reading them back from the Message
+    # would copy every payload a second time.
     def on_delivery(err: KafkaError | None, msg: Any) -> None:
         if err is not None:
             cb(None, LogError(f"delivery to {msg.topic()} failed: {_error_text(err)}"))
             return
-        _ts_type, ts = msg.timestamp()
-        cb(
-            LogRecord(
-                msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()), ts
-            ),
-            None,
-        )
+        cb(LogRecord(msg.topic(), msg.partition(), msg.offset(), key, value, headers, msg.timestamp()[1]), None)
 
     return on_delivery
 
