@@ -5,10 +5,14 @@ BIN := $(VENV)/bin
 
 .PHONY: install test lint
 
-$(BIN)/.installed: pyproject.toml
+# In-tree plugins are installed editable so their tests import them; plugins/file is not:
+# the plugin.path tests install it the way a user drops it in.
+PLUGINS := plugins/postgres
+
+$(BIN)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test]' $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 install: $(BIN)/.installed
