@@ -1,0 +1,1 @@
+"""Config-driven CDC jobs: one YAML file describes source, transforms, transport and sink."""

@@ -1,0 +1,111 @@
+"""The parsed job: typed access plus the Kafka Connect configs a job turns into."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Short aliases users may write as source.connector.class.
+CONNECTOR_ALIASES = {
+    "mysql": "io.debezium.connector.mysql.MySqlConnector",
+    "mariadb": "io.debezium.connector.mariadb.MariaDbConnector",
+    "postgres": "io.debezium.connector.postgresql.PostgresConnector",
+    "postgresql": "io.debezium.connector.postgresql.PostgresConnector",
+}
+
+
+def _str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(_str(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    source: str
+    target: str | None = None
+    keys: tuple[str, ...] = ()
+    mode: str = "scd1"
+    delete_mode: str = "hard"
+    partition_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    source: dict[str, Any]
+    transforms: list[dict[str, Any]] = field(default_factory=list)
+    transport: dict[str, Any] = field(default_factory=dict)
+    sink: dict[str, Any] = field(default_factory=dict)
+    spark: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def transport_type(self) -> str:
+        return str(self.transport.get("type", "embedded"))
+
+    @property
+    def tables(self) -> list[TableSpec]:
+        return [
+            TableSpec(
+                name,
+                opts.get("target"),
+                tuple(opts.get("keys", ())),
+                opts.get("mode", "scd1"),
+                opts.get("delete.mode", "hard"),
+                tuple(opts.get("partition.by", ())),
+            )
+            for name, opts in (self.sink.get("tables") or {}).items()
+        ]
+
+    def connector_config(self) -> dict[str, str]:
+        """The source as a Kafka Connect connector config (name, class alias resolved, SMTs)."""
+        config = {k: _str(v) for k, v in self.source.items()}
+        config["name"] = self.name
+        cls = config["connector.class"]
+        config["connector.class"] = CONNECTOR_ALIASES.get(cls.lower(), cls)
+        if self.transport_type == "kafka" and "topic.creation.default.partitions" not in config:
+            config["topic.creation.default.partitions"] = _str(self.transport.get("topic.partitions", 1))
+            config["topic.creation.default.replication.factor"] = _str(
+                self.transport.get("topic.replication.factor", -1)
+            )
+        aliases: list[str] = []
+        predicates: list[str] = []
+        for t in self.transforms:
+            alias = str(t["name"])
+            aliases.append(alias)
+            for k, v in t.items():
+                if k in ("name", "predicate"):
+                    continue
+                config[f"transforms.{alias}.{k}"] = _str(v)
+            predicate = t.get("predicate")
+            if predicate:
+                p_alias = f"{alias}-predicate"
+                predicates.append(p_alias)
+                config[f"transforms.{alias}.predicate"] = p_alias
+                if predicate.get("negate"):
+                    config[f"transforms.{alias}.negate"] = "true"
+                for k, v in predicate.items():
+                    if k != "negate":
+                        config[f"predicates.{p_alias}.{k}"] = _str(v)
+        if aliases:
+            config["transforms"] = ",".join(aliases)
+        if predicates:
+            config["predicates"] = ",".join(predicates)
+        return config
+
+    def worker_config(self) -> dict[str, str]:
+        """Worker properties for the job's transport."""
+        t = self.transport
+        props = {"transport": self.transport_type, "state.dir": _str(t.get("state.dir", ".cdc"))}
+        if self.transport_type == "kafka":
+            props["bootstrap.servers"] = _str(t["bootstrap.servers"])
+            props["offset.storage.topic"] = f"{self.name}-offsets"
+            props["status.storage.topic"] = f"{self.name}-status"
+        if "offset.flush.interval.ms" in t:
+            props["offset.flush.interval.ms"] = _str(t["offset.flush.interval.ms"])
+        for prefix in ("producer", "consumer"):
+            for k, v in (t.get(prefix) or {}).items():
+                props[f"{prefix}.{k}"] = _str(v)
+        return props
