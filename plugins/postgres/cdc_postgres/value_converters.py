@@ -1,0 +1,366 @@
+"""Debezium's PostgreSQL type mapping: a Connect schema and a text → value converter per column.
+
+pgoutput sends text for every column; each converter turns that text into exactly the
+value Debezium's PostgresValueConverter would emit, honouring `decimal.handling.mode`,
+`time.precision.mode`, `binary.handling.mode`, `interval.handling.mode`,
+`hstore.handling.mode` and `money.fraction.digits`.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import json
+import logging
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.api import Date as ConnectDate
+from cdc.api import Decimal as ConnectDecimal
+from cdc.api import Schema, SchemaBuilder, Struct
+from cdc.api import Time as ConnectTime
+from cdc.api import Timestamp as ConnectTimestamp
+from cdc_postgres import text_values as tv
+from cdc_postgres.types import PgColumn, PgType
+
+log = logging.getLogger(__name__)
+
+# PGStatement.DATE_POSITIVE_INFINITY / DATE_NEGATIVE_INFINITY, which Debezium emits for
+# ±infinity timestamps (documented in "TIMESTAMP type").
+POSITIVE_INFINITY_TIMESTAMP = 9223372036825200000
+NEGATIVE_INFINITY_TIMESTAMP = -9223372036832400000
+
+Converter = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class ConverterSettings:
+    decimal_handling_mode: str = "precise"  # precise | double | string
+    time_precision_mode: str = "adaptive"  # adaptive | adaptive_time_microseconds | connect
+    binary_handling_mode: str = "bytes"  # bytes | base64 | base64-url-safe | hex
+    interval_handling_mode: str = "numeric"  # numeric | string
+    hstore_handling_mode: str = "json"  # json | map
+    money_fraction_digits: int = 2
+
+
+class UnsupportedTypeError(Exception):
+    """A column type Debezium does not capture by default (`include.unknown.datatypes`)."""
+
+
+def _named(builder: SchemaBuilder, name: str) -> SchemaBuilder:
+    return builder.name(name).version(1)
+
+
+def _variable_scale_decimal_schema() -> SchemaBuilder:
+    return (
+        SchemaBuilder.struct()
+        .name("io.debezium.data.VariableScaleDecimal")
+        .version(1)
+        .doc("Variable scaled decimal")
+        .field("scale", Schema.INT32_SCHEMA)
+        .field("value", Schema.BYTES_SCHEMA)
+    )
+
+
+def _point_schema() -> SchemaBuilder:
+    return (
+        SchemaBuilder.struct()
+        .name("io.debezium.data.geometry.Point")
+        .version(1)
+        .doc("Geometry (POINT)")
+        .field("x", Schema.FLOAT64_SCHEMA)
+        .field("y", Schema.FLOAT64_SCHEMA)
+        .field("wkb", Schema.OPTIONAL_BYTES_SCHEMA)
+        .field("srid", Schema.OPTIONAL_INT32_SCHEMA)
+    )
+
+
+def _iso_time(micros: int) -> str:
+    """`HH:mm:ss[.f]` with the fraction trimmed as Java's ISO_LOCAL_TIME prints it."""
+    seconds, us = divmod(micros, 1_000_000)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    text = f"{h % 24:02d}:{m:02d}:{s:02d}"
+    if us:
+        text += "." + f"{us:06d}".rstrip("0")
+    return text
+
+
+def _zoned_timestamp(micros_utc: int) -> str:
+    days, rest = divmod(micros_utc, tv.MICROS_PER_DAY)
+    date = datetime.date.fromordinal(719_163 + days)
+    return f"{date.isoformat()}T{_iso_time(rest)}Z"
+
+
+def _bits(text: str) -> bytes:
+    n = len(text)
+    size = n // 8 + (1 if n % 8 else 0)
+    return int(text, 2).to_bytes(max(size, 1), "little") if text else b""
+
+
+class PostgresValueConverters:
+    def __init__(self, settings: ConverterSettings | None = None) -> None:
+        self.settings = settings or ConverterSettings()
+        self._warned: set[str] = set()
+
+    # -- schemas -----------------------------------------------------------------------------
+    def schema_builder(self, column: PgColumn) -> SchemaBuilder:
+        b = self._builder(column, column.type)
+        return b.optional() if column.optional else b
+
+    def _builder(self, column: PgColumn, t: PgType) -> SchemaBuilder:
+        s = self.settings
+        name = t.name
+        if t.category == "A" and t.element_oid:
+            raise UnsupportedTypeError("array types are resolved by the caller with the element type")
+        if t.kind == "e":
+            return _named(SchemaBuilder.string(), "io.debezium.data.Enum").parameter("allowed", ",".join(t.enum_labels))
+        match name:
+            case "bool":
+                return SchemaBuilder.bool()
+            case "bit":
+                return SchemaBuilder.bool() if column.bit_length == 1 else self._bits_schema(column)
+            case "varbit":
+                return self._bits_schema(column)
+            case "int2":
+                return SchemaBuilder.int16()
+            case "int4":
+                return SchemaBuilder.int32()
+            case "int8" | "oid":
+                return SchemaBuilder.int64()
+            case "float4":
+                return SchemaBuilder.float32()
+            case "float8":
+                return SchemaBuilder.float64()
+            case "numeric":
+                return self._decimal_schema(column.numeric_precision_scale)
+            case "money":
+                return self._decimal_schema((0, s.money_fraction_digits), precision=False)
+            case "bpchar" | "varchar" | "text" | "name" | "char" | "citext":
+                return SchemaBuilder.string()
+            case "inet" | "cidr" | "macaddr" | "macaddr8":
+                return SchemaBuilder.string()
+            case "int4range" | "int8range" | "numrange" | "tsrange" | "tstzrange" | "daterange":
+                return SchemaBuilder.string()
+            case "bytea":
+                return SchemaBuilder.bytes() if s.binary_handling_mode == "bytes" else SchemaBuilder.string()
+            case "json" | "jsonb":
+                return _named(SchemaBuilder.string(), "io.debezium.data.Json")
+            case "xml":
+                return _named(SchemaBuilder.string(), "io.debezium.data.Xml")
+            case "uuid":
+                return _named(SchemaBuilder.string(), "io.debezium.data.Uuid")
+            case "ltree":
+                return _named(SchemaBuilder.string(), "io.debezium.data.Ltree")
+            case "point":
+                return _point_schema()
+            case "hstore":
+                if s.hstore_handling_mode == "map":
+                    return SchemaBuilder.map(Schema.STRING_SCHEMA, Schema.OPTIONAL_STRING_SCHEMA)
+                return _named(SchemaBuilder.string(), "io.debezium.data.Json")
+            case "date":
+                if s.time_precision_mode == "connect":
+                    return ConnectDate.builder()
+                return _named(SchemaBuilder.int32(), "io.debezium.time.Date")
+            case "time":
+                if s.time_precision_mode == "connect":
+                    return ConnectTime.builder()
+                if s.time_precision_mode == "adaptive" and column.fractional_precision <= 3:
+                    return _named(SchemaBuilder.int32(), "io.debezium.time.Time")
+                return _named(SchemaBuilder.int64(), "io.debezium.time.MicroTime")
+            case "timestamp":
+                if s.time_precision_mode == "connect":
+                    return ConnectTimestamp.builder()
+                if column.fractional_precision <= 3:
+                    return _named(SchemaBuilder.int64(), "io.debezium.time.Timestamp")
+                return _named(SchemaBuilder.int64(), "io.debezium.time.MicroTimestamp")
+            case "timestamptz":
+                return _named(SchemaBuilder.string(), "io.debezium.time.ZonedTimestamp")
+            case "timetz":
+                return _named(SchemaBuilder.string(), "io.debezium.time.ZonedTime")
+            case "interval":
+                if s.interval_handling_mode == "string":
+                    return _named(SchemaBuilder.string(), "io.debezium.time.Interval")
+                return _named(SchemaBuilder.int64(), "io.debezium.time.MicroDuration")
+        raise UnsupportedTypeError(
+            f"column {column.name!r} has type {name!r}, which is not captured; Debezium skips such columns "
+            "unless include.unknown.datatypes=true"
+        )
+
+    def _bits_schema(self, column: PgColumn) -> SchemaBuilder:
+        length = column.bit_length or 2**31 - 1
+        return _named(SchemaBuilder.bytes(), "io.debezium.data.Bits").parameter("length", str(length))
+
+    def _decimal_schema(self, ps: tuple[int, int] | None, precision: bool = True) -> SchemaBuilder:
+        mode = self.settings.decimal_handling_mode
+        if mode == "double":
+            return SchemaBuilder.float64()
+        if mode == "string":
+            return SchemaBuilder.string()
+        if ps is None:
+            return _variable_scale_decimal_schema()
+        b = ConnectDecimal.builder(ps[1])
+        if precision:
+            b.parameter("connect.decimal.precision", str(ps[0]))
+        return b
+
+    # -- values ------------------------------------------------------------------------------
+    def converter(self, column: PgColumn, element: PgType | None = None) -> Converter:
+        t = column.type
+        if t.category == "A" and element is not None:
+            inner = self.converter(PgColumn(column.name, element, column.type_modifier), None)
+            return lambda text: tv.parse_array(text, inner)
+        return self._scalar(column, t)
+
+    def _scalar(self, column: PgColumn, t: PgType) -> Converter:
+        s = self.settings
+        if t.kind == "e":
+            return str
+        match t.name:
+            case "bool":
+                return tv.parse_bool
+            case "bit":
+                return (lambda x: x == "1") if column.bit_length == 1 else _bits
+            case "varbit":
+                return _bits
+            case "int2" | "int4" | "int8" | "oid":
+                return int
+            case "float4" | "float8":
+                return tv.parse_float
+            case "numeric":
+                return self._decimal(column, column.numeric_precision_scale, tv.parse_numeric)
+            case "money":
+                digits = s.money_fraction_digits
+                return self._decimal(column, (0, digits), lambda x: tv.parse_money(x, digits))
+            case "bytea":
+                return self._binary
+            case "hstore":
+                if s.hstore_handling_mode == "map":
+                    return tv.parse_hstore
+                return lambda x: json.dumps(tv.parse_hstore(x), separators=(",", ":"), ensure_ascii=False)
+            case "point":
+                return self._point
+            case "date":
+                return self._date
+            case "time":
+                return self._time(column)
+            case "timestamp":
+                return self._timestamp(column)
+            case "timestamptz":
+                return self._timestamptz
+            case "timetz":
+                return self._timetz
+            case "interval":
+                if s.interval_handling_mode == "string":
+                    return lambda x: tv.parse_interval(x).iso8601()
+                return lambda x: tv.parse_interval(x).approximate_micros()
+        return str  # text, json(b) as written, xml, uuid, ltree, network, ranges
+
+    def _decimal(
+        self, column: PgColumn, ps: tuple[int, int] | None, parse: Callable[[str], decimal.Decimal]
+    ) -> Converter:
+        mode = self.settings.decimal_handling_mode
+        if mode == "double":
+            return lambda x: float(parse(x))
+        if mode == "string":
+            return lambda x: "NAN" if x == "NaN" else str(parse(x))
+
+        if ps is None:
+
+            def variable(x: str) -> Any:
+                d = parse(x)
+                if not d.is_finite():
+                    return self._nan(column)
+                exp = d.as_tuple().exponent
+                scale = -exp if isinstance(exp, int) and exp < 0 else 0
+                d = d.quantize(decimal.Decimal(1).scaleb(-scale)) if scale else d.to_integral_value()
+                schema = _variable_scale_decimal_schema().build()
+                return (
+                    Struct(schema)
+                    .put("scale", scale)
+                    .put("value", ConnectDecimal.from_logical(ConnectDecimal.schema(scale), d))
+                )
+
+            return variable
+        quantum = decimal.Decimal(1).scaleb(-ps[1])
+
+        def fixed(x: str) -> Any:
+            d = parse(x)
+            if not d.is_finite():
+                return self._nan(column)
+            return d.quantize(quantum, context=decimal.Context(prec=1000))
+
+        return fixed
+
+    def _nan(self, column: PgColumn) -> None:
+        # Connect's Decimal cannot hold NaN/Infinity; Debezium emits null in precise mode.
+        if column.name not in self._warned:
+            self._warned.add(column.name)
+            log.warning(
+                "column %s holds NaN/Infinity, which decimal.handling.mode=precise cannot represent; "
+                "the value is emitted as null. Use decimal.handling.mode=double or string to keep it",
+                column.name,
+            )
+        return None
+
+    def _binary(self, text: str) -> Any:
+        data = tv.parse_bytea(text)
+        match self.settings.binary_handling_mode:
+            case "base64":
+                return base64.b64encode(data).decode()
+            case "base64-url-safe":
+                return base64.urlsafe_b64encode(data).decode()
+            case "hex":
+                return data.hex()
+        return data
+
+    @staticmethod
+    def _point(text: str) -> Struct:
+        x, y = tv.parse_point(text)
+        wkb = struct.pack("<BIdd", 1, 1, x, y)  # little-endian WKB Point
+        return Struct(_point_schema().build()).put("x", x).put("y", y).put("wkb", wkb)
+
+    def _date(self, text: str) -> Any:
+        days = tv.parse_date(text)
+        if isinstance(days, str):
+            # ±infinity has no day count; Debezium (via pgjdbc) maps it to the extreme timestamps.
+            days = 2**31 - 1 if days == tv.POSITIVE_INFINITY else -(2**31)
+        if self.settings.time_precision_mode == "connect":
+            return ConnectDate.to_logical(ConnectDate.SCHEMA, days)
+        return days
+
+    def _time(self, column: PgColumn) -> Converter:
+        mode = self.settings.time_precision_mode
+        if mode == "connect":
+            return lambda x: ConnectTime.to_logical(ConnectTime.SCHEMA, min(tv.parse_time(x) // 1000, 86_399_999))
+        if mode == "adaptive" and column.fractional_precision <= 3:
+            return lambda x: tv.parse_time(x) // 1000
+        return tv.parse_time
+
+    def _timestamp(self, column: PgColumn) -> Converter:
+        mode = self.settings.time_precision_mode
+        millis = mode == "connect" or column.fractional_precision <= 3
+
+        def convert(x: str) -> Any:
+            v = tv.parse_timestamp(x)
+            if isinstance(v, str):
+                v = POSITIVE_INFINITY_TIMESTAMP if v == tv.POSITIVE_INFINITY else NEGATIVE_INFINITY_TIMESTAMP
+                return ConnectTimestamp.to_logical(ConnectTimestamp.SCHEMA, v) if mode == "connect" else v
+            if mode == "connect":
+                return ConnectTimestamp.to_logical(ConnectTimestamp.SCHEMA, v // 1000)
+            return v // 1000 if millis else v
+
+        return convert
+
+    @staticmethod
+    def _timestamptz(text: str) -> str:
+        v = tv.parse_timestamp(text)
+        return v if isinstance(v, str) else _zoned_timestamp(v)
+
+    @staticmethod
+    def _timetz(text: str) -> str:
+        micros, offset = tv.parse_timetz(text)
+        return _iso_time((micros - offset * 1_000_000) % tv.MICROS_PER_DAY) + "Z"
