@@ -22,7 +22,7 @@ def sql(postgres):
 
 @SETTINGS
 @given(
-    st.integers(-4712, 294276),
+    st.integers(-4712, 294000),  # the server's own epoch*1e6 overflows bigint above ~294247
     st.integers(1, 12),
     st.integers(1, 28),
     st.integers(0, 86_399_999_999),

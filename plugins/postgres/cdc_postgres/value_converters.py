@@ -242,7 +242,8 @@ class PostgresValueConverters:
                     return tv.parse_hstore
                 return lambda x: json.dumps(tv.parse_hstore(x), separators=(",", ":"), ensure_ascii=False)
             case "point":
-                return self._point
+                point_schema = self.schema_builder(column).build()
+                return lambda x: self._point(x, point_schema)
             case "date":
                 return self._date
             case "time":
@@ -269,6 +270,7 @@ class PostgresValueConverters:
             return lambda x: "NAN" if x == "NaN" else str(parse(x))
 
         if ps is None:
+            vsd_schema = self.schema_builder(column).build()
 
             def variable(x: str) -> Any:
                 d = parse(x)
@@ -277,9 +279,8 @@ class PostgresValueConverters:
                 exp = d.as_tuple().exponent
                 scale = -exp if isinstance(exp, int) and exp < 0 else 0
                 d = d.quantize(decimal.Decimal(1).scaleb(-scale)) if scale else d.to_integral_value()
-                schema = _variable_scale_decimal_schema().build()
                 return (
-                    Struct(schema)
+                    Struct(vsd_schema)
                     .put("scale", scale)
                     .put("value", ConnectDecimal.from_logical(ConnectDecimal.schema(scale), d))
                 )
@@ -318,10 +319,12 @@ class PostgresValueConverters:
         return data
 
     @staticmethod
-    def _point(text: str) -> Struct:
+    def _point(text: str, schema: Schema) -> Struct:
+        # Structs carry the field's own schema (optional or not): JsonConverter, like
+        # Kafka's, rejects a Struct whose schema differs from the field's.
         x, y = tv.parse_point(text)
         wkb = struct.pack("<BIdd", 1, 1, x, y)  # little-endian WKB Point
-        return Struct(_point_schema().build()).put("x", x).put("y", y).put("wkb", wkb)
+        return Struct(schema).put("x", x).put("y", y).put("wkb", wkb)
 
     def _date(self, text: str) -> Any:
         days = tv.parse_date(text)
