@@ -147,3 +147,14 @@ def test_headers_multimap() -> None:
     assert [x.value for x in h.all_with_name("a")] == [1, 3]
     assert [x.key for x in h.duplicate().retain_latest()] == ["b", "a"]
     assert len(h.remove("a")) == 1
+
+
+def test_from_values_builds_without_per_put_checks_but_validate_still_checks() -> None:
+    s = SchemaBuilder.struct().field("a", Schema.INT32_SCHEMA).field("b", Schema.OPTIONAL_STRING_SCHEMA).build()
+    ok = Struct.from_values(s, [1, None])
+    assert ok.get("a") == 1 and ok == Struct(s).put("a", 1)
+    bad = Struct.from_values(s, ["not an int", None])
+    with pytest.raises(DataException, match="'a'"):
+        bad.validate()
+    with pytest.raises(DataException, match="2 fields"):
+        Struct.from_values(s, [1])

@@ -17,6 +17,20 @@ class Struct:
         self.schema = schema
         self._values: list[Any] = [None] * len(schema.fields)
 
+    @classmethod
+    def from_values(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A Struct from values in field order, without per-field validation.
+
+        For connector hot paths whose converters already produce values of the field types
+        (per-put validation costs more than the conversion itself). `validate()` still checks.
+        """
+        if len(values) != len(schema.fields):
+            raise DataException(f"{len(values)} values for {len(schema.fields)} fields of {schema.name or 'struct'}")
+        s = cls.__new__(cls)
+        s.schema = schema
+        s._values = values
+        return s
+
     def _lookup(self, name: str) -> Field:
         f = self.schema.field(name)
         if f is None:
