@@ -162,7 +162,7 @@ def _ping(server: PostgresServer) -> bool:
 
 
 @contextmanager
-def _spawn(bindir: Path) -> Iterator[PostgresServer]:
+def _spawn(bindir: Path, overrides: dict[str, str] | None = None) -> Iterator[PostgresServer]:
     run_as = RunAs.for_postgres()
     with temp_dir("cdc-pg-", run_as) as tmp:
         datadir, log = tmp / "data", tmp / "postgres.log"
@@ -185,6 +185,7 @@ def _spawn(bindir: Path) -> Iterator[PostgresServer]:
         (datadir / "pg_hba.conf").write_text(HBA)
         settings = {
             **SETTINGS,
+            **(overrides or {}),
             "port": str(port),
             "listen_addresses": "127.0.0.1",
             "unix_socket_directories": str(tmp),
@@ -230,7 +231,15 @@ def _container() -> Iterator[PostgresServer]:
 
 
 @contextmanager
-def provide() -> Iterator[PostgresServer]:
+def provide(overrides: dict[str, str] | None = None) -> Iterator[PostgresServer]:
+    """A server for the session; `overrides` (server settings) always spawn a private one."""
+    if overrides:
+        bindir = _bindir()
+        if not (bindir and (bindir / "postgres").exists()):
+            unavailable("PostgreSQL: a server with custom settings needs the initdb/postgres binaries")
+        with _spawn(bindir, overrides) as server:
+            yield server
+        return
     if url := os.environ.get(ENV_URL):
         yield _from_url(url)
         return
