@@ -6,6 +6,7 @@ offending key; runtime failures exit with status 1.
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -15,11 +16,13 @@ import click
 
 from cdc import __version__
 from cdc.cli._common import decode_bytes, echo_json, env_default, fail, friendly_errors, load_worker, setup_logging
+from cdc.cli.jobs import validate
 from cdc.config.files import load_connector_config
 from cdc.log.base import TopicPartition
+from cdc.rest.server import RestBindError, RestServer
 from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
-from cdc.runtime.transport import open_log, open_offset_store, open_status_store
+from cdc.runtime.transport import cluster_id, open_log, open_offset_store, open_status_store
 from cdc.runtime.worker import Worker
 from cdc.storage.offsets import describe_offsets
 
@@ -43,25 +46,34 @@ def cli(log_level: str) -> None:
 # -- standalone ------------------------------------------------------------------------------
 @cli.command()
 @click.argument("worker_properties", type=click.Path(dir_okay=False))
-@click.argument("connector_configs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("connector_configs", nargs=-1, type=click.Path(dir_okay=False))
 def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> None:
     """Run connectors in one process, like connect-standalone.sh.
 
     WORKER_PROPERTIES is a worker .properties file (transport=embedded|kafka, state.dir,
     bootstrap.servers, plugin.path, converters, offset.flush.interval.ms, ...).
     Each CONNECTOR_CONFIG is a .properties file or a JSON file ({"name", "config"} or flat).
+    The Kafka Connect REST API listens on `listeners` (default http://127.0.0.1:8083), so
+    connectors can also be created, paused, restarted and deleted over HTTP.
     Stops gracefully on Ctrl-C or SIGTERM.
     """
     with friendly_errors():
         config, transformer = load_worker(worker_properties)
-        connectors = [transformer.transform(load_connector_config(p)).data for p in connector_configs]
+        connectors = [load_connector_config(p) for p in connector_configs]
         registry = PluginRegistry.discover(config.get("plugin.path"))
         log_ = open_log(config)
         worker = Worker(config, registry, log_, open_offset_store(config, log_), open_status_store(config, log_))
-        herder = StandaloneHerder(worker)
+        herder = StandaloneHerder(worker, transformer)
         for props in connectors:
-            worker.ensure_valid(props)  # fail before anything starts
+            worker.ensure_valid(transformer.transform(props).data)  # fail before anything starts
+        rest = RestServer(config, herder, cluster_id=cluster_id(log_))
         herder.start()
+        try:
+            rest.start()
+        except RestBindError as e:
+            # Standalone connectors still run; only the API is missing (Kafka would exit here).
+            logging.getLogger("cdc.rest").error("%s; running without the REST API", e)
+            rest = None
         stop = threading.Event()
 
         def on_signal(signum: int, frame: object) -> None:
@@ -75,7 +87,52 @@ def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> No
             while not stop.wait(0.5):
                 herder.tick()
         finally:
+            if rest is not None:
+                rest.stop()
             herder.stop()
+            transformer.close()
+
+
+# -- distributed -----------------------------------------------------------------------------
+@cli.command("worker")
+@click.argument("worker_properties", type=click.Path(dir_okay=False))
+def worker_command(worker_properties: str) -> None:
+    """Run a distributed worker, like connect-distributed.sh.
+
+    WORKER_PROPERTIES needs transport=kafka, bootstrap.servers and group.id; workers with the
+    same group.id share connectors and tasks through Kafka's consumer-group protocol and keep
+    configs, offsets and status in config.storage.topic, offset.storage.topic and
+    status.storage.topic. Create connectors over the REST API (`listeners`, default
+    http://127.0.0.1:8083); any worker accepts requests and forwards writes to the leader.
+    """
+    from cdc.runtime.distributed.herder import DistributedHerder
+
+    with friendly_errors():
+        config, transformer = load_worker(worker_properties)
+        registry = PluginRegistry.discover(config.get("plugin.path"))
+        log_ = open_log(config)
+        worker = Worker(
+            config, registry, log_, open_offset_store(config, log_, distributed=True), open_status_store(config, log_)
+        )
+        herder = DistributedHerder(worker, transformer)
+        rest = RestServer(config, herder, cluster_id=cluster_id(log_))
+        try:
+            rest.start()
+        except RestBindError as e:
+            fail(str(e))
+        # Kafka Connect names a distributed worker by its advertised REST host:port, so other
+        # workers can reach the worker a status record names.
+        worker.worker_id = worker.reporter.worker_id = rest.advertised_url.removeprefix("http://")
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        herder.start(rest.advertised_url)
+        try:
+            while not stop.wait(0.5):
+                pass
+        finally:
+            herder.stop()
+            rest.stop()
             transformer.close()
 
 
@@ -238,6 +295,9 @@ def offsets_show(worker_path: str, connector: str | None) -> None:
                         echo_json(row)
             finally:
                 store.stop()
+
+
+cli.add_command(validate)
 
 
 def main() -> None:

@@ -164,7 +164,7 @@ def _check_dsn(job: dict[str, Any], out: _Collector) -> None:
 
 def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
     from cdc.runtime.plugins import CONNECTOR_KINDS
-    from cdc.runtime.worker import Worker
+    from cdc.runtime.validation import ConnectorValidator
 
     spec = JobSpec(job["name"], job["source"], job.get("transforms") or [], job.get("transport") or {})
     config = spec.connector_config()
@@ -179,10 +179,8 @@ def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
             f"(short names: {', '.join(known)}; or a class installed as a cdc plugin)",
         )
         return
-    worker = Worker.__new__(Worker)
-    worker.registry = registry
     known_keys: set[str] = set()
-    for v in Worker.validate(worker, config):
+    for v in ConnectorValidator(registry).validate(config):
         known_keys.add(v.name)
         for err in v.errors:
             key = v.name

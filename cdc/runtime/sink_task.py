@@ -114,7 +114,7 @@ class WorkerSinkTask(WorkerTask):
         initial = [TopicPartition(tp.topic, tp.partition) for tp in self.consumer.assignment()]
         if initial:
             self.task.open(initial)
-        self.listener.on_running(self.id)
+        self.report_started()
         try:
             while not self.stopping:
                 if self.paused:
@@ -138,6 +138,7 @@ class WorkerSinkTask(WorkerTask):
             self._deliver(batch)
         for m in polled:
             self.current[TopicPartition(m.topic, m.partition)] = m.offset + 1
+            self.track_topic(m.topic)
         self._apply_rewinds()
         if self.commit_requested or time.monotonic() - self._last_commit >= self.commit_interval:
             self._commit()

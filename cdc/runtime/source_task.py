@@ -108,7 +108,7 @@ class WorkerSourceTask(WorkerTask):
     def execute(self) -> None:
         self.task.initialize(SourceTaskContextImpl(self.task_config, self.offset_reader))
         self.task.start(dict(self.task_config))
-        self.listener.on_running(self.id)
+        self.report_started()
         try:
             while not self.stopping:
                 if self.paused:
@@ -198,6 +198,7 @@ class WorkerSourceTask(WorkerTask):
                 continue
             r, key, value, headers = converted
             self.topic_creator.ensure(r.topic)
+            self.track_topic(r.topic)
             self.producer.send(
                 r.topic,
                 value,
@@ -273,6 +274,7 @@ class WorkerSourceTask(WorkerTask):
                     continue
                 r, key, value, headers = converted
                 self.topic_creator.ensure(r.topic)
+                self.track_topic(r.topic)
                 slot = len(acked)
                 acked.append((record, None))
 

@@ -1,17 +1,46 @@
-"""Standalone mode: one worker process runs the connectors given on its command line."""
+"""Standalone mode: one worker process runs every connector; the REST API drives it.
+
+Kafka Connect semantics kept on purpose (users rely on them):
+
+- one Connector instance plus up to `tasks.max` tasks per connector, each with its own status;
+- a Connector instance that fails does not stop its tasks, and a task that fails does not
+  fail its connector; `POST /connectors/{n}/restart` alone restarts only the Connector
+  instance (KIP-745 keeps that for compatibility);
+- a config update restarts the Connector instance; tasks restart only when their configs
+  change, so a connector whose new config fails to start is FAILED while the old tasks run.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from cdc.api.config import ConfigType, Password
 from cdc.api.connector import Connector
-from cdc.api.errors import ConfigException, ConnectException
+from cdc.api.errors import ConfigException
+from cdc.config.providers import ConfigTransformer
+from cdc.config.validation import invalid_config_message
+from cdc.log.base import TopicPartition
+from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
+from cdc.runtime.connector_offsets import ConnectorOffsets
+from cdc.runtime.herder import (
+    AlreadyExistsError,
+    BadRequestError,
+    NotFoundError,
+    RestartRequest,
+    TargetState,
+    not_found,
+    state_info,
+    stopped_required,
+)
 from cdc.runtime.task import ConnectorTaskId
-from cdc.runtime.worker import Worker
-from cdc.storage.status import ConnectorStatus, State
+from cdc.runtime.task_restarts import TaskRestartBackoff
+from cdc.runtime.worker import Worker, connector_kind
+from cdc.storage.status import ConnectorStatus, State, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -19,115 +48,503 @@ log = logging.getLogger(__name__)
 @dataclass
 class _ConnectorState:
     name: str
-    config: dict[str, str]
-    connector: Connector
+    config: dict[str, str]  # as submitted: `${provider:...}` references stay unresolved
+    target: TargetState = TargetState.STARTED
+    connector: Connector | None = None
     task_configs: list[dict[str, str]] = field(default_factory=list)
+    started_config: dict[str, str] | None = None  # the config the running tasks were built from
 
 
 class _Context:
     """ConnectorContext handed to each Connector instance."""
 
-    def __init__(self, herder: StandaloneHerder, name: str) -> None:
+    def __init__(self, herder: StandaloneHerder, name: str, instance: Connector) -> None:
         self._herder = herder
         self._name = name
+        self._instance = instance
 
     def request_task_reconfiguration(self) -> None:
         self._herder.request_reconfiguration(self._name)
 
     def raise_error(self, error: Exception) -> None:
-        self._herder.connector_failed(self._name, error)
+        # Only the live instance may fail its connector; a stale one's errors are ignored.
+        state = self._herder.connectors.get(self._name)
+        if state is not None and state.connector is self._instance:
+            self._herder.connector_failed(self._name, error)
+
+
+def _trace(e: BaseException) -> str:
+    return "".join(traceback.format_exception(e)).strip()
 
 
 class StandaloneHerder:
-    def __init__(self, worker: Worker) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        transformer: ConfigTransformer | None = None,
+        tick_interval: float = 0.25,
+    ) -> None:
         self.worker = worker
+        self.transformer = transformer
         self.connectors: dict[str, _ConnectorState] = {}
         self._lock = threading.RLock()
         self._reconfigure: set[str] = set()
+        self._tick_interval = tick_interval
+        self._ticker: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.restarts = TaskRestartBackoff.from_worker_config(worker.config)
+        self.offsets = ConnectorOffsets(worker)
 
+    # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         self.worker.start()
+        self._ticker = threading.Thread(target=self._tick_loop, name="herder-tick", daemon=True)
+        self._ticker.start()
 
     def stop(self) -> None:
+        self._stopping.set()
+        if self._ticker is not None:
+            self._ticker.join(5)
         with self._lock:
             for name in list(self.connectors):
-                self._stop_connector(name)
+                self._stop_tasks(name)
+                self._stop_connector_instance(self.connectors[name])
+            self.connectors.clear()
         self.worker.stop()
 
-    def put_connector_config(self, config: Mapping[str, str]) -> None:
-        """Validate, then start the connector and its tasks; raises ConfigException naming the key."""
-        config = dict(config)
+    def _tick_loop(self) -> None:
+        while not self._stopping.wait(self._tick_interval):
+            try:
+                self.tick()
+            except Exception:
+                log.exception("herder tick failed; retrying on the next tick")
+
+    def tick(self) -> None:
+        """Apply requested task reconfigurations and due automatic task restarts."""
+        with self._lock:
+            while self._reconfigure:
+                state = self.connectors.get(self._reconfigure.pop())
+                if state is not None and state.connector is not None:
+                    self._reconfigure_tasks(state, force=False)
+            for id in self.restarts.due(self._task_failures()):
+                state = self.connectors.get(id.connector)
+                if state is not None and state.target is TargetState.STARTED and id.task < len(state.task_configs):
+                    log.info("Task %s: automatic restart attempt %d", id, self.restarts.attempts(id))
+                    self._restart_task(state, id)
+
+    def _task_failures(self) -> dict[ConnectorTaskId, bool]:
+        return {id: t.failure is not None for id, t in self.worker.tasks.items()}
+
+    # -- config ------------------------------------------------------------------------------
+    def _resolve(self, config: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str]]:
+        if self.transformer is None:
+            return dict(config), frozenset()
+        result = self.transformer.transform(config)
+        return result.data, result.resolved_keys
+
+    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
+        """The `PUT /connector-plugins/{type}/config/validate` body; secrets stay masked."""
+        resolved, secret_keys = self._resolve(config)
+        return self.worker.validate_infos(resolved, masked_keys=secret_keys)
+
+    def _check_config(self, config: Mapping[str, str]) -> None:
+        infos = self.validate_connector_config(config)
+        if infos["error_count"]:
+            raise ConfigException(invalid_config_message(infos))
+
+    def create_connector(
+        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
+    ) -> dict[str, Any]:
+        with self._lock:
+            if name in self.connectors:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            self.put_connector_config({**config, "name": name}, initial_state=initial_state)
+            return self.connector_info(name)
+
+    def put_connector_config(
+        self, config: Mapping[str, str], initial_state: TargetState | None = None, *, allow_replace: bool = True
+    ) -> bool:
+        """Create or replace a connector and (re)start it; True when it was created.
+
+        Raises ConfigException with every invalid key (Kafka's 400 message) before anything starts.
+        """
+        config = {k: str(v) for k, v in config.items()}
         name = config.get("name", "")
         if not name:
             raise ConfigException('Missing required configuration "name" which has no default value.', "name")
-        self.worker.ensure_valid(config)
         with self._lock:
-            if name in self.connectors:
-                self._stop_connector(name)
-            connector = self.worker.new_connector(config)
-            state = _ConnectorState(name, config, connector)
-            self.connectors[name] = state
-            connector.initialize(_Context(self, name))
-            try:
-                connector.start(dict(config))
-            except Exception as e:
-                self.connector_failed(name, e)
-                raise ConnectException(f"connector {name} failed to start: {e}") from e
-            self._put_status(name, State.RUNNING)
-            self._start_tasks(state)
+            existing = self.connectors.get(name)
+            if existing is not None:
+                if not allow_replace:
+                    raise AlreadyExistsError(f"Connector {name} already exists")
+                config = keep_hidden_passwords(existing.config, config)
+            self._check_config(config)
+            if existing is None:
+                state = _ConnectorState(name, config, initial_state or TargetState.STARTED)
+                self.connectors[name] = state
+            else:
+                state = existing
+                self._stop_connector_instance(state)
+                state.config = config
+                if initial_state is not None:
+                    state.target = initial_state
+            self.restarts.forget_connector(name)
+            self._apply_target(state, force_tasks=False)
+            return existing is None
 
-    def _start_tasks(self, state: _ConnectorState) -> None:
-        max_tasks = int(state.config.get("tasks.max", "1"))
-        configs = state.connector.task_configs(max_tasks)
-        if len(configs) > max_tasks and state.config.get("tasks.max.enforce", "true").lower() == "true":
-            raise ConnectException(
-                f"connector {state.name} generated {len(configs)} task configs but tasks.max is {max_tasks}"
-            )
-        state.task_configs = configs
-        for i, task_config in enumerate(configs):
-            self.worker.start_task(ConnectorTaskId(state.name, i), state.config, task_config, len(configs))
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
+        """KIP-477: merge `patch` into the config; a null value deletes the key."""
+        with self._lock:
+            state = self._state(name)
+            merged = dict(state.config)
+            for k, v in patch.items():
+                if v is None:
+                    merged.pop(k, None)
+                else:
+                    merged[k] = str(v)
+            if merged.get("name", name) != name:
+                raise BadRequestError(
+                    f"Connector name configuration ({merged['name']}) doesn't match connector name in the URL ({name})"
+                )
+            merged["name"] = name
+            self.put_connector_config(merged)
+            return self.connector_info(name)
 
-    def _stop_connector(self, name: str) -> None:
-        state = self.connectors.pop(name, None)
-        if state is None:
+    def delete_connector(self, name: str) -> None:
+        with self._lock:
+            state = self._state(name)
+            self._stop_tasks(name)
+            self._stop_connector_instance(state)
+            del self.connectors[name]
+            self.restarts.forget_connector(name)
+            self.worker.status_store.delete(name)
+
+    # -- target states -----------------------------------------------------------------------
+    def pause_connector(self, name: str) -> None:
+        with self._lock:
+            state = self._state(name)
+            state.target = TargetState.PAUSED
+            self._apply_target(state, force_tasks=False)
+
+    def resume_connector(self, name: str) -> None:
+        with self._lock:
+            state = self._state(name)
+            state.target = TargetState.STARTED
+            self._apply_target(state, force_tasks=False)
+
+    def stop_connector(self, name: str) -> None:
+        """KIP-875 STOPPED: the Connector instance and every task are shut down; the config stays."""
+        with self._lock:
+            state = self._state(name)
+            state.target = TargetState.STOPPED
+            self._apply_target(state, force_tasks=False)
+
+    def _apply_target(self, state: _ConnectorState, force_tasks: bool) -> None:
+        if state.target is TargetState.STOPPED:
+            self._stop_tasks(state.name)
+            self._stop_connector_instance(state)
+            for t in self.worker.status_store.tasks(state.name):
+                self.worker.status_store.delete_task(state.name, t.task)
+            state.task_configs = []
+            state.started_config = None
+            self._put_status(state.name, State.STOPPED)
             return
-        ids = [id for id in self.worker.tasks if id.connector == name]
-        self.worker.stop_and_await_tasks(ids)
-        try:
-            state.connector.stop()
-        except Exception as e:
-            log.warning("connector %s: stop() raised %s", name, e)
-        self._put_status(name, State.UNASSIGNED)
+        if state.connector is None:
+            if not self._start_connector_instance(state):
+                return  # FAILED: the tasks keep running with their old configs, as in Kafka Connect
+        elif state.target is TargetState.PAUSED:
+            self._put_status(state.name, State.PAUSED)
+        else:
+            self._put_status(state.name, State.RUNNING)
+        self._reconfigure_tasks(state, force=force_tasks)
+        for id, task in list(self.worker.tasks.items()):
+            if id.connector != state.name:
+                continue
+            if state.target is TargetState.PAUSED and not task.paused:
+                task.pause()
+            elif state.target is TargetState.STARTED and task.paused:
+                task.resume()
 
-    def restart_task(self, id: ConnectorTaskId) -> None:
-        with self._lock:
-            state = self.connectors[id.connector]
-            self.worker.stop_and_await_tasks([id])
-            self.worker.start_task(id, state.config, state.task_configs[id.task], len(state.task_configs))
+    # -- the Connector instance --------------------------------------------------------------
+    def _start_connector_instance(self, state: _ConnectorState) -> bool:
+        try:
+            resolved, _ = self._resolve(state.config)
+            instance = self.worker.new_connector(resolved)
+            instance.initialize(_Context(self, state.name, instance))
+            instance.start(dict(resolved))
+        except Exception as e:
+            log.error("Connector %s failed to start: %s", state.name, e)
+            self._put_status(state.name, State.FAILED, _trace(e))
+            return False
+        state.connector = instance
+        self._put_status(state.name, State.PAUSED if state.target is TargetState.PAUSED else State.RUNNING)
+        return True
+
+    def _stop_connector_instance(self, state: _ConnectorState) -> None:
+        instance, state.connector = state.connector, None
+        if instance is None:
+            return
+        try:
+            instance.stop()
+        except Exception as e:
+            log.warning("Connector %s: stop() raised %s", state.name, e)
+
+    def connector_failed(self, name: str, error: Exception) -> None:
+        """ConnectorContext.raise_error: the connector is FAILED; its tasks are not touched."""
+        log.error("Connector %s failed: %s", name, error)
+        self._put_status(name, State.FAILED, _trace(error))
 
     def request_reconfiguration(self, name: str) -> None:
         self._reconfigure.add(name)
 
-    def tick(self) -> None:
-        """Apply pending task reconfigurations (called periodically by the main loop)."""
+    # -- tasks -------------------------------------------------------------------------------
+    def _reconfigure_tasks(self, state: _ConnectorState, force: bool) -> None:
+        assert state.connector is not None
+        resolved, _ = self._resolve(state.config)
+        max_tasks = int(resolved.get("tasks.max", "1"))
+        try:
+            configs = state.connector.task_configs(max_tasks)
+        except Exception as e:
+            self.connector_failed(state.name, e)
+            return
+        if len(configs) > max_tasks and resolved.get("tasks.max.enforce", "true").lower() == "true":
+            self.connector_failed(
+                state.name,
+                ConfigException(
+                    f"The connector {state.name} has generated {len(configs)} tasks, which is greater than "
+                    f"{max_tasks}, the maximum number of tasks it is configured to create. Lower the connector's "
+                    "task count or raise tasks.max",
+                    "tasks.max",
+                ),
+            )
+            return
+        running = {id for id in self.worker.tasks if id.connector == state.name}
+        unchanged = configs == state.task_configs and resolved == state.started_config and len(running) == len(configs)
+        if unchanged and not force:
+            return
+        self._stop_tasks(state.name)
+        for t in self.worker.status_store.tasks(state.name):
+            if t.task >= len(configs):
+                self.worker.status_store.delete_task(state.name, t.task)
+        state.task_configs = configs
+        state.started_config = resolved
+        for i in range(len(configs)):
+            self._start_task(state, ConnectorTaskId(state.name, i))
+
+    def _start_task(self, state: _ConnectorState, id: ConnectorTaskId) -> None:
+        assert state.started_config is not None
+        try:
+            self.worker.start_task(
+                id,
+                state.started_config,
+                state.task_configs[id.task],
+                len(state.task_configs),
+                paused=state.target is TargetState.PAUSED,
+            )
+        except Exception as e:
+            log.error("Task %s failed to start: %s", id, e)
+            self.worker.status_store.put(
+                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, _trace(e))
+            )
+            return
+
+    def _stop_tasks(self, name: str) -> None:
+        self.worker.stop_and_await_tasks([id for id in self.worker.tasks if id.connector == name])
+
+    def _restart_task(self, state: _ConnectorState, id: ConnectorTaskId) -> None:
+        self.worker.stop_and_await_tasks([id])
+        if state.started_config is None:
+            state.started_config, _ = self._resolve(state.config)
+        self._start_task(state, id)
+
+    def restart_task(self, id: ConnectorTaskId) -> None:
+        """`POST /connectors/{n}/tasks/{id}/restart`: that task only; the connector's state is untouched."""
         with self._lock:
-            while self._reconfigure:
-                name = self._reconfigure.pop()
-                state = self.connectors.get(name)
-                if state is None:
-                    continue
-                new = state.connector.task_configs(int(state.config.get("tasks.max", "1")))
-                if new != state.task_configs:
-                    ids = [id for id in self.worker.tasks if id.connector == name]
-                    self.worker.stop_and_await_tasks(ids)
-                    self._start_tasks(state)
+            state = self._state(id.connector)
+            if id.task < 0 or id.task >= len(state.task_configs):
+                raise NotFoundError(f"Task {id} not found")
+            self.restarts.forget(id)
+            self._restart_task(state, id)
 
-    def connector_failed(self, name: str, error: Exception) -> None:
-        log.error("connector %s failed: %s", name, error)
-        self._put_status(name, State.FAILED, f"{type(error).__name__}: {error}")
+    def restart_connector(self, name: str) -> None:
+        """`POST /connectors/{n}/restart` without parameters: the Connector instance only (KIP-745)."""
+        with self._lock:
+            state = self._state(name)
+            self._restart_connector(state)
 
-    def _put_status(self, name: str, state: State, trace: str | None = None) -> None:
-        self.worker.status_store.put(ConnectorStatus(name, state, self.worker.worker_id, trace))
+    def _restart_connector(self, state: _ConnectorState) -> None:
+        if state.target is TargetState.STOPPED:
+            self._put_status(state.name, State.STOPPED)
+            return
+        self._stop_connector_instance(state)
+        if self._start_connector_instance(state):
+            self._reconfigure_tasks(state, force=False)
+
+    def restart_connector_and_tasks(self, request: RestartRequest) -> dict[str, Any]:
+        """KIP-745: restart what the request selects; returns the status with those as RESTARTING."""
+        with self._lock:
+            state = self._state(request.connector)
+            plan = self.connector_status(request.connector)
+            restart_connector = request.restart_connector(plan["connector"]["state"])
+            restart_tasks = [t["id"] for t in plan["tasks"] if request.restart_task(t["state"])]
+            restarting = state_info(State.RESTARTING.value, self.worker.worker_id, None)
+            if restart_connector:
+                plan["connector"] = dict(restarting)
+                self._put_status(state.name, State.RESTARTING)
+            plan["tasks"] = [{"id": t["id"], **restarting} if t["id"] in restart_tasks else t for t in plan["tasks"]]
+            for task_id in restart_tasks:
+                self.worker.status_store.put(TaskStatus(state.name, task_id, State.RESTARTING, self.worker.worker_id))
+            if restart_connector:
+                self._restart_connector(state)
+            for task_id in restart_tasks:
+                id = ConnectorTaskId(state.name, task_id)
+                self.restarts.forget(id)
+                if task_id < len(state.task_configs):
+                    self._restart_task(state, id)
+            return plan
 
     def failed_tasks(self) -> list[ConnectorTaskId]:
         return [id for id, t in self.worker.tasks.items() if t.failure is not None]
+
+    # -- reads -------------------------------------------------------------------------------
+    def _state(self, name: str) -> _ConnectorState:
+        state = self.connectors.get(name)
+        if state is None:
+            raise not_found(name)
+        return state
+
+    def connector_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self.connectors)
+
+    def connector_type(self, name: str) -> str:
+        return connector_type_of(self.worker, self._state(name).config)
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        """The submitted config with PASSWORD-typed values shown as `[hidden]`."""
+        with self._lock:
+            return self._masked(self._state(name).config)
+
+    def _masked(self, config: Mapping[str, str]) -> dict[str, str]:
+        return mask_passwords(self.worker, config)
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            state = self._state(name)
+            return {
+                "name": name,
+                "config": self._masked(state.config),
+                "tasks": [{"connector": name, "task": i} for i in range(len(state.task_configs))],
+                "type": self.connector_type(name),
+            }
+
+    def task_configs(self, name: str) -> list[dict[str, Any]]:
+        with self._lock:
+            state = self._state(name)
+            return [
+                {"id": {"connector": name, "task": i}, "config": self._masked(c)}
+                for i, c in enumerate(state.task_configs)
+            ]
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            state = self._state(name)
+            store = self.worker.status_store
+            status = store.get_connector(name)
+            if status is None:
+                raise NotFoundError(f"No status found for connector {name}")
+            tasks = [
+                {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
+                for t in store.tasks(name)
+                if t.task < len(state.task_configs)
+            ]
+            return {
+                "name": name,
+                "connector": state_info(status.state.value, status.worker_id, status.trace),
+                "tasks": tasks,
+                "type": self.connector_type(name),
+            }
+
+    def task_status(self, id: ConnectorTaskId) -> dict[str, Any]:
+        with self._lock:
+            self._state(id.connector)
+            t = self.worker.status_store.get_task(id.connector, id.task)
+            if t is None:
+                raise NotFoundError(f"No status found for task {id}")
+            return {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
+
+    def connector_topics(self, name: str) -> list[str]:
+        with self._lock:
+            self._state(name)
+            return self.worker.status_store.topics(name)
+
+    def reset_connector_topics(self, name: str) -> None:
+        with self._lock:
+            self._state(name)
+            self.worker.status_store.delete_topics(name)
+
+    # -- offsets (KIP-875) -------------------------------------------------------------------
+    def connector_offsets(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            state = self._state(name)
+            resolved, _ = self._resolve(state.config)
+            return {"offsets": self.offsets.get(name, resolved, self.connector_type(name))}
+
+    def alter_connector_offsets(self, name: str, offsets: list[Mapping[str, Any]]) -> dict[str, str]:
+        with self._lock:
+            state = self._require_stopped(name)
+            resolved, _ = self._resolve(state.config)
+            self.offsets.alter(name, resolved, self.connector_type(name), offsets)
+            return {
+                "message": "The Connect framework-managed offsets for this connector have been altered successfully. "
+                "However, if this connector manages offsets externally, they will need to be manually altered "
+                "in the system that the connector uses."
+            }
+
+    def reset_connector_offsets(self, name: str) -> dict[str, str]:
+        with self._lock:
+            state = self._require_stopped(name)
+            resolved, _ = self._resolve(state.config)
+            self.offsets.reset(name, resolved, self.connector_type(name))
+            return {
+                "message": "The Connect framework-managed offsets for this connector have been reset successfully. "
+                "However, if this connector manages offsets externally, they will need to be manually reset "
+                "in the system that the connector uses."
+            }
+
+    def _require_stopped(self, name: str) -> _ConnectorState:
+        state = self._state(name)
+        if state.target is not TargetState.STOPPED or any(id.connector == name for id in self.worker.tasks):
+            raise stopped_required(name)
+        return state
+
+    # -- status ------------------------------------------------------------------------------
+    def _put_status(self, name: str, state: State, trace: str | None = None) -> None:
+        self.worker.status_store.put(ConnectorStatus(name, state, self.worker.worker_id, trace))
+
+
+def connector_type_of(worker: Worker, config: Mapping[str, str]) -> str:
+    try:
+        return connector_kind(worker.connector_class(config)).value
+    except ConfigException:
+        return "unknown"
+
+
+def mask_passwords(worker: Worker, config: Mapping[str, str]) -> dict[str, str]:
+    """PASSWORD-typed values as `[hidden]`; a `${provider:...}` reference is not the secret, so it shows."""
+    try:
+        keys = dict(worker.connector_class(config)().config().config_keys)
+    except Exception:
+        keys = {}
+    keys.update(SOURCE_CONFIG_DEF.config_keys)
+    keys.update(SINK_CONFIG_DEF.config_keys)
+    secret = {name for name, key in keys.items() if key.type is ConfigType.PASSWORD}
+    return {k: Password.HIDDEN if k in secret and not v.startswith("${") else v for k, v in config.items()}
+
+
+def keep_hidden_passwords(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+    """GET shows PASSWORD values as [hidden]; PUTting that back must not replace the secret."""
+    return {k: old[k] if v == Password.HIDDEN and k in old else v for k, v in new.items()}
+
+
+__all__ = ["StandaloneHerder", "TargetState", "TopicPartition", "keep_hidden_passwords", "mask_passwords"]

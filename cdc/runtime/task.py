@@ -32,6 +32,9 @@ class TaskStatusListener(Protocol):
 
     def on_shutdown(self, id: ConnectorTaskId) -> None: ...
 
+    def on_topic(self, id: ConnectorTaskId, topic: str) -> None:
+        """First record of `topic` for this task (KIP-558 active topics)."""
+
 
 class WorkerTask(ABC):
     """Runs `execute` on its own thread; `stop` asks it to finish, `pause`/`resume` gate it."""
@@ -44,14 +47,21 @@ class WorkerTask(ABC):
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self.failure: BaseException | None = None
+        self.active_topics: set[str] = set()
 
-    def start(self) -> None:
+    def start(self, paused: bool = False) -> None:
+        """`paused`: created for a PAUSED connector, so it never reports RUNNING first."""
+        if paused:
+            self._paused.set()
         self._thread = threading.Thread(target=self._run, name=f"task-{self.id}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self.listener.on_startup(self.id)
+            if self.paused:
+                self.listener.on_pause(self.id)
+            else:
+                self.listener.on_startup(self.id)
             self.execute()
             if not self.failure:
                 self.listener.on_shutdown(self.id)
@@ -64,6 +74,20 @@ class WorkerTask(ABC):
 
     @abstractmethod
     def execute(self) -> None: ...
+
+    def report_started(self) -> None:
+        """After the plugin task's start(): RUNNING, or PAUSED when created paused."""
+        if self.paused:
+            self.listener.on_pause(self.id)
+        else:
+            self.listener.on_running(self.id)
+
+    def track_topic(self, topic: str) -> None:
+        if topic not in self.active_topics:
+            self.active_topics.add(topic)
+            on_topic = getattr(self.listener, "on_topic", None)
+            if on_topic is not None:
+                on_topic(self.id, topic)
 
     @property
     def stopping(self) -> bool:

@@ -32,10 +32,11 @@ def open_log(config: WorkerConfig) -> TopicLog:
     )
 
 
-def open_offset_store(config: WorkerConfig, log_: TopicLog) -> OffsetBackingStore:
+def open_offset_store(config: WorkerConfig, log_: TopicLog, distributed: bool = False) -> OffsetBackingStore:
     """Embedded: the offsets topic in the same SQLite file (one transaction with the records).
-    Kafka: `offset.storage.file.filename` if set (Kafka standalone style), else the offsets topic."""
-    filename = config.get("offset.storage.file.filename")
+    Kafka: `offset.storage.file.filename` if set (Kafka standalone style), else the offsets topic.
+    Distributed workers always share the offsets topic."""
+    filename = None if distributed else config.get("offset.storage.file.filename")
     if config.transport == "embedded":
         if filename:
             log.warning(
@@ -55,3 +56,15 @@ def open_offset_store(config: WorkerConfig, log_: TopicLog) -> OffsetBackingStor
 
 def open_status_store(config: WorkerConfig, log_: TopicLog) -> StatusBackingStore:
     return StatusBackingStore(log_, config.get("status.storage.topic"), config.get("status.storage.partitions"))
+
+
+def cluster_id(log_: TopicLog) -> str:
+    """`kafka_cluster_id` for `GET /`: the broker's cluster id, or the embedded log's location."""
+    admin = getattr(log_, "_admin", None)
+    if admin is not None:
+        try:
+            return str(admin.list_topics(timeout=10).cluster_id or "")
+        except Exception as e:  # the API still starts; only the id is missing
+            log.warning("could not read the Kafka cluster id: %s", e)
+            return ""
+    return f"embedded:{getattr(log_, 'path', '')}"

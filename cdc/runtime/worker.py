@@ -5,31 +5,29 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cdc.api.config import ConfigValue
 from cdc.api.connector import Connector
-from cdc.api.errors import ConfigException
-from cdc.api.sink import SinkConnector, SinkTask
+from cdc.api.sink import SinkTask
 from cdc.api.source import SourceConnector, SourceTask
 from cdc.api.storage import Converter, HeaderConverter
-from cdc.config.validation import config_infos
 from cdc.log.base import TopicLog
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.errors import RetryWithToleranceOperator
-from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind, PluginRegistry
+from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.sink_task import WorkerSinkTask
 from cdc.runtime.source_task import TopicCreator, WorkerSourceTask
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
+from cdc.runtime.validation import ConnectorValidator
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageReaderImpl
 from cdc.storage.status import State, StatusBackingStore, TaskStatus
 from cdc.transforms.chain import (
     TransformationChain,
     build_transformation_chain,
-    transformation_config_def,
-    validate_transformations,
 )
 
 log = logging.getLogger(__name__)
@@ -64,6 +62,9 @@ class StatusReporter(TaskStatusListener):
     def on_shutdown(self, id: ConnectorTaskId) -> None:
         self._put(id, State.UNASSIGNED)
 
+    def on_topic(self, id: ConnectorTaskId, topic: str) -> None:
+        self.store.put_topic(id.connector, topic, id.task, int(time.time() * 1000))
+
 
 def connector_kind(cls: type) -> PluginKind:
     return PluginKind.SOURCE if issubclass(cls, SourceConnector) else PluginKind.SINK
@@ -81,6 +82,7 @@ class Worker:
     ) -> None:
         self.config = config
         self.registry = registry
+        self.validator = ConnectorValidator(registry)
         self.log = log_
         self.offset_store = offset_store
         self.status_store = status_store
@@ -100,54 +102,19 @@ class Worker:
 
     # -- connectors --------------------------------------------------------------------------
     def connector_class(self, props: Mapping[str, str]) -> type[Connector]:
-        name = props.get("connector.class")
-        if not name:
-            raise ConfigException(
-                'Missing required configuration "connector.class" which has no default value.', "connector.class"
-            )
-        return self.registry.resolve(name, CONNECTOR_KINDS, "connector.class").cls
+        return self.validator.connector_class(props)
 
     def validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
-        """Every key's result: common keys, the connector's own keys, and each SMT's keys."""
-        cls = self.connector_class(props)
-        common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
-        values = {v.name: v for v in common.validate(props)}
-        if issubclass(cls, SinkConnector):
-            topics = (props.get("topics") or "").strip()
-            regex = (props.get("topics.regex") or "").strip()
-            if bool(topics) == bool(regex):
-                values["topics"].add_error_message(
-                    "Must configure exactly one of topics or topics.regex"
-                    + (" (both are set)" if topics else " (neither is set)")
-                )
-        for v in [*cls().validate(props), *validate_transformations(props, self._resolve_for_chain)]:
-            if v.name in values:
-                values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)
-            else:
-                values[v.name] = v
-        return list(values.values())
+        return self.validator.validate(props)
 
     def validate_infos(self, props: Mapping[str, str], masked_keys: Iterable[str] = ()) -> dict[str, Any]:
-        """The body Kafka Connect's `PUT /connector-plugins/{type}/config/validate` returns."""
-        cls = self.connector_class(props)
-        common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
-        definition = transformation_config_def(props, self._resolve_for_chain, common.merge(cls().config()))
-        return config_infos(
-            f"{cls.__module__}.{cls.__qualname__}", definition, self.validate(props), masked_keys=masked_keys
-        )
+        return self.validator.validate_infos(props, masked_keys)
 
     def _resolve_for_chain(self, kind: str, name: str) -> type:
-        plugin_kind = PluginKind.PREDICATE if kind == "predicate" else PluginKind.TRANSFORMATION
-        return self.registry.resolve(name, [plugin_kind]).cls
+        return self.validator.resolve_for_chain(kind, name)
 
     def ensure_valid(self, props: Mapping[str, str]) -> None:
-        """Raise ConfigException for the first invalid key, naming it."""
-        for v in self.validate(props):
-            if v.errors:
-                message = v.errors[0]
-                if v.name not in message:
-                    message = f"{v.name}: {message}"
-                raise ConfigException(message, v.name)
+        self.validator.ensure_valid(props)
 
     def new_connector(self, props: Mapping[str, str]) -> Connector:
         return self.connector_class(props)()
@@ -173,9 +140,16 @@ class Worker:
         return instance
 
     def start_task(
-        self, id: ConnectorTaskId, connector_props: Mapping[str, str], task_props: dict[str, str], task_count: int = 1
+        self,
+        id: ConnectorTaskId,
+        connector_props: Mapping[str, str],
+        task_props: dict[str, str],
+        task_count: int = 1,
+        paused: bool = False,
     ) -> WorkerTask:
         cls = self.connector_class(connector_props)
+        if self.config.get("task.isolation") == "process":
+            return self._start_process_task(id, connector_props, task_props, task_count, paused)
         connector = cls()
         task_cls = connector.task_class()
         task = task_cls()
@@ -212,8 +186,32 @@ class Worker:
                 dlq_context_headers=parsed["errors.deadletterqueue.context.headers.enable"],
             )
         self.tasks[id] = worker_task
-        worker_task.start()
+        worker_task.start(paused)
         return worker_task
+
+    def _start_process_task(
+        self,
+        id: ConnectorTaskId,
+        connector_props: Mapping[str, str],
+        task_props: dict[str, str],
+        task_count: int,
+        paused: bool,
+    ) -> WorkerTask:
+        from cdc.runtime.task_process import ProcessWorkerTask
+
+        spec = {
+            "worker": {k: str(v) for k, v in self.config.originals().items()},
+            "worker_id": self.worker_id,
+            "connector": dict(connector_props),
+            "task": dict(task_props),
+            "id": [id.connector, id.task],
+            "count": task_count,
+        }
+        timeout = self.config.get("task.shutdown.graceful.timeout.ms") / 1000
+        task = ProcessWorkerTask(id, self.reporter, spec, timeout)
+        self.tasks[id] = task
+        task.start(paused)
+        return task
 
     def _errors(self, id: ConnectorTaskId, parsed: Mapping[str, Any]) -> RetryWithToleranceOperator:
         return RetryWithToleranceOperator(
@@ -242,7 +240,11 @@ class Worker:
             for k, v in connector_props.items()
             if k.startswith("producer.override.")
         }
-        producer = self.log.producer(**overrides)
+        transactional_id = self.transactional_id(id)
+        if transactional_id is not None:
+            # KIP-618: a new producer with this id fences any zombie still holding it.
+            transactional = True
+        producer = self.log.producer(transactional_id=transactional_id, **overrides)
         partitions = parsed["topic.creation.default.partitions"] if self.config.get("topic.creation.enable") else None
         return WorkerSourceTask(
             id,
@@ -262,6 +264,18 @@ class Worker:
             flush_interval_ms=parsed["offset.flush.interval.ms"] or self.config.get("offset.flush.interval.ms"),
             flush_timeout_ms=self.config.get("offset.flush.timeout.ms"),
         )
+
+    def transactional_id(self, id: ConnectorTaskId) -> str | None:
+        """`${group.id}-${connector}-${task}` when exactly-once source support is on, else None."""
+        group = self.config.get("group.id")
+        if (
+            self.config.get("exactly.once.source.support") != "enabled"
+            or self.config.transport != "kafka"
+            or not group
+            or self.offset_store.transactional_log is not self.log
+        ):
+            return None
+        return f"{group}-{id.connector}-{id.task}"
 
     def stop_and_await_tasks(self, ids: list[ConnectorTaskId]) -> None:
         timeout = self.config.get("task.shutdown.graceful.timeout.ms") / 1000

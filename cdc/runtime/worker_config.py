@@ -115,6 +115,77 @@ WORKER_CONFIG_DEF = (
         "topic.creation.enable", ConfigType.BOOLEAN, True, None, Importance.LOW, "Let source connectors create topics."
     )
     .define("config.providers", ConfigType.LIST, "", None, Importance.LOW, "Config providers (env, file, directory).")
+    .define(
+        "listeners",
+        ConfigType.LIST,
+        "http://127.0.0.1:8083",
+        None,
+        Importance.LOW,
+        "Where the REST API listens (Kafka's key). Loopback by default: expose it deliberately, "
+        "with rest.basic.auth.credentials.file, e.g. listeners=http://0.0.0.0:8083. Port 0 picks a free port.",
+    )
+    .define("rest.advertised.host.name", ConfigType.STRING, None, None, Importance.LOW, "Host other workers call.")
+    .define("rest.advertised.port", ConfigType.INT, None, None, Importance.LOW, "Port other workers call.")
+    .define(
+        "rest.basic.auth.credentials.file",
+        ConfigType.STRING,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Turn on HTTP basic auth for the REST API: a .properties file of `user=password` lines "
+        "(what Kafka's BasicAuthSecurityRestExtension reads through its JAAS `file` option).",
+    )
+    .define(
+        "task.restart.on.failure.enable",
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Restart FAILED tasks automatically with exponential backoff (Kafka Connect never does; off by default).",
+    )
+    .define(
+        "task.restart.backoff.initial.ms",
+        ConfigType.LONG,
+        1000,
+        Range.at_least(0),
+        Importance.LOW,
+        "Delay before the first automatic restart of a failed task; it doubles with each further failure.",
+    )
+    .define(
+        "task.restart.backoff.max.ms",
+        ConfigType.LONG,
+        60000,
+        Range.at_least(0),
+        Importance.LOW,
+        "Longest delay between automatic restarts; a task healthy for this long starts over at the initial delay.",
+    )
+    .define(
+        "scheduled.rebalance.max.delay.ms",
+        ConfigType.INT,
+        300000,
+        Range.at_least(1000),
+        Importance.LOW,
+        "Distributed mode: how long a departed worker's connectors and tasks wait for it to come back "
+        "before they move to other workers (the group's session.timeout.ms).",
+    )
+    .define(
+        "exactly.once.source.support",
+        ConfigType.STRING,
+        "disabled",
+        ValidString.in_("disabled", "preparing", "enabled"),
+        Importance.MEDIUM,
+        "Distributed mode, transport=kafka: 'enabled' writes each source poll batch and its offsets in one "
+        "Kafka transaction with transactional.id ${group.id}-${connector}-${task}, so a zombie task is fenced.",
+    )
+    .define(
+        "task.isolation",
+        ConfigType.STRING,
+        "thread",
+        ValidString.in_("thread", "process"),
+        Importance.MEDIUM,
+        "'process' runs each task in its own Python process, supervised by the worker: separate plugin "
+        "imports and GIL per task, and a crashing task cannot take the worker down. 'thread' shares the worker's.",
+    )
     .define("worker.id", ConfigType.STRING, None, None, Importance.LOW, "Name reported in status (default host:pid).")
 )
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc.api.storage import OffsetStorageReader
-from cdc.log.base import LogProducer, LogRecord, TopicLog, TopicPartition, TopicSpec
+from cdc.log.base import LogProducer, LogReader, LogRecord, TopicLog, TopicPartition, TopicSpec
 from cdc.storage._json import dumps, loads
 
 log = logging.getLogger(__name__)
@@ -225,11 +225,33 @@ def read_topic(log_: TopicLog, topic: str) -> list[LogRecord]:
     reader = log_.reader()
     try:
         reader.assign(starts)
-        records = reader.read_to_end(tps, log_)
+        records = _read_to_end(reader, tps, log_)
     finally:
         reader.close()
     records.sort(key=lambda r: (r.partition, r.offset))
     return records
+
+
+def _read_to_end(reader: LogReader, tps: list[TopicPartition], log_: TopicLog, idle: float = 0.3) -> list[LogRecord]:
+    """LogReader.read_to_end, but also done after two idle polls short of the end offsets.
+
+    A transactional topic (exactly-once offsets) ends with a commit marker that is never
+    delivered, so a reader's position stays one short of the end offset forever.
+    """
+    ends = log_.end_offsets(tps)
+    out: list[LogRecord] = []
+    idle_polls = 0
+    while True:
+        if log_.exact_end_offsets and all(reader.position(tp) >= ends[tp] for tp in tps):
+            return out
+        batch = reader.poll(5000, idle)
+        out.extend(batch)
+        if batch:
+            idle_polls = 0
+            continue
+        idle_polls += 1
+        if all(reader.position(tp) >= ends[tp] for tp in tps) or idle_polls >= 2:
+            return out
 
 
 class OffsetStorageReaderImpl(OffsetStorageReader):

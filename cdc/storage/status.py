@@ -70,9 +70,12 @@ class StatusBackingStore:
         self._partitions = partitions
         self._connectors: dict[str, ConnectorStatus] = {}
         self._tasks: dict[tuple[str, int], TaskStatus] = {}
+        self._topics: dict[str, dict[str, dict[str, object]]] = {}  # connector -> topic -> TopicStatus
         self._lock = threading.Lock()
         self._producer = None
         self._listeners: list[Callable[[Status], None]] = []
+        self._follower: threading.Thread | None = None
+        self._follow_stop = threading.Event()
 
     def start(self) -> None:
         if self._log is None:
@@ -84,7 +87,13 @@ class StatusBackingStore:
                 self._load(rec.key.decode(), rec.value)
 
     def _load(self, key: str, value: bytes | None) -> None:
-        if key.startswith("status-connector-"):
+        if key.startswith("status-topic-"):
+            topic, _, connector = key.removeprefix("status-topic-").partition(":connector-")
+            if value is None:
+                self._topics.get(connector, {}).pop(topic, None)
+            else:
+                self._topics.setdefault(connector, {})[topic] = loads(value)["topic"]
+        elif key.startswith("status-connector-"):
             name = key.removeprefix("status-connector-")
             if value is None:
                 self._connectors.pop(name, None)
@@ -103,6 +112,27 @@ class StatusBackingStore:
                 name, int(task), State(v["state"]), v.get("worker_id", ""), v.get("trace"), v.get("generation", 0)
             )
 
+    def follow(self) -> None:
+        """Distributed mode: keep applying every worker's writes, read from the topic on a thread."""
+        if self._log is None or self._follower is not None:
+            return
+        self._follow_stop.clear()
+        self._follower = threading.Thread(target=self._follow, name="status-topic", daemon=True)
+        self._follower.start()
+
+    def _follow(self) -> None:
+        assert self._log is not None
+        reader = self._log.reader()
+        reader.assign(self._log.beginning_offsets(self._log.partitions(self.topic)))
+        try:
+            while not self._follow_stop.is_set():
+                for rec in reader.poll(500, 0.2):
+                    if rec.key is not None:
+                        with self._lock:
+                            self._load(rec.key.decode(), rec.value)
+        finally:
+            reader.close()
+
     def add_listener(self, listener: Callable[[Status], None]) -> None:
         self._listeners.append(listener)
 
@@ -114,7 +144,12 @@ class StatusBackingStore:
                 self._tasks[(status.connector, status.task)] = status
             if self._producer is not None:
                 self._producer.send(self.topic, status_value(status), key=status.key.encode())
-                self._producer.flush(10)
+                if self._follower is not None:
+                    # Distributed: asynchronous like Kafka's KafkaStatusBackingStore, so stopping
+                    # tasks while cut off from the broker never waits on status writes.
+                    self._producer.poll(0)
+                else:
+                    self._producer.flush(10)
         for listener in self._listeners:
             listener(status)
 
@@ -130,6 +165,37 @@ class StatusBackingStore:
                     self._producer.send(self.topic, None, key=f"status-task-{connector}-{t}".encode())
                 self._producer.flush(10)
 
+    def delete_task(self, connector: str, task: int) -> None:
+        with self._lock:
+            self._tasks.pop((connector, task), None)
+            if self._producer is not None:
+                self._producer.send(self.topic, None, key=f"status-task-{connector}-{task}".encode())
+                self._producer.flush(10)
+
+    # -- active topics (KIP-558): `status-topic-<topic>:connector-<name>` ---------------------
+    def put_topic(self, connector: str, topic: str, task: int, discover_ms: int) -> None:
+        with self._lock:
+            known = self._topics.setdefault(connector, {})
+            if topic in known:
+                return
+            status = {"name": topic, "connector": connector, "task": task, "discoverTimestamp": discover_ms}
+            known[topic] = status
+            if self._producer is not None:
+                key = f"status-topic-{topic}:connector-{connector}".encode()
+                self._producer.send(self.topic, dumps({"topic": status}), key=key)
+                self._producer.flush(10)
+
+    def topics(self, connector: str) -> list[str]:
+        return sorted(self._topics.get(connector, {}))
+
+    def delete_topics(self, connector: str) -> None:
+        with self._lock:
+            topics = self._topics.pop(connector, {})
+            if self._producer is not None and topics:
+                for t in topics:
+                    self._producer.send(self.topic, None, key=f"status-topic-{t}:connector-{connector}".encode())
+                self._producer.flush(10)
+
     def get_connector(self, connector: str) -> ConnectorStatus | None:
         return self._connectors.get(connector)
 
@@ -143,6 +209,12 @@ class StatusBackingStore:
         return sorted(self._connectors)
 
     def stop(self) -> None:
+        self._follow_stop.set()
+        if self._follower is not None:
+            self._follower.join(5)
+            self._follower = None
+            if self._producer is not None:
+                self._producer.flush(5)
         if self._producer is not None:
             self._producer.close()
             self._producer = None

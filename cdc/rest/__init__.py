@@ -1,0 +1,1 @@
+"""Kafka Connect-compatible REST API served by `cdc standalone` and `cdc worker`."""

@@ -1,0 +1,1 @@
+"""Distributed mode: workers sharing `group.id` split connectors and tasks over Kafka."""

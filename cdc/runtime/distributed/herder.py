@@ -1,0 +1,554 @@
+"""Distributed mode: workers with the same `group.id` share connectors and tasks.
+
+- Configs live in the config topic (Kafka Connect's keys); every worker follows it.
+- Who runs what comes from Kafka's consumer-group protocol (see `membership`): each
+  connector and task hashes to a slot, and the slot's owner runs it.
+- The leader (owner of slot 0) writes connector configs and target states; other workers
+  forward such REST requests to it. The owner of a connector's slot runs its Connector
+  instance and writes its task configs (`task-<n>-<i>` + `commit-<n>`).
+- Status goes to the status topic, which every worker follows too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.api.connector import Connector
+from cdc.api.errors import ConfigException
+from cdc.config.providers import ConfigTransformer
+from cdc.config.validation import invalid_config_message
+from cdc.runtime.connector_offsets import ConnectorOffsets
+from cdc.runtime.distributed.config_topic import ClusterConfigState, ConfigTopic
+from cdc.runtime.distributed.membership import GroupMembership, slot_of
+from cdc.runtime.herder import (
+    AlreadyExistsError,
+    BadRequestError,
+    ForwardRequired,
+    NotFoundError,
+    RestartRequest,
+    TargetState,
+    not_found,
+    state_info,
+    stopped_required,
+)
+from cdc.runtime.standalone import connector_type_of, keep_hidden_passwords, mask_passwords
+from cdc.runtime.task import ConnectorTaskId
+from cdc.runtime.task_restarts import TaskRestartBackoff
+from cdc.runtime.worker import Worker
+from cdc.storage.status import ConnectorStatus, State, TaskStatus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _RunningConnector:
+    config: dict[str, str]
+    target: TargetState
+    instance: Connector | None  # None: it failed to start with this config
+
+
+class _Context:
+    def __init__(self, herder: DistributedHerder, name: str, instance: Connector) -> None:
+        self._herder, self._name, self._instance = herder, name, instance
+
+    def request_task_reconfiguration(self) -> None:
+        self._herder._reconfigure.add(self._name)
+
+    def raise_error(self, error: Exception) -> None:
+        running = self._herder.running.get(self._name)
+        if running is not None and running.instance is self._instance:
+            self._herder._put_connector_status(self._name, State.FAILED, _trace(error))
+
+
+def _trace(e: BaseException) -> str:
+    return "".join(traceback.format_exception(e)).strip()
+
+
+class DistributedHerder:
+    def __init__(self, worker: Worker, transformer: ConfigTransformer | None = None) -> None:
+        config = worker.config
+        self.group_id = config.get("group.id")
+        if not self.group_id:
+            raise ConfigException("group.id is required in distributed mode: name the Connect cluster", "group.id")
+        if config.transport != "kafka":
+            raise ConfigException("distributed mode needs transport=kafka (workers meet in Kafka)", "transport")
+        self.worker = worker
+        self.transformer = transformer
+        self.url = ""
+        self.configs = ConfigTopic(worker.log, config.get("config.storage.topic"), self._wake)
+        self.membership = GroupMembership(
+            {"bootstrap.servers": ",".join(config.get("bootstrap.servers")), **config.client_configs("kafka.")},
+            self.group_id,
+            config.get("offset.storage.topic"),
+            worker.worker_id,
+            config.get("scheduled.rebalance.max.delay.ms"),
+            self._on_assigned,
+            self._on_revoked,
+        )
+        self.running: dict[str, _RunningConnector] = {}
+        self.task_sources: dict[ConnectorTaskId, tuple[dict[str, str], dict[str, str]]] = {}
+        self.restarts = TaskRestartBackoff.from_worker_config(config)
+        self.offsets = ConnectorOffsets(worker)
+        self._lock = threading.RLock()
+        self._reconfigure: set[str] = set()
+        self._woken = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started_ms = 0
+        self._restart_offset = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, url: str) -> None:
+        """`url` is this worker's advertised REST URL, where others forward requests."""
+        self.url = url
+        self._started_ms = int(time.time() * 1000)
+        self.worker.start()
+        self.worker.status_store.follow()
+        self.configs.start()
+        slots = len(self.worker.log.partitions(self.worker.config.get("offset.storage.topic")))
+        self.membership.start(slots)
+        self._thread = threading.Thread(target=self._run, name="herder", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(30)
+        with self._lock:
+            self._stop_owned(set(range(self.membership.slot_count)))
+        self.membership.close()
+        self.configs.stop()
+        self.worker.stop()
+
+    def _wake(self) -> None:
+        self._woken.set()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self.membership.poll(0.1)
+            try:
+                with self._lock:
+                    self._reconcile()
+            except Exception:
+                log.exception("herder: reconciling failed; retrying")
+            self._woken.wait(0.2)
+            self._woken.clear()
+
+    # -- membership callbacks (on the herder thread, inside poll) ---------------------------
+    def _on_assigned(self, slots: set[int]) -> None:
+        if 0 in slots:
+            log.info("This worker (%s) is the leader of group %s", self.url, self.group_id)
+            self.configs.put_session_key(self.url)
+        with self._lock:
+            self._reconcile()
+
+    def _on_revoked(self, slots: set[int]) -> None:
+        with self._lock:
+            self._stop_owned(slots)
+
+    def _stop_owned(self, slots: set[int]) -> None:
+        """Stop (and wait for) every task and Connector instance in `slots`: revoke before reassign."""
+        n = self.membership.slot_count or 1
+        tasks = [id for id in self.worker.tasks if slot_of(f"task-{id.connector}-{id.task}", n) in slots]
+        self.worker.stop_and_await_tasks(tasks)
+        for id in tasks:
+            self.task_sources.pop(id, None)
+        for name in [c for c in self.running if slot_of(f"connector-{c}", n) in slots]:
+            self._stop_connector(name, State.UNASSIGNED)
+
+    def _owns(self, key: str) -> bool:
+        n = self.membership.slot_count
+        return n > 0 and slot_of(key, n) in self.membership.slots
+
+    # -- reconciling what runs here with the config topic -----------------------------------
+    def _snapshot(self) -> ClusterConfigState:
+        with self.configs.lock:
+            s = self.configs.state
+            return ClusterConfigState(
+                s.offset,
+                {k: dict(v) for k, v in s.connectors.items()},
+                dict(s.targets),
+                {k: [dict(c) for c in v] for k, v in s.tasks.items()},
+                {},
+                list(s.restarts),
+                s.leader_url,
+            )
+
+    def _resolve(self, config: Mapping[str, str]) -> dict[str, str]:
+        return dict(config) if self.transformer is None else self.transformer.transform(config).data
+
+    def _reconcile(self) -> None:
+        state = self._snapshot()
+        for name in list(self.running):
+            if name not in state.connectors:
+                self._stop_connector(name, None)  # deleted: its status was removed, do not recreate it
+            elif not self._owns(f"connector-{name}"):
+                self._stop_connector(name, State.UNASSIGNED)
+        for name, props in state.connectors.items():
+            if self._owns(f"connector-{name}"):
+                self._reconcile_connector(name, props, state)
+        self._reconcile_tasks(state)
+        self._handle_restarts(state)
+        for id in self.restarts.due({i: t.failure is not None for i, t in self.worker.tasks.items()}):
+            self._restart_task_here(id, state)
+
+    def _reconcile_connector(self, name: str, props: dict[str, str], state: ClusterConfigState) -> None:
+        target = state.target(name)
+        running = self.running.get(name)
+        if target is TargetState.STOPPED:
+            if running is not None:
+                self._stop_connector(name, State.STOPPED)
+            if state.tasks.get(name):
+                self.configs.put_task_configs(name, [])  # KIP-875: a stopped connector has no tasks
+                self.configs.wait_for(lambda s: not s.tasks.get(name), 10)
+            status = self.worker.status_store.get_connector(name)
+            if status is None or status.state is not State.STOPPED or status.worker_id != self.worker.worker_id:
+                self._put_connector_status(name, State.STOPPED)
+            return
+        if running is not None and running.config != props:
+            self._stop_connector(name, None)
+            running = None
+        if running is None:
+            running = self._start_connector(name, props, target)
+        elif running.target is not target:
+            running.target = target
+            if running.instance is not None:
+                self._put_connector_status(name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
+        if running.instance is not None and (name in self._reconfigure or name not in state.tasks):
+            self._reconfigure.discard(name)
+            self._write_task_configs(name, running, state)
+
+    def _start_connector(self, name: str, props: dict[str, str], target: TargetState) -> _RunningConnector:
+        running = _RunningConnector(props, target, None)
+        self.running[name] = running
+        try:
+            resolved = self._resolve(props)
+            instance = self.worker.new_connector(resolved)
+            instance.initialize(_Context(self, name, instance))
+            instance.start(dict(resolved))
+        except Exception as e:
+            log.error("Connector %s failed to start: %s", name, e)
+            self._put_connector_status(name, State.FAILED, _trace(e))
+            return running  # its tasks keep their last configs and keep running, as in Kafka Connect
+        running.instance = instance
+        self._put_connector_status(name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
+        self._reconfigure.add(name)
+        return running
+
+    def _write_task_configs(self, name: str, running: _RunningConnector, state: ClusterConfigState) -> None:
+        assert running.instance is not None
+        resolved = self._resolve(running.config)
+        max_tasks = int(resolved.get("tasks.max", "1"))
+        try:
+            configs = running.instance.task_configs(max_tasks)
+        except Exception as e:
+            self._put_connector_status(name, State.FAILED, _trace(e))
+            return
+        if len(configs) > max_tasks and resolved.get("tasks.max.enforce", "true").lower() == "true":
+            self._put_connector_status(
+                name, State.FAILED, f"The connector {name} has generated {len(configs)} tasks, more than tasks.max"
+            )
+            return
+        if configs != state.tasks.get(name):
+            self.configs.put_task_configs(name, configs)
+            self.configs.wait_for(lambda s: s.tasks.get(name) == configs, 10)
+
+    def _stop_connector(self, name: str, status: State | None) -> None:
+        running = self.running.pop(name, None)
+        if running is None or running.instance is None:
+            if running is not None and status is not None:
+                self._put_connector_status(name, status)
+            return
+        try:
+            running.instance.stop()
+        except Exception as e:
+            log.warning("Connector %s: stop() raised %s", name, e)
+        if status is not None:
+            self._put_connector_status(name, status)
+
+    def _reconcile_tasks(self, state: ClusterConfigState) -> None:
+        desired: dict[ConnectorTaskId, tuple[dict[str, str], dict[str, str]]] = {}
+        for name, configs in state.tasks.items():
+            if name not in state.connectors or state.target(name) is TargetState.STOPPED:
+                continue
+            for i, task_config in enumerate(configs):
+                if self._owns(f"task-{name}-{i}"):
+                    desired[ConnectorTaskId(name, i)] = (state.connectors[name], task_config)
+        stale = [id for id in self.worker.tasks if id not in desired or self.task_sources.get(id) != desired[id]]
+        if stale:
+            self.worker.stop_and_await_tasks(stale)
+            for id in stale:
+                self.task_sources.pop(id, None)
+        for id, source in desired.items():
+            if id not in self.worker.tasks:
+                self._start_task(id, source, len(state.tasks[id.connector]), state.target(id.connector))
+            else:
+                task = self.worker.tasks[id]
+                paused = state.target(id.connector) is TargetState.PAUSED
+                if paused and not task.paused:
+                    task.pause()
+                elif not paused and task.paused:
+                    task.resume()
+
+    def _start_task(
+        self, id: ConnectorTaskId, source: tuple[dict[str, str], dict[str, str]], count: int, target: TargetState
+    ) -> None:
+        connector_props, task_config = source
+        self.task_sources[id] = source
+        refresh = getattr(self.worker.offset_store, "refresh", None)
+        if refresh is not None:
+            refresh()  # the previous owner's last offsets
+        try:
+            self.worker.start_task(
+                id, self._resolve(connector_props), task_config, count, paused=target is TargetState.PAUSED
+            )
+        except Exception as e:
+            log.error("Task %s failed to start: %s", id, e)
+            self.worker.status_store.put(
+                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, _trace(e))
+            )
+
+    def _restart_task_here(self, id: ConnectorTaskId, state: ClusterConfigState) -> None:
+        source = self.task_sources.get(id)
+        if source is None:
+            return
+        self.worker.stop_and_await_tasks([id])
+        self._start_task(id, source, len(state.tasks.get(id.connector, [])), state.target(id.connector))
+
+    def _handle_restarts(self, state: ClusterConfigState) -> None:
+        for r in state.restarts:
+            if r.offset < self._restart_offset or (r.timestamp and r.timestamp < self._started_ms):
+                continue
+            self._restart_offset = r.offset + 1
+            if r.connector not in state.connectors:
+                continue
+            request = RestartRequest(r.connector, r.only_failed, r.include_tasks)
+            connector_status = self.worker.status_store.get_connector(r.connector)
+            if r.connector in self.running and request.restart_connector(
+                connector_status.state.value if connector_status else "UNASSIGNED"
+            ):
+                self._stop_connector(r.connector, None)
+                self._reconcile_connector(r.connector, state.connectors[r.connector], state)
+            for id in [i for i in self.worker.tasks if i.connector == r.connector]:
+                task_status = self.worker.status_store.get_task(id.connector, id.task)
+                failed = self.worker.tasks[id].failure is not None
+                shown = "FAILED" if failed else (task_status.state.value if task_status else "UNASSIGNED")
+                if request.restart_task(shown):
+                    self.restarts.forget(id)
+                    self._restart_task_here(id, state)
+
+    # -- status ------------------------------------------------------------------------------
+    def _put_connector_status(self, name: str, state: State, trace: str | None = None) -> None:
+        self.worker.status_store.put(ConnectorStatus(name, state, self.worker.worker_id, trace))
+
+    # -- REST: writes go through the leader -------------------------------------------------
+    def _require_leader(self) -> None:
+        if not self.membership.is_leader:
+            raise ForwardRequired(self.configs.state.leader_url)
+
+    def _config(self, name: str) -> dict[str, str]:
+        props = self.configs.state.connectors.get(name)
+        if props is None:
+            raise not_found(name)
+        return props
+
+    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
+        if self.transformer is None:
+            return self.worker.validate_infos(config)
+        result = self.transformer.transform(config)
+        return self.worker.validate_infos(result.data, masked_keys=result.resolved_keys)
+
+    def _check_config(self, config: Mapping[str, str]) -> None:
+        infos = self.validate_connector_config(config)
+        if infos["error_count"]:
+            raise ConfigException(invalid_config_message(infos))
+
+    def create_connector(
+        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
+    ) -> dict[str, Any]:
+        self._require_leader()
+        if name in self.configs.state.connectors:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self.put_connector_config({**config, "name": name}, initial_state)
+        return self.connector_info(name)
+
+    def put_connector_config(self, config: Mapping[str, str], initial_state: TargetState | None = None) -> bool:
+        self._require_leader()
+        name = config.get("name", "")
+        existing = self.configs.state.connectors.get(name)
+        config = {k: str(v) for k, v in config.items()}
+        if existing is not None:
+            config = keep_hidden_passwords(existing, config)
+        self._check_config(config)
+        target = initial_state if existing is None else None
+        self.configs.put_connector(name, config, target or (TargetState.STARTED if existing is None else None))
+        self.configs.wait_for(lambda s: s.connectors.get(name) == config)
+        return existing is None
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
+        self._require_leader()
+        merged = dict(self._config(name))
+        for k, v in patch.items():
+            if v is None:
+                merged.pop(k, None)
+            else:
+                merged[k] = str(v)
+        if merged.get("name", name) != name:
+            raise BadRequestError(
+                f"Connector name configuration ({merged['name']}) doesn't match connector name in the URL ({name})"
+            )
+        self.put_connector_config({**merged, "name": name})
+        return self.connector_info(name)
+
+    def delete_connector(self, name: str) -> None:
+        self._require_leader()
+        self._config(name)
+        self.configs.remove_connector(name)
+        self.configs.wait_for(lambda s: name not in s.connectors)
+        self.worker.status_store.delete(name)
+
+    def _put_target(self, name: str, target: TargetState) -> None:
+        self._require_leader()
+        self._config(name)
+        self.configs.put_target_state(name, target)
+        self.configs.wait_for(lambda s: s.target(name) is target)
+
+    def pause_connector(self, name: str) -> None:
+        self._put_target(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._put_target(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        self._put_target(name, TargetState.STOPPED)
+
+    def restart_connector(self, name: str) -> None:
+        self._require_leader()
+        self._config(name)
+        self.configs.put_restart_request(name, False, False)
+
+    def restart_connector_and_tasks(self, request: RestartRequest) -> dict[str, Any]:
+        self._require_leader()
+        plan = self.connector_status(request.connector)
+        if request.restart_connector(plan["connector"]["state"]):
+            plan["connector"] = {**plan["connector"], "state": State.RESTARTING.value}
+            plan["connector"].pop("trace", None)
+        plan["tasks"] = [
+            {"id": t["id"], "state": State.RESTARTING.value, "worker_id": t["worker_id"]}
+            if request.restart_task(t["state"])
+            else t
+            for t in plan["tasks"]
+        ]
+        self.configs.put_restart_request(request.connector, request.include_tasks, request.only_failed)
+        return plan
+
+    def restart_task(self, id: ConnectorTaskId) -> None:
+        """Served by the worker running the task; others forward to it (by its worker id, host:port)."""
+        tasks = self.configs.state.tasks.get(id.connector)
+        self._config(id.connector)
+        if tasks is None or not 0 <= id.task < len(tasks):
+            raise NotFoundError(f"Task {id} not found")
+        with self._lock:
+            if id in self.worker.tasks:
+                self.restarts.forget(id)
+                self._restart_task_here(id, self._snapshot())
+                return
+        status = self.worker.status_store.get_task(id.connector, id.task)
+        owner = status.worker_id if status is not None and status.worker_id != self.worker.worker_id else None
+        raise ForwardRequired(f"http://{owner}" if owner else None, "the worker running the task")
+
+    # -- REST: reads (this worker's view of the topics) -------------------------------------
+    def connector_names(self) -> list[str]:
+        return sorted(self.configs.state.connectors)
+
+    def connector_type(self, name: str) -> str:
+        return connector_type_of(self.worker, self._config(name))
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return mask_passwords(self.worker, self._config(name))
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        config = self._config(name)
+        tasks = self.configs.state.tasks.get(name, [])
+        return {
+            "name": name,
+            "config": mask_passwords(self.worker, config),
+            "tasks": [{"connector": name, "task": i} for i in range(len(tasks))],
+            "type": connector_type_of(self.worker, config),
+        }
+
+    def task_configs(self, name: str) -> list[dict[str, Any]]:
+        self._config(name)
+        return [
+            {"id": {"connector": name, "task": i}, "config": mask_passwords(self.worker, c)}
+            for i, c in enumerate(self.configs.state.tasks.get(name, []))
+        ]
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        config = self._config(name)
+        store = self.worker.status_store
+        status = store.get_connector(name)
+        if status is None:
+            raise NotFoundError(f"No status found for connector {name}")
+        count = len(self.configs.state.tasks.get(name, []))
+        return {
+            "name": name,
+            "connector": state_info(status.state.value, status.worker_id, status.trace),
+            "tasks": [
+                {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
+                for t in store.tasks(name)
+                if t.task < count
+            ],
+            "type": connector_type_of(self.worker, config),
+        }
+
+    def task_status(self, id: ConnectorTaskId) -> dict[str, Any]:
+        self._config(id.connector)
+        t = self.worker.status_store.get_task(id.connector, id.task)
+        if t is None:
+            raise NotFoundError(f"No status found for task {id}")
+        return {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
+
+    def connector_topics(self, name: str) -> list[str]:
+        self._config(name)
+        return self.worker.status_store.topics(name)
+
+    def reset_connector_topics(self, name: str) -> None:
+        self._config(name)
+        self.worker.status_store.delete_topics(name)
+
+    def connector_offsets(self, name: str) -> dict[str, Any]:
+        config = self._config(name)
+        return {"offsets": self.offsets.get(name, self._resolve(config), connector_type_of(self.worker, config))}
+
+    def _require_stopped(self, name: str) -> dict[str, str]:
+        config = self._config(name)
+        if self.configs.state.target(name) is not TargetState.STOPPED or self.configs.state.tasks.get(name):
+            raise stopped_required(name)
+        return config
+
+    def alter_connector_offsets(self, name: str, offsets: list[Mapping[str, Any]]) -> dict[str, str]:
+        self._require_leader()
+        config = self._require_stopped(name)
+        self.offsets.alter(name, self._resolve(config), connector_type_of(self.worker, config), offsets)
+        return {
+            "message": "The Connect framework-managed offsets for this connector have been altered successfully. "
+            "However, if this connector manages offsets externally, they will need to be manually altered "
+            "in the system that the connector uses."
+        }
+
+    def reset_connector_offsets(self, name: str) -> dict[str, str]:
+        self._require_leader()
+        config = self._require_stopped(name)
+        self.offsets.reset(name, self._resolve(config), connector_type_of(self.worker, config))
+        return {
+            "message": "The Connect framework-managed offsets for this connector have been reset successfully. "
+            "However, if this connector manages offsets externally, they will need to be manually reset "
+            "in the system that the connector uses."
+        }

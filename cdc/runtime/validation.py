@@ -1,0 +1,75 @@
+"""Connector config validation: common keys, the connector's own ConfigDef and every SMT's keys.
+
+Shared by the worker (before starting a connector), the REST validate endpoint and
+`cdc validate` for job files; it needs only the plugin registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cdc.api.config import ConfigValue
+from cdc.api.connector import Connector
+from cdc.api.errors import ConfigException
+from cdc.api.sink import SinkConnector
+from cdc.api.source import SourceConnector
+from cdc.config.validation import config_infos
+from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
+from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind, PluginRegistry
+from cdc.transforms.chain import transformation_config_def, validate_transformations
+
+
+class ConnectorValidator:
+    def __init__(self, registry: PluginRegistry) -> None:
+        self.registry = registry
+
+    def connector_class(self, props: Mapping[str, str]) -> type[Connector]:
+        name = props.get("connector.class")
+        if not name:
+            raise ConfigException(
+                'Missing required configuration "connector.class" which has no default value.', "connector.class"
+            )
+        return self.registry.resolve(name, CONNECTOR_KINDS, "connector.class").cls
+
+    def validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
+        """Every key's result: common keys, the connector's own keys, and each SMT's keys."""
+        cls = self.connector_class(props)
+        common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
+        values = {v.name: v for v in common.validate(props)}
+        if issubclass(cls, SinkConnector):
+            topics = (props.get("topics") or "").strip()
+            regex = (props.get("topics.regex") or "").strip()
+            if bool(topics) == bool(regex):
+                values["topics"].add_error_message(
+                    "Must configure exactly one of topics or topics.regex"
+                    + (" (both are set)" if topics else " (neither is set)")
+                )
+        for v in [*cls().validate(props), *validate_transformations(props, self.resolve_for_chain)]:
+            if v.name in values:
+                values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)
+            else:
+                values[v.name] = v
+        return list(values.values())
+
+    def validate_infos(self, props: Mapping[str, str], masked_keys: Iterable[str] = ()) -> dict[str, Any]:
+        """The body Kafka Connect's `PUT /connector-plugins/{type}/config/validate` returns."""
+        cls = self.connector_class(props)
+        common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
+        definition = transformation_config_def(props, self.resolve_for_chain, common.merge(cls().config()))
+        return config_infos(
+            f"{cls.__module__}.{cls.__qualname__}", definition, self.validate(props), masked_keys=masked_keys
+        )
+
+    def resolve_for_chain(self, kind: str, name: str) -> type:
+        plugin_kind = PluginKind.PREDICATE if kind == "predicate" else PluginKind.TRANSFORMATION
+        return self.registry.resolve(name, [plugin_kind]).cls
+
+    def ensure_valid(self, props: Mapping[str, str]) -> None:
+        """Raise ConfigException for the first invalid key, naming it."""
+        for v in self.validate(props):
+            if v.errors:
+                message = v.errors[0]
+                if v.name not in message:
+                    message = f"{v.name}: {message}"
+                raise ConfigException(message, v.name)
