@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from cdc_postgres.lsn import format_lsn, parse_lsn
 from cdc_postgres.pgoutput import (
     UNCHANGED_TOAST,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import decimal
 
 import pytest
-from cdc_postgres import text_values as tv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from cdc_postgres import text_values as tv
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -7,11 +7,11 @@ import decimal
 import json
 
 import pytest
-from cdc_postgres.types import PgColumn, TypeRegistry
-from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters, UnsupportedTypeError
 
 from cdc.api import Struct
 from cdc.converters.json import JsonConverter
+from cdc_postgres.types import PgColumn, TypeRegistry
+from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters, UnsupportedTypeError
 
 COLUMNS = """
     c_bool bool, c_bit1 bit(1), c_bit bit(10), c_varbit varbit(20),

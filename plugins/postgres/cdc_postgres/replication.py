@@ -64,10 +64,11 @@ def _quote_literal(value: str) -> str:
 class ReplicationConnection:
     """One `replication=database` connection: slot commands and one logical stream."""
 
-    def __init__(self, dsn: str, connect_timeout: float = 30.0) -> None:
+    def __init__(self, dsn: str | dict[str, Any], connect_timeout: float = 30.0) -> None:
+        conninfo, kw = (dsn, {}) if isinstance(dsn, str) else ("", dict(dsn))
         try:
             self._conn = psycopg.connect(
-                dsn, replication="database", autocommit=True, connect_timeout=int(connect_timeout)
+                conninfo, replication="database", autocommit=True, connect_timeout=int(connect_timeout), **kw
             )
         except psycopg.OperationalError as e:
             raise ReplicationError(

@@ -1,0 +1,272 @@
+"""MySQL/MariaDB source throughput against the bare python-mysql-replication loop and a bare SELECT.
+
+Run: `python benchmarks/mysql_source.py` (about 1-2 minutes on 2 cores; needs the mariadbd
+binaries the test rig uses, or CDC_TEST_MYSQL_URL). Prints one JSON line per figure (see
+benchmarks/_common.py); progress goes to stderr.
+
+- Generates N row changes (inserts in transactions of 1000 rows) in a private MariaDB.
+- streaming, connector alone: MySqlConnectorTask resumed at the binlog position before
+  the changes, polled until all N change events are out. Baseline: the bare library loop
+  over the same binlog (BinLogStreamReader, FULL metadata, `.rows` of every rows event).
+- streaming end to end: a Worker + StandaloneHerder in this process (JsonConverter with
+  schemas) into the embedded SQLite log and into Kafka (librdkafka's mock cluster), until
+  the N records are in the log. Same baseline.
+- snapshot: the N rows as `r` events (snapshot.mode=initial_only) vs a bare streaming
+  `SELECT *` (PyMySQL SSCursor, fetchmany) of the same table.
+- memory: peak RSS growth while the connector drains the N-event backlog, with
+  max.queue.size bounding what it holds (the figure's baseline is the bare loop's growth).
+
+Each connector run is timed until the N-th event is out, so the last partial batch waits up
+to poll.interval.ms (50 ms here) exactly as Debezium's ChangeEventQueue does. The machine's
+other load moves every figure; compare the ratios of one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import best_of_pair, emit, emit_throughput, note
+
+from cdc.api import OffsetStorageReader
+from cdc_mysql.task import MySqlConnectorTask
+from tests.rig import mariadb as mariadb_rig
+
+N = int(os.environ.get("BENCH_ROWS", "200000"))
+TXN = 1000
+DB = "bench"
+
+
+class _Offsets(OffsetStorageReader):
+    def __init__(self, offset: dict[str, Any] | None) -> None:
+        self.offset_ = offset
+
+    def offsets(self, partitions: list[Any]) -> list[dict[str, Any] | None]:
+        return [self.offset_ for _ in partitions]
+
+
+class _Context:
+    def __init__(self, props: dict[str, str], offset: dict[str, Any] | None) -> None:
+        self._props, self._reader = props, _Offsets(offset)
+
+    def configs(self) -> dict[str, str]:
+        return dict(self._props)
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return self._reader
+
+    def transaction_context(self) -> None:
+        return None
+
+
+def _props(server: Any, server_id: int, **extra: str) -> dict[str, str]:
+    return {
+        "name": "bench-mysql",
+        "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+        "database.hostname": server.host,
+        "database.port": str(server.port),
+        "database.user": server.cdc_user,
+        "database.password": server.cdc_password,
+        "database.server.id": str(server_id),
+        "topic.prefix": "bench",
+        "database.include.list": DB,
+        "poll.interval.ms": "50",
+        **extra,
+    }
+
+
+def _generate(server: Any) -> tuple[str, int]:
+    with server.connect(database=None) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        cur.execute(f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(32), c DOUBLE, d DATETIME(3))")
+        cur.execute("SHOW MASTER STATUS")
+        file, pos = cur.fetchone()[:2]
+        t0 = time.perf_counter()
+        conn.autocommit(False)
+        for start in range(0, N, TXN):
+            rows = ",".join(
+                f"({i}, {i * 7}, 'name-{i}', {i / 3}, '2024-01-02 03:04:05.678')" for i in range(start, start + TXN)
+            )
+            cur.execute(f"INSERT INTO {DB}.t VALUES {rows}")
+            conn.commit()
+        note(f"generated {N} inserts in {time.perf_counter() - t0:.1f}s")
+    return str(file), int(pos)
+
+
+def _raw_loop(server: Any, file: str, pos: int) -> float:
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import WriteRowsEvent
+
+    t0 = time.perf_counter()
+    stream = BinLogStreamReader(
+        {"host": server.host, "port": server.port, "user": server.user, "password": server.password},
+        server_id=9001,
+        resume_stream=True,
+        log_file=file,
+        log_pos=pos,
+        blocking=False,
+        only_events=[WriteRowsEvent],
+        enable_logging=False,
+    )
+    n = 0
+    for ev in stream:
+        for row in ev.rows:
+            n += len(row["values"]) and 1
+        if n >= N:
+            break
+    stream.close()
+    if n != N:
+        raise RuntimeError(f"raw loop saw {n} rows, expected {N}")
+    return time.perf_counter() - t0
+
+
+def _connector_alone(server: Any, props: dict[str, str], offset: dict[str, Any] | None, want: int) -> float:
+    task = MySqlConnectorTask()
+    task.initialize(_Context(props, offset))  # type: ignore[arg-type]
+    t0 = time.perf_counter()
+    task.start(dict(props))
+    n = 0
+    try:
+        while n < want:
+            batch = task.poll() or []
+            n += sum(1 for r in batch if r.value is not None and r.topic.startswith("bench.bench."))
+    finally:
+        task.stop()
+    return time.perf_counter() - t0
+
+
+def _worker_run(server: Any, transport: dict[str, str], offset: dict[str, Any], server_id: int) -> float:
+    from cdc.runtime.plugins import PluginRegistry
+    from cdc.runtime.standalone import StandaloneHerder
+    from cdc.runtime.transport import open_log, open_offset_store, open_status_store
+    from cdc.runtime.worker import Worker
+    from cdc.runtime.worker_config import WorkerConfig
+    from cdc.storage.offsets import offset_key, offset_value
+
+    props = _props(server, server_id)
+    config = WorkerConfig(transport)
+    log_ = open_log(config)
+    store = open_offset_store(config, log_)
+    store.start()
+    store.set({offset_key(props["name"], {"server": "bench"}): offset_value(offset)})
+    store.stop()
+    worker = Worker(config, PluginRegistry.discover(), log_, open_offset_store(config, log_),
+                    open_status_store(config, log_), "bench")  # fmt: skip
+    herder = StandaloneHerder(worker)
+    herder.start()
+    topic = "bench.bench.t"
+    t0 = time.perf_counter()
+    try:
+        herder.put_connector_config(props)
+        while True:
+            desc = log_.describe_topic(topic)
+            if desc is not None:
+                end = sum(log_.end_offsets([tp])[tp] for tp in _partitions(log_, topic))
+                if end >= N:
+                    break
+            time.sleep(0.05)
+        return time.perf_counter() - t0
+    finally:
+        herder.stop()
+        log_.close()
+
+
+def _partitions(log_: Any, topic: str) -> list[Any]:
+    from cdc.log.base import TopicPartition
+
+    desc = log_.describe_topic(topic)
+    count = desc.partitions if hasattr(desc, "partitions") else int(desc)
+    return [TopicPartition(topic, p) for p in range(count)]
+
+
+def _bare_select(server: Any) -> float:
+    import pymysql
+    import pymysql.cursors
+
+    t0 = time.perf_counter()
+    conn = pymysql.connect(host=server.host, port=server.port, user=server.user, password=server.password,
+                           cursorclass=pymysql.cursors.SSCursor)  # fmt: skip
+    n = 0
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {DB}.t")
+        while batch := cur.fetchmany(10240):
+            n += len(batch)
+    conn.close()
+    if n != N:
+        raise RuntimeError(f"bare SELECT returned {n} rows, expected {N}")
+    return time.perf_counter() - t0
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    with mariadb_rig.provide() as server:
+        note(f"MariaDB on port {server.port}; generating {N} row changes ...")
+        file, pos = _generate(server)
+        offset = {"file": file, "pos": pos}
+
+        note("streaming: bare python-mysql-replication loop vs the connector alone ...")
+        rss0 = _rss_mb()
+        bare = _raw_loop(server, file, pos)
+        rss_bare = _rss_mb() - rss0
+        ids = iter(range(7000, 7100))
+        ours, bare2 = best_of_pair(
+            lambda: _connector_alone(server, _props(server, next(ids)), offset, N),
+            lambda: _raw_loop(server, file, pos),
+            runs=2,
+        )
+        bare = min(bare, bare2)
+        rss_ours = _rss_mb() - rss0
+        emit_throughput("mysql.streaming.connector", N, ours, bare, "events/s")
+
+        note("streaming end to end into the embedded log ...")
+        with tempfile.TemporaryDirectory() as state:
+            e2e = _worker_run(server, {"transport": "embedded", "state.dir": state}, offset, 7100)
+        emit_throughput("mysql.streaming.e2e_embedded_json", N, e2e, bare, "events/s")
+
+        note("streaming end to end into Kafka (librdkafka mock cluster) ...")
+        try:
+            from confluent_kafka import Producer
+
+            keepalive = Producer({"test.mock.num.brokers": 3})
+            md = keepalive.list_topics(timeout=10)
+            bootstrap = ",".join(f"{b.host}:{b.port}" for b in md.brokers.values())
+            # The mock cluster has no CreateTopics: a metadata request auto-creates (4 partitions).
+            for internal in ("connect-status", "connect-offsets", "connect-configs"):
+                keepalive.list_topics(internal, timeout=10)
+            with tempfile.TemporaryDirectory() as state:
+                kafka = {
+                    "transport": "kafka",
+                    "bootstrap.servers": bootstrap,
+                    "offset.storage.file.filename": str(Path(state) / "offsets.json"),
+                    "status.storage.partitions": "4",
+                    "offset.flush.interval.ms": "1000",
+                }
+                e2e_k = _worker_run(server, kafka, offset, 7200)
+            emit_throughput("mysql.streaming.e2e_kafka_mock_json", N, e2e_k, bare, "events/s")
+        except Exception as e:  # report, never hide: the figure is missing and says why
+            note(f"kafka mock run failed: {e!r}")
+            print(json.dumps({"metric": "mysql.streaming.e2e_kafka_mock_json", "error": repr(e)}), flush=True)
+
+        note("snapshot: connector (initial_only) vs bare SELECT ...")
+        bare_sel = min(_bare_select(server) for _ in range(2))
+        snap = _connector_alone(server, _props(server, 7300, **{"snapshot.mode": "initial_only"}), None, N)
+        emit_throughput("mysql.snapshot.connector", N, snap, bare_sel, "rows/s")
+
+        emit("mysql.streaming.peak_rss_growth_mb [lower is better]", rss_ours, "MB", max(rss_bare, 0.1))
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    main()

@@ -1,0 +1,53 @@
+"""The fields every Debezium `source` block starts with, and the snapshot marker values."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from cdc.api import Schema, SchemaBuilder
+
+SNAPSHOT_ENUM_NAME = "io.debezium.data.Enum"
+
+
+class SnapshotRecord(Enum):
+    """The `source.snapshot` marker: where a record sits within a snapshot."""
+
+    TRUE = "true"
+    FIRST = "first"
+    FIRST_IN_DATA_COLLECTION = "first_in_data_collection"
+    LAST_IN_DATA_COLLECTION = "last_in_data_collection"
+    LAST = "last"
+    FALSE = "false"
+    INCREMENTAL = "incremental"
+
+
+SNAPSHOT_SCHEMA = (
+    SchemaBuilder.string()
+    .optional()
+    .name(SNAPSHOT_ENUM_NAME)
+    .version(1)
+    .parameter("allowed", ",".join(r.value for r in SnapshotRecord))
+    .default_value(SnapshotRecord.FALSE.value)
+    .build()
+)
+
+
+def common_source_schema_builder(connector: str) -> SchemaBuilder:
+    """`version, connector, name, ts_ms, snapshot, db, sequence, ts_us, ts_ns` in Debezium's order.
+
+    Connectors append their own fields and call `build()`.
+    """
+    return (
+        SchemaBuilder.struct()
+        .name(f"io.debezium.connector.{connector}.Source")
+        .version(1)
+        .field("version", Schema.STRING_SCHEMA)
+        .field("connector", Schema.STRING_SCHEMA)
+        .field("name", Schema.STRING_SCHEMA)
+        .field("ts_ms", Schema.INT64_SCHEMA)
+        .field("snapshot", SNAPSHOT_SCHEMA)
+        .field("db", Schema.STRING_SCHEMA)
+        .field("sequence", Schema.OPTIONAL_STRING_SCHEMA)
+        .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA)
+        .field("ts_ns", Schema.OPTIONAL_INT64_SCHEMA)
+    )

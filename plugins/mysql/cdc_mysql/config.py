@@ -1,0 +1,283 @@
+"""MySqlConnectorConfig: Debezium's MySQL connector configuration names, defaults and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.api import (
+    AbstractConfig,
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConfigValue,
+    Importance,
+    NonEmptyString,
+    Range,
+    ValidRegex,
+    ValidString,
+)
+from cdc_debezium import config as common
+from cdc_debezium.filters import ColumnMappers, IncludeExclude, include_exclude
+from cdc_debezium.handling_modes import (
+    BigIntUnsignedHandlingMode,
+    BinaryHandlingMode,
+    DecimalHandlingMode,
+    TimePrecisionMode,
+)
+
+HOSTNAME = "database.hostname"
+PORT = "database.port"
+USER = "database.user"
+PASSWORD = "database.password"
+SERVER_ID = "database.server.id"
+CONNECT_TIMEOUT_MS = "connect.timeout.ms"
+SNAPSHOT_MODE = "snapshot.mode"
+SNAPSHOT_LOCKING_MODE = "snapshot.locking.mode"
+INCLUDE_QUERY = "include.query"
+GTID_SOURCE_INCLUDES = "gtid.source.includes"
+GTID_SOURCE_EXCLUDES = "gtid.source.excludes"
+HISTORY_PREFIX = "schema.history.internal"
+HISTORY_CLASS = "schema.history.internal"
+HISTORY_FILE = "schema.history.internal.file.filename"
+HISTORY_KAFKA_TOPIC = "schema.history.internal.kafka.topic"
+HISTORY_KAFKA_BOOTSTRAP = "schema.history.internal.kafka.bootstrap.servers"
+HISTORY_STORE_ONLY_CAPTURED = "schema.history.internal.store.only.captured.tables.ddl"
+HISTORY_SKIP_UNPARSEABLE = "schema.history.internal.skip.unparseable.ddl"
+RECONNECT_MAX_ATTEMPTS = "errors.max.retries"
+RECONNECT_BACKOFF_MS = "errors.retry.delay.initial.ms"
+RECONNECT_BACKOFF_MAX_MS = "errors.retry.delay.max.ms"
+
+SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always", "recovery")
+LOCKING_MODES = ("minimal", "none")
+FILE_HISTORY = "io.debezium.storage.file.history.FileSchemaHistory"
+KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
+MEMORY_HISTORY = "io.debezium.relational.history.MemorySchemaHistory"
+EMBEDDED_HISTORY = "cdc.embedded"
+HISTORY_CLASSES = (FILE_HISTORY, KAFKA_HISTORY, MEMORY_HISTORY, EMBEDDED_HISTORY)
+
+_RENAMED = {
+    "database.server.name": "topic.prefix",
+    "database.history": "schema.history.internal",
+    "database.history.file.filename": "schema.history.internal.file.filename",
+    "database.history.kafka.topic": "schema.history.internal.kafka.topic",
+    "database.history.kafka.bootstrap.servers": "schema.history.internal.kafka.bootstrap.servers",
+    "database.whitelist": "database.include.list",
+    "table.whitelist": "table.include.list",
+}
+_MODE_ALIASES = {"schema_only": "no_data", "schema_only_recovery": "recovery"}
+
+
+def _server_id(name: str, value: Any) -> None:
+    Range.between(1, 2**32 - 1)(name, value)
+
+
+def config_def() -> ConfigDef:
+    d = ConfigDef()
+    d.define(
+        HOSTNAME,
+        ConfigType.STRING,
+        validator=NonEmptyString(),
+        importance=Importance.HIGH,
+        documentation="MySQL/MariaDB host name.",
+    )
+    d.define(PORT, ConfigType.INT, 3306, Range.between(1, 65535), Importance.HIGH, "Server port.")
+    d.define(
+        USER,
+        ConfigType.STRING,
+        validator=NonEmptyString(),
+        importance=Importance.HIGH,
+        documentation="User with REPLICATION SLAVE, REPLICATION CLIENT/BINLOG MONITOR, SELECT, RELOAD.",
+    )
+    d.define(PASSWORD, ConfigType.PASSWORD, None, None, Importance.HIGH, "Password of database.user.")
+    d.define(
+        SERVER_ID,
+        ConfigType.LONG,
+        validator=_server_id,
+        importance=Importance.HIGH,
+        documentation="Replica server id; unique among the server's replicas and readers.",
+    )
+    d.define(CONNECT_TIMEOUT_MS, ConfigType.LONG, 30000, Range.at_least(1), Importance.LOW, "Connect timeout.")
+    d.define(
+        SNAPSHOT_MODE,
+        ConfigType.STRING,
+        "initial",
+        ValidString.in_ignore_case(*SNAPSHOT_MODES, *_MODE_ALIASES),
+        Importance.MEDIUM,
+        "When to snapshot: " + ", ".join(SNAPSHOT_MODES),
+    )
+    d.define(
+        SNAPSHOT_LOCKING_MODE,
+        ConfigType.STRING,
+        "minimal",
+        ValidString.in_ignore_case(*LOCKING_MODES),
+        Importance.LOW,
+        "minimal: global read lock while reading the schema; none: no lock",
+    )
+    d.define(INCLUDE_QUERY, ConfigType.BOOLEAN, False, None, Importance.LOW, "Put the SQL into source.query.")
+    d.define(
+        GTID_SOURCE_INCLUDES,
+        ConfigType.LIST,
+        None,
+        ValidRegex(),
+        Importance.LOW,
+        "GTID sources (MySQL UUIDs, MariaDB domain ids) to keep in the offsets' GTID set.",
+    )
+    d.define(GTID_SOURCE_EXCLUDES, ConfigType.LIST, None, ValidRegex(), Importance.LOW, "GTID sources to drop.")
+    d.define(
+        HISTORY_CLASS,
+        ConfigType.STRING,
+        FILE_HISTORY,
+        ValidString.in_(*HISTORY_CLASSES),
+        Importance.LOW,
+        "Schema history implementation.",
+    )
+    d.define(HISTORY_FILE, ConfigType.STRING, None, None, Importance.LOW, "FileSchemaHistory path.")
+    d.define(HISTORY_KAFKA_TOPIC, ConfigType.STRING, None, None, Importance.LOW, "KafkaSchemaHistory topic.")
+    d.define(HISTORY_KAFKA_BOOTSTRAP, ConfigType.STRING, None, None, Importance.LOW, "KafkaSchemaHistory brokers.")
+    d.define(HISTORY_STORE_ONLY_CAPTURED, ConfigType.BOOLEAN, False, None, Importance.LOW, "Skip others' DDL.")
+    d.define(HISTORY_SKIP_UNPARSEABLE, ConfigType.BOOLEAN, False, None, Importance.LOW, "Accepted for compatibility.")
+    d.define(
+        RECONNECT_MAX_ATTEMPTS,
+        ConfigType.INT,
+        -1,
+        Range.at_least(-1),
+        Importance.LOW,
+        "Reconnect attempts after a lost connection; -1 retries forever.",
+    )
+    d.define(RECONNECT_BACKOFF_MS, ConfigType.LONG, 300, Range.at_least(1), Importance.LOW, "First reconnect delay.")
+    d.define(RECONNECT_BACKOFF_MAX_MS, ConfigType.LONG, 10000, Range.at_least(1), Importance.LOW, "Max delay.")
+    return common.define_common(d)
+
+
+CONFIG_DEF = config_def()
+
+
+def normalize(props: Mapping[str, str]) -> dict[str, str]:
+    """Maps snapshot.mode aliases; rejects Debezium 1.x names with the new name in the message."""
+    out = dict(props)
+    for old, new in _RENAMED.items():
+        if old in out and new not in out:
+            raise ConfigException(
+                f"{old} was renamed to {new} in Debezium 2.0; set {new}={out[old]} instead", old, out[old]
+            )
+    mode = out.get(SNAPSHOT_MODE)
+    if mode and mode.lower() in _MODE_ALIASES:
+        out[SNAPSHOT_MODE] = _MODE_ALIASES[mode.lower()]
+    return out
+
+
+def validate(props: Mapping[str, str]) -> list[ConfigValue]:
+    """Per-key results plus the cross-key rules (mutually exclusive lists, queue vs batch)."""
+    try:
+        props = normalize(props)
+    except ConfigException as e:
+        cv = ConfigValue(e.name or "", e.value)
+        cv.add_error_message(str(e))
+        return [*CONFIG_DEF.validate(props), cv]
+    values = common.add_cross_field_errors(CONFIG_DEF.validate(props))
+    by_name = {v.name: v for v in values}
+    if props.get(GTID_SOURCE_INCLUDES) and props.get(GTID_SOURCE_EXCLUDES):
+        by_name[GTID_SOURCE_EXCLUDES].add_error_message(
+            f"{GTID_SOURCE_INCLUDES} and {GTID_SOURCE_EXCLUDES} are mutually exclusive: set only one of them"
+        )
+    if props.get(HISTORY_CLASS) == KAFKA_HISTORY and not (
+        props.get(HISTORY_KAFKA_TOPIC) and props.get(HISTORY_KAFKA_BOOTSTRAP)
+    ):
+        by_name[HISTORY_KAFKA_TOPIC].add_error_message(
+            f"{KAFKA_HISTORY} needs {HISTORY_KAFKA_TOPIC} and {HISTORY_KAFKA_BOOTSTRAP}"
+        )
+    return values
+
+
+@dataclass(frozen=True)
+class KeyColumns:
+    """`message.key.columns`: `db.table-regex` → key columns."""
+
+    rules: tuple[tuple[Any, tuple[str, ...]], ...]
+
+    @classmethod
+    def parse(cls, value: str | None) -> KeyColumns:
+        import re
+
+        rules = []
+        for part in (value or "").split(";"):
+            if not part.strip():
+                continue
+            table, cols = part.split(":", 1)
+            rules.append((re.compile(table.strip(), re.IGNORECASE), tuple(c.strip() for c in cols.split(","))))
+        return cls(tuple(rules))
+
+    def for_table(self, table_id: str) -> tuple[str, ...] | None:
+        for pattern, cols in self.rules:
+            if pattern.fullmatch(table_id):
+                return cols
+        return None
+
+
+class MySqlConnectorConfig(AbstractConfig):
+    """Parsed, checked configuration with typed accessors for the task."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        props = normalize(props)
+        errors = [(v.name, e) for v in validate(props) for e in v.errors]
+        if errors:
+            name, message = errors[0]
+            raise ConfigException(message, name)
+        super().__init__(CONFIG_DEF, props)
+        self.hostname: str = self.get(HOSTNAME)
+        self.port: int = self.get(PORT)
+        self.user: str = self.get(USER)
+        pw = self.get(PASSWORD)
+        self.password: str = pw.value() if pw is not None else ""
+        self.server_id: int = self.get(SERVER_ID)
+        self.connect_timeout_s: float = self.get(CONNECT_TIMEOUT_MS) / 1000
+        self.topic_prefix: str = self.get(common.TOPIC_PREFIX)
+        self.snapshot_mode: str = self.get(SNAPSHOT_MODE).lower()
+        self.locking_mode: str = self.get(SNAPSHOT_LOCKING_MODE).lower()
+        self.fetch_size: int = self.get(common.SNAPSHOT_FETCH_SIZE)
+        self.include_schema_changes: bool = self.get(common.INCLUDE_SCHEMA_CHANGES)
+        self.tombstones_on_delete: bool = self.get(common.TOMBSTONES_ON_DELETE)
+        self.skipped_operations = common.skipped_operations(self.get(common.SKIPPED_OPERATIONS))
+        self.include_query: bool = self.get(INCLUDE_QUERY)
+        self.provide_transaction_metadata: bool = self.get(common.PROVIDE_TRANSACTION_METADATA)
+        self.decimal_mode = DecimalHandlingMode.parse(self.get(common.DECIMAL_HANDLING_MODE))
+        self.time_mode = TimePrecisionMode.parse(self.get(common.TIME_PRECISION_MODE))
+        self.bigint_mode = BigIntUnsignedHandlingMode.parse(self.get(common.BIGINT_UNSIGNED_HANDLING_MODE))
+        self.binary_mode = BinaryHandlingMode.parse(self.get(common.BINARY_HANDLING_MODE))
+        self.heartbeat_interval_ms: int = self.get(common.HEARTBEAT_INTERVAL_MS)
+        self.heartbeat_action_query: str | None = self.get(common.HEARTBEAT_ACTION_QUERY)
+        self.max_batch_size: int = self.get(common.MAX_BATCH_SIZE)
+        self.max_queue_size: int = self.get(common.MAX_QUEUE_SIZE)
+        self.poll_interval_ms: int = self.get(common.POLL_INTERVAL_MS)
+        self.database_filter: IncludeExclude = include_exclude(
+            self.values(), common.DATABASE_INCLUDE_LIST, common.DATABASE_EXCLUDE_LIST
+        )
+        self.table_filter: IncludeExclude = include_exclude(
+            self.values(), common.TABLE_INCLUDE_LIST, common.TABLE_EXCLUDE_LIST
+        )
+        self.column_filter: IncludeExclude = include_exclude(
+            self.values(), common.COLUMN_INCLUDE_LIST, common.COLUMN_EXCLUDE_LIST
+        )
+        self.gtid_filter: IncludeExclude = include_exclude(self.values(), GTID_SOURCE_INCLUDES, GTID_SOURCE_EXCLUDES)
+        self.column_mappers = ColumnMappers.from_config(props)
+        self.key_columns = KeyColumns.parse(self.get(common.MESSAGE_KEY_COLUMNS))
+        self.history_class: str = self.get(HISTORY_CLASS)
+        self.history_file: str | None = self.get(HISTORY_FILE)
+        self.history_store_only_captured: bool = self.get(HISTORY_STORE_ONLY_CAPTURED)
+        self.reconnect_attempts: int = self.get(RECONNECT_MAX_ATTEMPTS)
+        self.reconnect_backoff_s: float = self.get(RECONNECT_BACKOFF_MS) / 1000
+        self.reconnect_backoff_max_s: float = self.get(RECONNECT_BACKOFF_MAX_MS) / 1000
+
+    def captures_database(self, db: str) -> bool:
+        return db.lower() not in _SYSTEM_DATABASES and self.database_filter(db)
+
+    def captures_table(self, db: str, table: str) -> bool:
+        return self.captures_database(db) and self.table_filter(f"{db}.{table}")
+
+    def captures_column(self, db: str, table: str, column: str) -> bool:
+        return self.column_filter(f"{db}.{table}.{column}")
+
+
+_SYSTEM_DATABASES = {"mysql", "information_schema", "performance_schema", "sys"}

@@ -1,0 +1,49 @@
+"""MySqlConnector: validates the config and runs exactly one task (a binlog is one ordered stream)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from cdc.api import ConfigDef, ConfigException, ConfigValue, SourceConnector, Task
+from cdc_mysql import __version__
+from cdc_mysql import config as cfg
+
+log = logging.getLogger(__name__)
+
+
+class MySqlConnector(SourceConnector):
+    """Also registered as io.debezium.connector.mariadb.MariaDbConnector: one class serves both."""
+
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        errors = [(v.name, e) for v in cfg.validate(props) for e in v.errors]
+        if errors:
+            name, message = errors[0]
+            raise ConfigException(message, name)
+        self._props = dict(props)
+
+    def task_class(self) -> type[Task]:
+        from cdc_mysql.task import MySqlConnectorTask
+
+        return MySqlConnectorTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        if max_tasks > 1:
+            log.warning(
+                "tasks.max=%d but the MySQL connector always runs exactly one task: the binlog is a single "
+                "ordered stream",
+                max_tasks,
+            )
+        return [dict(self._props)]
+
+    def stop(self) -> None:
+        pass
+
+    def config(self) -> ConfigDef:
+        return cfg.CONFIG_DEF
+
+    def validate(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
+        return cfg.validate(connector_configs)

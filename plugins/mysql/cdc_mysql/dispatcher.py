@@ -1,0 +1,206 @@
+"""EventDispatcher: turns rows, DDL and heartbeats into SourceRecords, buffered until `poll()` takes them.
+
+One place decides topics, keys, envelopes, tombstones, PK-change headers, skipped
+operations and transaction blocks, so snapshot and streaming emit identical shapes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cdc.api import Headers, SourceRecord, Struct
+from cdc_debezium.envelope import Operation
+from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
+from cdc_debezium.transaction import TransactionMonitor
+from cdc_mysql import schema_change
+from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.history import SchemaHistory
+from cdc_mysql.schema import TableSchema
+from cdc_mysql.source_info import SourceInfo
+from cdc_mysql.table import TableDef
+
+log = logging.getLogger(__name__)
+
+
+class EventDispatcher:
+    def __init__(
+        self,
+        config: MySqlConnectorConfig,
+        source_info: SourceInfo,
+        history: SchemaHistory,
+        heartbeat: Heartbeat,
+        transactions: TransactionMonitor | None,
+    ) -> None:
+        self.config = config
+        self.source_info = source_info
+        self.history = history
+        self.heartbeat = heartbeat
+        self.transactions = transactions
+        self.partition = {"server": config.topic_prefix}
+        self.skipped = config.skipped_operations
+        self.tombstones = config.tombstones_on_delete
+        self.schema_change_topic = config.topic_prefix
+        self.schema_change_value_schema = schema_change.value_schema(source_info.schema)
+        self.events = 0
+        self.buffer: list[SourceRecord] = []
+        self.on_heartbeat: Callable[[], None] | None = None
+
+    def _put(self, record: SourceRecord) -> None:
+        self.buffer.append(record)
+
+    def take(self, n: int) -> list[SourceRecord]:
+        """Up to `n` buffered records, oldest first (what one `poll()` returns)."""
+        batch = self.buffer[:n]
+        del self.buffer[:n]
+        self.events += len(batch)
+        return batch
+
+    # -- data change events ------------------------------------------------------------------
+    def read(self, ts: TableSchema, row: dict[str, Any], source: Struct, offset: dict[str, Any]) -> None:
+        value = ts.envelope.read(ts.value(row), source)
+        self._put(
+            SourceRecord(
+                self.partition, offset, ts.topic, None, ts.key_schema, ts.key(row), ts.envelope.schema, value,
+                source._values[3],
+            )
+        )  # fmt: skip
+
+    def change(
+        self,
+        op: Operation,
+        ts: TableSchema,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        source: Struct,
+        offset: dict[str, Any],
+        tx_id: str | None,
+    ) -> None:
+        code = op.value
+        if code in self.skipped:
+            return
+        env = ts.envelope
+        ts_ms = source._values[3]
+        tx = self._block(ts, tx_id, offset, ts_ms) if self.transactions is not None else None
+        if code == "c":
+            assert after is not None
+            self._emit(ts, ts.key(after), env.make("c", None, ts.value(after), source, tx), offset, ts_ms)
+            return
+        if code == "d":
+            assert before is not None
+            self._emit(ts, ts.key(before), env.make("d", ts.value(before), None, source, tx), offset, ts_ms,
+                       tombstone_after=True)  # fmt: skip
+            return
+        assert before is not None and after is not None
+        old_key, new_key = ts.key(before), ts.key(after)
+        if old_key == new_key:
+            self._emit(ts, new_key, env.make("u", ts.value(before), ts.value(after), source, tx), offset, ts_ms)
+            return
+        # Primary key change: a delete of the old key, then a create of the new one.
+        d_headers = Headers().add(NEW_KEY_HEADER, new_key, ts.key_schema)
+        c_headers = Headers().add(OLD_KEY_HEADER, old_key, ts.key_schema)
+        if "d" not in self.skipped:
+            value = env.make("d", ts.value(before), None, source, tx)
+            self._emit(ts, old_key, value, offset, ts_ms, headers=d_headers, tombstone_after=True)
+            tx = self._block(ts, tx_id, offset, ts_ms) if self.transactions is not None else None
+        if "c" not in self.skipped:
+            self._emit(ts, new_key, env.make("c", None, ts.value(after), source, tx), offset, ts_ms, headers=c_headers)
+
+    def truncate(self, ts: TableSchema, source: Struct, offset: dict[str, Any], tx_id: str | None) -> None:
+        if "t" in self.skipped:
+            return
+        ts_ms = source._values[3]
+        value = ts.envelope.truncate(source, self._block(ts, tx_id, offset, ts_ms))
+        self._put(SourceRecord(self.partition, offset, ts.topic, None, None, None, ts.envelope.schema, value, ts_ms))
+
+    def _block(self, ts: TableSchema, tx_id: str | None, offset: dict[str, Any], ts_ms: int) -> Struct | None:
+        tm = self.transactions
+        if tm is None or tx_id is None:
+            return None
+        if tm.tx_id != tx_id:
+            if tm.active:
+                self._put(tm.end(ts_ms, self.partition, offset))
+            self._put(tm.begin(tx_id, ts_ms, self.partition, offset))
+        return tm.block(ts.table.id)
+
+    def _emit(
+        self,
+        ts: TableSchema,
+        key: Struct | None,
+        value: Struct,
+        offset: dict[str, Any],
+        ts_ms: int,
+        headers: Headers | None = None,
+        tombstone_after: bool = False,
+    ) -> None:
+        record = SourceRecord(
+            self.partition, offset, ts.topic, None, ts.key_schema, key, ts.envelope.schema, value, ts_ms, headers
+        )
+        self._put(record)
+        if tombstone_after and self.tombstones:
+            self._put(tombstone(record))
+
+    def commit_transaction(self, ts_ms: int, offset: dict[str, Any]) -> None:
+        tm = self.transactions
+        if tm is not None and tm.active:
+            self._put(tm.end(ts_ms, self.partition, offset))
+
+    # -- schema changes ----------------------------------------------------------------------
+    def schema_change(
+        self,
+        db: str,
+        ddl: str,
+        source: Struct,
+        offset: dict[str, Any],
+        changes: list[tuple[str, str, TableDef | None]],
+        emit: bool = True,
+    ) -> None:
+        """History record always; a schema change event unless include.schema.changes=false."""
+        ts_ms = source._values[3]
+        self.history.record(
+            {
+                "source": dict(self.partition),
+                "position": offset,
+                "ts_ms": int(time.time() * 1000),
+                "databaseName": db,
+                "schemaName": None,
+                "ddl": ddl,
+                "tableChanges": [{"type": kind, "id": table_id} for kind, table_id, _ in changes],
+            }
+        )
+        if not (emit and self.config.include_schema_changes):
+            return
+        key = Struct(schema_change.KEY_SCHEMA).put("databaseName", db)
+        value = (
+            Struct(self.schema_change_value_schema)
+            .put("source", source)
+            .put("ts_ms", int(time.time() * 1000))
+            .put("databaseName", db)
+            .put("ddl", ddl)
+            .put(
+                "tableChanges",
+                [
+                    Struct(schema_change.CHANGE_SCHEMA)
+                    .put("type", kind)
+                    .put("id", table_id)
+                    .put("table", schema_change.table_struct(t) if t is not None else None)
+                    for kind, table_id, t in changes
+                ],
+            )
+        )
+        self._put(
+            SourceRecord(
+                self.partition, offset, self.schema_change_topic, None, schema_change.KEY_SCHEMA, key,
+                self.schema_change_value_schema, value, ts_ms,
+            )
+        )  # fmt: skip
+
+    # -- heartbeats --------------------------------------------------------------------------
+    def maybe_heartbeat(self, offset_fn: Any) -> None:
+        if self.heartbeat.due():
+            if self.on_heartbeat is not None:
+                self.on_heartbeat()
+            self._put(self.heartbeat.record(self.partition, offset_fn()))

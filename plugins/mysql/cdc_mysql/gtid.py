@@ -1,0 +1,55 @@
+"""GTID sets for offsets: MySQL `uuid:1-5,uuid2:1-9` and MariaDB `domain-server-seq` lists.
+
+python-mysql-replication does not keep the executed set; the connector builds it from the
+GTID events it has fully processed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pymysqlreplication.gtid import Gtid, GtidSet
+
+
+class MariaDbGtidSet:
+    """The last GTID per replication domain, as in `@@gtid_binlog_pos` / `@@gtid_slave_pos`."""
+
+    def __init__(self, text: str | None = None) -> None:
+        self.by_domain: dict[int, tuple[int, int]] = {}
+        for part in (text or "").split(","):
+            part = part.strip()
+            if part:
+                d, s, n = (int(x) for x in part.split("-"))
+                self.by_domain[d] = (s, n)
+
+    def add(self, gtid: str) -> None:
+        d, s, n = (int(x) for x in gtid.split("-"))
+        self.by_domain[d] = (s, n)
+
+    def filtered(self, keep: Callable[[str], bool]) -> MariaDbGtidSet:
+        out = MariaDbGtidSet()
+        out.by_domain = {d: v for d, v in self.by_domain.items() if keep(str(d))}
+        return out
+
+    def __str__(self) -> str:
+        return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(self.by_domain.items()))
+
+
+class MySqlGtidSet:
+    """A MySQL executed-GTID set (UUID intervals)."""
+
+    def __init__(self, text: str | None = None) -> None:
+        self._set = GtidSet(text.replace("\n", "") if text else None)
+
+    def add(self, gtid: str) -> None:
+        self._set = self._set + Gtid(gtid)
+
+    def filtered(self, keep: Callable[[str], bool]) -> MySqlGtidSet:
+        return MySqlGtidSet(",".join(str(g) for g in self._set.gtids if keep(g.sid)) or None)
+
+    def __str__(self) -> str:
+        return str(self._set)
+
+
+def parse(text: str | None, is_mariadb: bool) -> MariaDbGtidSet | MySqlGtidSet:
+    return MariaDbGtidSet(text) if is_mariadb else MySqlGtidSet(text)

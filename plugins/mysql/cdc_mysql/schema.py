@@ -1,0 +1,241 @@
+"""MySqlSchema: table schemas from TableMapEvent metadata (streaming) or information_schema (snapshot).
+
+Decoding relies on the TABLE_MAP event written with each transaction (`binlog_row_metadata=FULL`),
+never on the server's current schema, so a reader that lags behind an ALTER still decodes
+every row with the columns it was written with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pymysqlreplication.constants import FIELD_TYPE
+
+from cdc.api import Schema, SchemaBuilder, Struct
+from cdc_debezium.envelope import Envelope, new_struct
+from cdc_debezium.filters import ColumnMappers
+from cdc_debezium.naming import TopicNamingStrategy
+from cdc_mysql.table import ColumnDef, TableDef
+from cdc_mysql.value_converters import Converter, MySqlValueConverters
+
+_INT_TYPES = {
+    FIELD_TYPE.TINY: "tinyint",
+    FIELD_TYPE.SHORT: "smallint",
+    FIELD_TYPE.INT24: "mediumint",
+    FIELD_TYPE.LONG: "int",
+    FIELD_TYPE.LONGLONG: "bigint",
+}
+_SIMPLE_TYPES = {
+    FIELD_TYPE.FLOAT: "float",
+    FIELD_TYPE.DOUBLE: "double",
+    FIELD_TYPE.JSON: "json",
+    FIELD_TYPE.DATE: "date",
+    FIELD_TYPE.NEWDATE: "date",
+    FIELD_TYPE.YEAR: "year",
+    FIELD_TYPE.GEOMETRY: "geometry",
+    FIELD_TYPE.ENUM: "enum",
+    FIELD_TYPE.SET: "set",
+}
+_TEMPORAL = {
+    FIELD_TYPE.TIME: "time",
+    FIELD_TYPE.TIME2: "time",
+    FIELD_TYPE.DATETIME: "datetime",
+    FIELD_TYPE.DATETIME2: "datetime",
+    FIELD_TYPE.TIMESTAMP: "timestamp",
+    FIELD_TYPE.TIMESTAMP2: "timestamp",
+}
+
+
+def _is_binary(charset: str | None) -> bool:
+    return charset is not None and charset.lower() == "binary"
+
+
+def table_def_from_table_map(event: Any) -> TableDef:
+    """A TableDef from a TableMapEvent parsed with FULL optional metadata."""
+    nulls: bytes = event.null_bitmask
+    columns: list[ColumnDef] = []
+    for i, c in enumerate(event.columns):
+        nullable = bool(nulls[i // 8] & (1 << (i % 8)))
+        t = c.type
+        charset = getattr(c, "character_set_name", None)
+        kw: dict[str, Any] = {}
+        if t in _INT_TYPES:
+            name = _INT_TYPES[t]
+        elif t in _SIMPLE_TYPES:
+            name = _SIMPLE_TYPES[t]
+            if t == FIELD_TYPE.ENUM:
+                kw["values"] = tuple((c.enum_values or [""])[1:])
+            elif t == FIELD_TYPE.SET:
+                kw["values"] = tuple(c.set_values or ())
+        elif t in _TEMPORAL:
+            name = _TEMPORAL[t]
+            kw["fsp"] = getattr(c, "fsp", 0) or 0
+        elif t == FIELD_TYPE.NEWDECIMAL:
+            name = "decimal"
+            kw["length"], kw["scale"] = c.precision, c.decimals
+        elif t == FIELD_TYPE.BIT:
+            name = "bit"
+            kw["length"] = c.bits
+        elif t == FIELD_TYPE.STRING:
+            name = "binary" if _is_binary(charset) else "char"
+            kw["length"] = c.max_length
+        elif t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING):
+            name = "varbinary" if _is_binary(charset) else "varchar"
+        elif t in (FIELD_TYPE.BLOB, FIELD_TYPE.TINY_BLOB, FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB):
+            name = "blob" if _is_binary(charset) else "text"
+        else:
+            name = f"binlog type {t}"
+        columns.append(ColumnDef(c.name, name, nullable, bool(c.unsigned), charset=charset, **kw))
+    om = event.optional_metadata
+    if om.simple_primary_key_list:
+        pk = tuple(columns[i].name for i in om.simple_primary_key_list)
+    elif om.primary_keys_with_prefix:
+        pk = tuple(columns[i].name for i in om.primary_keys_with_prefix)
+    else:
+        pk = ()
+    return TableDef(event.schema, event.table, tuple(columns), pk)
+
+
+_COLUMN_TYPE_VALUES = re.compile(r"'((?:[^']|'')*)'")
+
+
+def table_def_from_information_schema(db: str, table: str, rows: list[dict[str, Any]], pk: list[str]) -> TableDef:
+    """A TableDef from information_schema.COLUMNS rows (ORDER BY ORDINAL_POSITION)."""
+    columns: list[ColumnDef] = []
+    for r in rows:
+        data_type = str(r["DATA_TYPE"]).lower()
+        column_type = str(r["COLUMN_TYPE"]).lower()
+        kw: dict[str, Any] = {}
+        name = data_type
+        if data_type in ("tinytext", "text", "mediumtext", "longtext"):
+            name = "text"
+        elif data_type in ("tinyblob", "blob", "mediumblob", "longblob"):
+            name = "blob"
+        elif data_type == "decimal":
+            kw["length"], kw["scale"] = r["NUMERIC_PRECISION"], r["NUMERIC_SCALE"]
+        elif data_type == "bit":
+            kw["length"] = int(r["NUMERIC_PRECISION"] or 1)
+        elif data_type == "binary":
+            kw["length"] = int(r["CHARACTER_OCTET_LENGTH"] or 0)
+        elif data_type in ("time", "datetime", "timestamp"):
+            kw["fsp"] = int(r["DATETIME_PRECISION"] or 0)
+        elif data_type in ("enum", "set"):
+            kw["values"] = tuple(m.replace("''", "'") for m in _COLUMN_TYPE_VALUES.findall(str(r["COLUMN_TYPE"])))
+        columns.append(
+            ColumnDef(
+                str(r["COLUMN_NAME"]),
+                name,
+                r["IS_NULLABLE"] == "YES",
+                "unsigned" in column_type,
+                charset=r["CHARACTER_SET_NAME"],
+                **kw,
+            )
+        )
+    return TableDef(db, table, tuple(columns), tuple(pk))
+
+
+@dataclass(slots=True)
+class TableSchema:
+    """Everything needed to turn one row of one table version into key and value structs."""
+
+    table: TableDef
+    topic: str
+    key_schema: Schema | None
+    value_schema: Schema
+    envelope: Envelope
+    # (column name, converter) for each value field, in field order
+    value_columns: list[tuple[str, Converter]]
+    key_columns: list[tuple[str, Converter]]
+
+    def value(self, row: dict[str, Any]) -> Struct:
+        return new_struct(self.value_schema, [convert(row.get(name)) for name, convert in self.value_columns])
+
+    def key(self, row: dict[str, Any]) -> Struct | None:
+        if self.key_schema is None:
+            return None
+        return new_struct(self.key_schema, [convert(row.get(name)) for name, convert in self.key_columns])
+
+
+class MySqlSchema:
+    """Caches a TableSchema per table definition; a changed definition builds a new one."""
+
+    def __init__(
+        self,
+        topics: TopicNamingStrategy,
+        converters: MySqlValueConverters,
+        source_schema: Schema,
+        column_filter: Callable[[str, str, str], bool],
+        mappers: ColumnMappers,
+        key_columns: Callable[[str], tuple[str, ...] | None],
+    ) -> None:
+        self.topics = topics
+        self.converters = converters
+        self.source_schema = source_schema
+        self.column_filter = column_filter
+        self.mappers = mappers
+        self.key_columns = key_columns
+        self._by_def: dict[TableDef, TableSchema] = {}
+        self.current: dict[str, TableDef] = {}
+
+    def schema_for(self, table: TableDef) -> TableSchema:
+        ts = self._by_def.get(table)
+        if ts is None:
+            ts = self._build(table)
+            self._by_def[table] = ts
+        self.current[table.id] = table
+        return ts
+
+    def _build(self, table: TableDef) -> TableSchema:
+        topic = self.topics.data_change_topic(table.db, table.name)
+        value_builder = SchemaBuilder.struct().name(TopicNamingStrategy.value_schema_name(topic)).optional()
+        value_columns: list[tuple[str, Converter]] = []
+        by_name: dict[str, tuple[Schema, Converter]] = {}
+        for col in table.columns:
+            column_id = f"{table.id}.{col.name}"
+            schema, convert = self.converters.column(col, column_id)
+            by_name[col.name] = (schema, convert)
+            if not self.column_filter(table.db, table.name, col.name):
+                continue
+            mapper = self.mappers.mapper_for(column_id)
+            if mapper is not None:
+                if self.mappers.is_mask(column_id):
+                    schema = Schema.OPTIONAL_STRING_SCHEMA if col.nullable else Schema.STRING_SCHEMA
+                convert = _compose(convert, mapper)
+            value_builder.field(col.name, schema)
+            value_columns.append((col.name, convert))
+        value_schema = value_builder.build()
+        key_names = self.key_columns(table.id) or table.primary_key
+        key_schema: Schema | None = None
+        key_columns: list[tuple[str, Converter]] = []
+        if key_names:
+            kb = SchemaBuilder.struct().name(TopicNamingStrategy.key_schema_name(topic))
+            for name in key_names:
+                if name not in by_name:
+                    raise ValueError(f"message.key.columns names column {name!r}, which table {table.id} does not have")
+                schema, convert = by_name[name]
+                if schema.optional:
+                    schema = _required(schema)
+                kb.field(name, schema)
+                key_columns.append((name, convert))
+            key_schema = kb.build()
+        envelope = Envelope.define(TopicNamingStrategy.envelope_schema_name(topic), value_schema, self.source_schema)
+        return TableSchema(table, topic, key_schema, value_schema, envelope, value_columns, key_columns)
+
+
+def _compose(first: Converter, second: Callable[[Any], Any]) -> Converter:
+    return lambda v: second(first(v))
+
+
+def _required(schema: Schema) -> Schema:
+    return Schema(
+        schema.type,
+        optional=False,
+        name=schema.name,
+        version=schema.version,
+        doc=schema.doc,
+        parameters=schema.parameters,
+        fields=schema.fields,
+    )

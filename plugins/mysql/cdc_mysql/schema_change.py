@@ -1,0 +1,152 @@
+"""Schema change events on `<topic.prefix>` and the DDL classification they need."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cdc.api import Schema, SchemaBuilder, Struct
+from cdc_mysql.table import TableDef
+
+KEY_SCHEMA = (
+    SchemaBuilder.struct()
+    .name("io.debezium.connector.mysql.SchemaChangeKey")
+    .version(1)
+    .field("databaseName", Schema.STRING_SCHEMA)
+    .build()
+)
+COLUMN_SCHEMA = (
+    SchemaBuilder.struct()
+    .name("io.debezium.connector.schema.Column")
+    .version(1)
+    .field("name", Schema.STRING_SCHEMA)
+    .field("jdbcType", Schema.INT32_SCHEMA)
+    .field("typeName", Schema.STRING_SCHEMA)
+    .field("typeExpression", Schema.OPTIONAL_STRING_SCHEMA)
+    .field("charsetName", Schema.OPTIONAL_STRING_SCHEMA)
+    .field("length", Schema.OPTIONAL_INT32_SCHEMA)
+    .field("scale", Schema.OPTIONAL_INT32_SCHEMA)
+    .field("position", Schema.INT32_SCHEMA)
+    .field("optional", Schema.OPTIONAL_BOOLEAN_SCHEMA)
+    .field("enumValues", SchemaBuilder.array(Schema.STRING_SCHEMA).optional().build())
+    .build()
+)
+TABLE_SCHEMA = (
+    SchemaBuilder.struct()
+    .name("io.debezium.connector.schema.Table")
+    .version(1)
+    .optional()
+    .field("defaultCharsetName", Schema.OPTIONAL_STRING_SCHEMA)
+    .field("primaryKeyColumnNames", SchemaBuilder.array(Schema.STRING_SCHEMA).optional().build())
+    .field("columns", SchemaBuilder.array(COLUMN_SCHEMA).build())
+    .field("comment", Schema.OPTIONAL_STRING_SCHEMA)
+    .build()
+)
+CHANGE_SCHEMA = (
+    SchemaBuilder.struct()
+    .name("io.debezium.connector.schema.Change")
+    .version(1)
+    .field("type", Schema.STRING_SCHEMA)
+    .field("id", Schema.STRING_SCHEMA)
+    .field("table", TABLE_SCHEMA)
+    .build()
+)
+
+# java.sql.Types codes Debezium puts in `jdbcType`.
+_JDBC = {
+    "bool": 16, "bit": -7, "tinyint": -6, "smallint": 5, "mediumint": 4, "int": 4, "bigint": -5,
+    "decimal": 3, "float": 7, "double": 8, "char": 1, "varchar": 12, "text": -1, "binary": -2,
+    "varbinary": -3, "blob": -4, "enum": 1, "set": 1, "json": 1111, "date": 91, "time": 92,
+    "datetime": 93, "timestamp": 2014, "year": 4, "geometry": 1111,
+}  # fmt: skip
+
+
+def value_schema(source_schema: Schema) -> Schema:
+    return (
+        SchemaBuilder.struct()
+        .name("io.debezium.connector.mysql.SchemaChangeValue")
+        .version(1)
+        .field("source", source_schema)
+        .field("ts_ms", Schema.INT64_SCHEMA)
+        .field("databaseName", Schema.OPTIONAL_STRING_SCHEMA)
+        .field("schemaName", Schema.OPTIONAL_STRING_SCHEMA)
+        .field("ddl", Schema.OPTIONAL_STRING_SCHEMA)
+        .field("tableChanges", SchemaBuilder.array(CHANGE_SCHEMA).build())
+        .build()
+    )
+
+
+def table_struct(table: TableDef) -> Struct:
+    columns = []
+    for i, c in enumerate(table.columns, 1):
+        col = (
+            Struct(COLUMN_SCHEMA)
+            .put("name", c.name)
+            .put("jdbcType", _JDBC.get(c.type, 1111))
+            .put("typeName", c.type.upper())
+            .put("typeExpression", c.type.upper())
+            .put("charsetName", c.charset)
+            .put("length", c.length)
+            .put("scale", c.scale)
+            .put("position", i)
+            .put("optional", c.nullable)
+        )
+        if c.values:
+            col.put("enumValues", list(c.values))
+        columns.append(col)
+    return Struct(TABLE_SCHEMA).put("primaryKeyColumnNames", list(table.primary_key)).put("columns", columns)
+
+
+@dataclass(frozen=True)
+class DdlStatement:
+    """What a DDL statement does, as far as events and filters need to know."""
+
+    kind: str  # CREATE | ALTER | DROP | TRUNCATE | DATABASE | OTHER
+    tables: tuple[tuple[str | None, str], ...]  # (db or None for the session db, table)
+
+
+_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_QNAME = rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?"
+_PATTERNS = [
+    (
+        "CREATE",
+        re.compile(
+            rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_QNAME}", re.I
+        ),
+    ),
+    ("ALTER", re.compile(rf"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?{_QNAME}", re.I)),
+    ("DROP", re.compile(rf"^\s*DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?{_QNAME}", re.I)),
+    ("TRUNCATE", re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?{_QNAME}", re.I)),
+    ("ALTER", re.compile(rf"^\s*RENAME\s+TABLES?\s+{_QNAME}", re.I)),
+]  # fmt: skip
+_DATABASE = re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.I)
+_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*\n|#[^\n]*\n", re.S)
+
+
+def _unquote(ident: str) -> str:
+    return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
+
+
+def classify(sql: str) -> DdlStatement:
+    text = _COMMENT.sub(" ", sql)
+    for kind, pattern in _PATTERNS:
+        m = pattern.match(text)
+        if m:
+            a, b = m.group(1), m.group(2)
+            table = (_unquote(a), _unquote(b)) if b else (None, _unquote(a))
+            return DdlStatement(kind, (table,))
+    if _DATABASE.match(text):
+        return DdlStatement("DATABASE", ())
+    return DdlStatement("OTHER", ())
+
+
+_NOT_DDL = re.compile(
+    r"^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE\s+SAVEPOINT|XA\s|SET\s|FLUSH\s|ANALYZE\s|OPTIMIZE\s|GRANT\s|"
+    r"REVOKE\s|CREATE\s+USER|DROP\s+USER|ALTER\s+USER|RENAME\s+USER|INSERT\s|UPDATE\s|DELETE\s|REPLACE\s)",
+    re.I,
+)
+
+
+def is_ddl(sql: str) -> bool:
+    """Statements that reach the binlog as QUERY events but change no table structure are not DDL."""
+    return not _NOT_DDL.match(_COMMENT.sub(" ", sql))

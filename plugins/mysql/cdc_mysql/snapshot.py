@@ -1,0 +1,234 @@
+"""MySqlSnapshotChangeEventSource: a consistent snapshot emitting `r` events, then the handoff point.
+
+Consistency: with `snapshot.locking.mode=minimal` a global read lock is held only while the
+binlog position and the schema are read; `START TRANSACTION WITH CONSISTENT SNAPSHOT`
+(REPEATABLE READ) then lets every SELECT see exactly the data as of that position. On
+MariaDB, `binlog_snapshot_file/position` give the same point without any lock (used for
+`snapshot.locking.mode=none`). Streaming starts at that position: no gap, no duplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from cdc.api import ConnectException
+from cdc_debezium.progress import SnapshotProgress
+from cdc_debezium.source_info import SnapshotRecord
+from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.connection import MySqlConnection
+from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.offset_context import MySqlOffsetContext
+from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_information_schema
+from cdc_mysql.source_info import SourceInfo
+from cdc_mysql.table import TableDef
+
+log = logging.getLogger(__name__)
+
+
+def _q(ident: str) -> str:
+    return "`" + ident.replace("`", "``") + "`"
+
+
+class MySqlSnapshotChangeEventSource:
+    def __init__(
+        self,
+        config: MySqlConnectorConfig,
+        connection: MySqlConnection,
+        schema: MySqlSchema,
+        source_info: SourceInfo,
+        dispatcher: EventDispatcher,
+        is_mariadb: bool,
+        progress: SnapshotProgress,
+        stop: threading.Event,
+    ) -> None:
+        self.config = config
+        self.connection = connection
+        self.schema = schema
+        self.source_info = source_info
+        self.dispatcher = dispatcher
+        self.is_mariadb = is_mariadb
+        self.progress = progress
+        self.stop = stop
+        # One fetch is buffered before poll() takes it: keep it within max.queue.size.
+        self.fetch_size = max(1, min(config.fetch_size, config.max_queue_size - config.max_batch_size))
+
+    def execute(
+        self, with_data: bool = True, at: MySqlOffsetContext | None = None
+    ) -> Generator[None, None, MySqlOffsetContext]:
+        """Snapshot schema (and data unless `with_data` is False); returns where streaming starts.
+
+        A generator driven by `poll()` (it yields after each fetch); `at` keeps a stored position
+        instead of reading the current one (snapshot.mode=recovery).
+        """
+        conn = self.connection.connect(autocommit=False, cursorclass=pymysql.cursors.SSCursor)
+        try:
+            return (yield from self._run(conn, with_data, at))
+        finally:
+            conn.close()
+
+    def _run(
+        self, conn: Any, with_data: bool, at: MySqlOffsetContext | None
+    ) -> Generator[None, None, MySqlOffsetContext]:
+        cur = conn.cursor(pymysql.cursors.Cursor)
+        cur.execute("SET SESSION time_zone = '+00:00'")
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        locked = False
+        if self.config.locking_mode == "minimal":
+            # The lock keeps DDL out while the schema is read; on MySQL it also pins the binlog position
+            # (MariaDB reports the snapshot's position itself, binlog_snapshot_file/position).
+            log.info("Snapshot: FLUSH TABLES WITH READ LOCK while reading the binlog position and schema")
+            try:
+                cur.execute("FLUSH TABLES WITH READ LOCK")
+                locked = True
+            except pymysql.err.MySQLError as e:
+                raise ConnectException(
+                    f"Snapshot could not take the global read lock ({e}); grant RELOAD to {self.config.user!r} "
+                    "or set snapshot.locking.mode=none"
+                ) from e
+        try:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            if at is not None:
+                offset = MySqlOffsetContext(at.file, at.pos, at.gtids, ts_sec=at.ts_sec)
+            else:
+                offset = self._position(cur)
+            tables = self._read_schema(conn)
+        finally:
+            if locked:
+                cur.execute("UNLOCK TABLES")
+        offset.snapshot = with_data
+        offset.ts_sec = int(time.time())
+        ts_ms = int(time.time() * 1000)
+        for table in tables:
+            source = self.source_info.struct(
+                ts_ms=ts_ms, db=table.db, table=table.name, server_id=0, file=offset.file, pos=offset.pos,
+                snapshot=SnapshotRecord.TRUE,
+            )  # fmt: skip
+            ddl = self._show_create(cur, table)
+            self.dispatcher.schema_change(
+                table.db, ddl, source, offset.offset(), [("CREATE", f'"{table.db}"."{table.name}"', table)]
+            )
+            self.schema.schema_for(table)
+        yield
+        if with_data:
+            yield from self._read_data(conn, tables, offset)
+        conn.commit()
+        offset.snapshot = False
+        return offset
+
+    def _position(self, cur: Any) -> MySqlOffsetContext:
+        if self.is_mariadb:
+            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+            file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
+            if not file or not pos:
+                raise ConnectException(
+                    "MariaDB reports no binlog_snapshot_file/position: binary logging must be on (log-bin)"
+                )
+            cur.execute("SELECT @@global.gtid_binlog_pos")
+            row = cur.fetchone()
+            gtid_text = str(row[0]) if row and row[0] else None
+            return MySqlOffsetContext(file, int(pos), gtid_text)
+        file, pos = self.connection.master_status()
+        return MySqlOffsetContext(file, pos, self.connection.executed_gtids(False))
+
+    def _read_schema(self, conn: Any) -> list[TableDef]:
+        with conn.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute(
+                "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
+                "ORDER BY TABLE_SCHEMA, TABLE_NAME"
+            )
+            names = [
+                (str(r["TABLE_SCHEMA"]), str(r["TABLE_NAME"]))
+                for r in cur.fetchall()
+                if self.config.captures_table(str(r["TABLE_SCHEMA"]), str(r["TABLE_NAME"]))
+            ]
+            tables = []
+            for db, name in names:
+                cur.execute(
+                    "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                    "ORDER BY ORDINAL_POSITION",
+                    (db, name),
+                )
+                columns = list(cur.fetchall())
+                cur.execute(
+                    "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s "
+                    "AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+                    (db, name),
+                )
+                pk = [str(r["COLUMN_NAME"]) for r in cur.fetchall()]
+                tables.append(table_def_from_information_schema(db, name, columns, pk))
+            return tables
+
+    @staticmethod
+    def _show_create(cur: Any, table: TableDef) -> str:
+        cur.execute(f"SHOW CREATE TABLE {_q(table.db)}.{_q(table.name)}")
+        row = cur.fetchone()
+        return str(row[1]) if row else ""
+
+    def _estimate(self, conn: Any, table: TableDef) -> int:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                (table.db, table.name),
+            )
+            row = cur.fetchone()
+            return int(row[0] or 0) if row else 0
+
+    def _read_data(self, conn: Any, tables: list[TableDef], offset: MySqlOffsetContext) -> Iterator[None]:
+        """One streaming SELECT per table; one row of look-ahead places the `last*` markers.
+
+        Markers follow Debezium: last > first > last_in_data_collection > first_in_data_collection
+        > true. The final record carries the completed offset (no `snapshot` key).
+        """
+        snapshot_offset = offset.offset()
+        completed = MySqlOffsetContext(offset.file, offset.pos, offset.gtids, ts_sec=offset.ts_sec).offset()
+        pending: tuple[TableSchema, dict[str, Any], int, bool] | None = None
+
+        def emit(p: tuple[TableSchema, dict[str, Any], int, bool], last_in_table: bool, final: bool) -> None:
+            ts, row, index, first_in_table = p
+            if final:
+                marker = SnapshotRecord.LAST
+            elif index == 0 and first_in_table:
+                marker = SnapshotRecord.FIRST
+            elif last_in_table:
+                marker = SnapshotRecord.LAST_IN_DATA_COLLECTION
+            elif first_in_table:
+                marker = SnapshotRecord.FIRST_IN_DATA_COLLECTION
+            else:
+                marker = SnapshotRecord.TRUE
+            src = self.source_info.struct(
+                ts_ms=int(time.time() * 1000), db=ts.table.db, table=ts.table.name, server_id=0, file=offset.file,
+                pos=offset.pos, snapshot=marker,
+            )  # fmt: skip
+            self.dispatcher.read(ts, row, src, completed if final else snapshot_offset)
+
+        for index, table in enumerate(tables):
+            if self.stop.is_set():
+                raise InterruptedError("snapshot stopped")
+            ts = self.schema.schema_for(table)
+            names = [c.name for c in table.columns]
+            self.progress.start_table(table.id, self._estimate(conn, table))
+            first_in_table = True
+            with conn.cursor(pymysql.cursors.SSCursor) as cur:
+                cur.execute(f"SELECT * FROM {_q(table.db)}.{_q(table.name)}")
+                while batch := cur.fetchmany(self.fetch_size):
+                    if self.stop.is_set():
+                        raise InterruptedError("snapshot stopped")
+                    for values in batch:
+                        if pending is not None:
+                            emit(pending, pending[2] != index, False)
+                        pending = (ts, dict(zip(names, values, strict=False)), index, first_in_table)
+                        first_in_table = False
+                        self.progress.row(table.id)
+                    yield
+            self.progress.finish_table(table.id)
+        if pending is not None:
+            emit(pending, True, True)
+        yield

@@ -1,0 +1,439 @@
+"""MySqlStreamingChangeEventSource: binlog → change events through python-mysql-replication.
+
+Guards against the library's silent losses:
+- a resume always starts at a transaction boundary (skip counts cover emitted rows),
+  because rows whose TABLE_MAP was not seen are dropped by the library;
+- the library's own reconnect (which restarts from the original GTID set, or mid
+  transaction) is disabled: a lost connection surfaces here and the reader restarts
+  from its own last transaction boundary, with backoff;
+- compressed events (MySQL TRANSACTION_PAYLOAD, MariaDB *_COMPRESSED) arrive as
+  NotImplementedEvent and fail the task instead of being dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbAnnotateRowsEvent,
+    MariadbGtidEvent,
+    NotImplementedEvent,
+    QueryEvent,
+    RotateEvent,
+    RowsQueryLogEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc.api import ConnectException
+from cdc_debezium.envelope import Operation
+from cdc_mysql import gtid as gtids
+from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.connection import MySqlConnection
+from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.offset_context import MySqlOffsetContext
+from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
+from cdc_mysql.schema_change import classify, is_ddl
+from cdc_mysql.source_info import SourceInfo
+
+log = logging.getLogger(__name__)
+
+# Event types python-mysql-replication cannot decode that carry row changes or DDL.
+COMPRESSED_EVENTS = {
+    0x28: "TRANSACTION_PAYLOAD (MySQL binlog_transaction_compression=ON)",
+    0xA5: "QUERY_COMPRESSED (MariaDB log_bin_compress=ON)",
+    0xA6: "WRITE_ROWS_COMPRESSED (MariaDB log_bin_compress=ON)",
+    0xA7: "UPDATE_ROWS_COMPRESSED (MariaDB log_bin_compress=ON)",
+    0xA8: "DELETE_ROWS_COMPRESSED (MariaDB log_bin_compress=ON)",
+    0xA9: "WRITE_ROWS_COMPRESSED_V1 (MariaDB log_bin_compress=ON)",
+    0xAA: "UPDATE_ROWS_COMPRESSED_V1 (MariaDB log_bin_compress=ON)",
+    0xAB: "DELETE_ROWS_COMPRESSED_V1 (MariaDB log_bin_compress=ON)",
+}
+_CONNECTION_LOST = {2003, 2006, 2013, 2055}
+HEARTBEAT_PERIOD_S = 1.0
+
+
+class BinlogConnectionLost(Exception):
+    """Raised instead of the library's silent reconnect, so the reader resumes at a transaction boundary."""
+
+
+class _LossReportingConnection(pymysql.connections.Connection):
+    def _read_packet(self, packet_type: Any = pymysql.connections.MysqlPacket) -> Any:
+        try:
+            return super()._read_packet(packet_type)
+        except pymysql.err.OperationalError as e:
+            if e.args and e.args[0] in _CONNECTION_LOST:
+                raise BinlogConnectionLost(str(e)) from e
+            raise
+
+
+class CompressedTransactionError(ConnectException):
+    pass
+
+
+class MySqlStreamingChangeEventSource:
+    def __init__(
+        self,
+        config: MySqlConnectorConfig,
+        connection: MySqlConnection,
+        schema: MySqlSchema,
+        source_info: SourceInfo,
+        dispatcher: EventDispatcher,
+        offset: MySqlOffsetContext,
+        is_mariadb: bool,
+        stop: threading.Event,
+        use_gtid_start: bool = False,
+    ) -> None:
+        self.config = config
+        self.connection = connection
+        self.schema = schema
+        self.source_info = source_info
+        self.dispatcher = dispatcher
+        self.offset = offset
+        self.is_mariadb = is_mariadb
+        self.stop = stop
+        self.use_gtid_start = use_gtid_start and bool(offset.gtids)
+        self.gtid_set = gtids.parse(offset.gtids, is_mariadb)
+        self.gtid_filter = config.gtid_filter
+        self._reader: BinLogStreamReader | None = None
+        self.reconnects = 0
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def execute(self) -> Iterator[None]:
+        """Streams until `stop` is set; reconnects with backoff while the server is unreachable.
+
+        A generator driven by the task's `poll()`: it yields after each binlog event, so decoding
+        runs on the polling thread (no hand-off between threads, which costs more than it saves
+        under the GIL) and `poll()` returns as soon as a batch is full or poll.interval.ms passed.
+        """
+        delay = self.config.reconnect_backoff_s
+        attempts = 0
+        while not self.stop.is_set():
+            try:
+                yield from self._stream()
+                return
+            except (BinlogConnectionLost, pymysql.err.OperationalError, pymysql.err.InterfaceError, OSError) as e:
+                if self.stop.is_set():
+                    return  # stop() shut the socket down
+                if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] not in _CONNECTION_LOST:
+                    raise self._explain(e) from e
+                attempts += 1
+                limit = self.config.reconnect_attempts
+                if 0 <= limit < attempts:
+                    raise ConnectException(
+                        f"Lost the binlog connection to {self.config.hostname}:{self.config.port} and "
+                        f"{attempts - 1} reconnect attempts failed (errors.max.retries={limit}): {e}"
+                    ) from e
+                log.warning(
+                    "Binlog connection lost (%s); reconnecting in %.1fs from %s:%d (attempt %d)",
+                    e, delay, self.offset.file, self.offset.pos, attempts,
+                )  # fmt: skip
+                if self.stop.is_set():
+                    return
+                resume_at = time.monotonic() + delay
+                while time.monotonic() < resume_at:
+                    if self.stop.wait(min(0.1, max(0.0, resume_at - time.monotonic()))):
+                        return
+                    yield
+                delay = min(delay * 2, self.config.reconnect_backoff_max_s)
+                self.reconnects += 1
+                # After a reconnect, resume by file/pos: the position is exact and GTID
+                # start would need the server's GTID index.
+                self.use_gtid_start = False
+            else:
+                delay = self.config.reconnect_backoff_s
+
+    def data_ready(self) -> bool:
+        """True if the next binlog packet can be read without waiting for the server.
+
+        poll() returns what it has instead of blocking on an idle stream (the server's heartbeat
+        would wake it only after a second). Peeks the connection's buffer with the socket briefly
+        non-blocking; nothing is consumed.
+        """
+        reader = self._reader
+        conn = getattr(reader, "_stream_connection", None) if reader is not None else None
+        sock = getattr(conn, "_sock", None)
+        rfile = getattr(conn, "_rfile", None)
+        if sock is None or rfile is None:
+            return True
+        timeout = sock.gettimeout()
+        try:
+            sock.settimeout(0)
+            return bool(rfile.peek(1))
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True  # a broken connection: let the reader hit the error and reconnect
+        finally:
+            try:
+                sock.settimeout(timeout)
+            except OSError as e:
+                log.debug("restoring the binlog socket timeout: %s", e)
+
+    def close(self) -> None:
+        """May run on another thread than the reader: shutting the socket down wakes a blocked read."""
+        reader = self._reader
+        if reader is not None:
+            sock = getattr(getattr(reader, "_stream_connection", None), "_sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError as e:
+                    log.debug("shutting down the binlog socket: %s", e)
+            try:
+                reader.close()
+            except Exception as e:  # closing a dead socket may fail; nothing left to do
+                log.debug("closing the binlog reader: %s", e)
+
+    def _explain(self, e: pymysql.err.OperationalError) -> ConnectException:
+        code = e.args[0] if e.args else None
+        message = str(e.args[1]) if len(e.args) > 1 else str(e)
+        if code == 1236:
+            return ConnectException(
+                f"The server cannot send the binlog from {self.offset.file}:{self.offset.pos} "
+                f"(gtids={self.offset.gtids}): {message}. The binlog file {self.offset.file} has most likely been "
+                "purged; set snapshot.mode=when_needed to take a new snapshot, or increase the binlog retention "
+                "(binlog_expire_logs_seconds / expire_logs_days)"
+            )
+        return ConnectException(f"Binlog streaming failed with MySQL error {code}: {message}")
+
+    # -- the read loop ---------------------------------------------------------------------------
+    def _reader_for_position(self) -> BinLogStreamReader:
+        settings = self.connection.settings()
+        settings["read_timeout"] = 30
+        kwargs: dict[str, Any] = {
+            "connection_settings": settings,
+            "server_id": self.config.server_id,
+            "blocking": True,
+            "resume_stream": True,
+            "filter_non_implemented_events": False,
+            "slave_heartbeat": HEARTBEAT_PERIOD_S,
+            "pymysql_wrapper": _LossReportingConnection,
+            "enable_logging": False,
+            # Registering with a host name makes the reader visible in SHOW SLAVE HOSTS (server_id guard).
+            "report_slave": f"cdc-{self.config.topic_prefix}",
+            "annotate_rows_event": self.config.include_query and self.is_mariadb,
+        }
+        if self.use_gtid_start:
+            kwargs["auto_position"] = self.offset.gtids
+            kwargs["is_mariadb"] = self.is_mariadb
+        else:
+            # MariaDB: is_mariadb=True would ignore file/pos; the MySQL dump path works for both.
+            kwargs["log_file"] = self.offset.file
+            kwargs["log_pos"] = self.offset.pos
+        return BinLogStreamReader(**kwargs)
+
+    def _stream(self) -> Iterator[None]:
+        off = self.offset
+        skip_events, skip_rows = off.event, off.row
+        reader = self._reader = self._reader_for_position()
+        log.info(
+            "Streaming binlog from %s:%d (gtids=%s, skipping %d events and %d rows)",
+            off.file, off.pos, off.gtids, skip_events, skip_rows,
+        )  # fmt: skip
+        file = off.file
+        table_maps: dict[int, TableSchema | None] = {}
+        in_tx = False
+        tx_file, tx_pos = off.file, off.pos
+        tx_gtid: str | None = None
+        tx_id: str | None = None
+        thread: int | None = None
+        query: str | None = None
+        events_in_tx = 0
+        first_tx = True
+        dispatcher = self.dispatcher
+        source_info = self.source_info
+        # Room for the largest burst one row can add (BEGIN, delete, tombstone, create).
+        max_buffer = max(1, self.config.max_queue_size - 4)
+        captures = self.config.captures_table
+        try:
+            for ev in reader:
+                try:
+                    if self.stop.is_set():
+                        return
+                    packet = ev.packet
+                    end_pos = packet.log_pos
+                    start_pos = end_pos - packet.event_size if end_pos else 0
+                    if isinstance(ev, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
+                        events_in_tx += 1
+                        if first_tx and events_in_tx <= skip_events:
+                            continue
+                        ts = table_maps.get(ev.table_id)
+                        if ts is None:
+                            off.event, off.row = events_in_tx, 0
+                            continue
+                        rows = ev.rows
+                        first_row = skip_rows if first_tx and events_in_tx == skip_events + 1 else 0
+                        ts_ms = ev.timestamp * 1000
+                        server_id = packet.server_id
+                        db, table = ts.table.db, ts.table.name
+                        if isinstance(ev, WriteRowsEvent):
+                            op, before_key, after_key = Operation.CREATE, None, "values"
+                        elif isinstance(ev, UpdateRowsEvent):
+                            op, before_key, after_key = Operation.UPDATE, "before_values", "after_values"
+                        else:
+                            op, before_key, after_key = Operation.DELETE, "values", None
+                        # The offset of every row of this event: the transaction start, the events before it.
+                        base = off.offset(event=events_in_tx - 1, row=0)
+                        for i in range(first_row, len(rows)):
+                            row = rows[i]
+                            source = source_info.streaming(
+                                ts_ms, db, table, server_id, file, start_pos, i, tx_gtid, thread, query
+                            )
+                            off.event, off.row = events_in_tx - 1, i + 1
+                            offset = base.copy()
+                            offset["row"] = i + 1
+                            dispatcher.change(
+                                op,
+                                ts,
+                                row[before_key] if before_key else None,
+                                row[after_key] if after_key else None,
+                                source,
+                                offset,
+                                tx_id,
+                            )
+                            if len(dispatcher.buffer) >= max_buffer:
+                                yield  # max.queue.size reached inside one large rows event
+                        continue
+                    if isinstance(ev, TableMapEvent):
+                        if captures(ev.schema, ev.table):
+                            table_maps[ev.table_id] = self.schema.schema_for(table_def_from_table_map(ev))
+                        else:
+                            table_maps[ev.table_id] = None
+                        continue
+                    if isinstance(ev, XidEvent):
+                        self._commit(file, end_pos, tx_gtid, ev.timestamp)
+                        in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
+                        continue
+                    if isinstance(ev, MariadbGtidEvent | GtidEvent):
+                        in_tx, events_in_tx = True, 0
+                        tx_file, tx_pos = file, start_pos
+                        tx_gtid = ev.gtid
+                        tx_id, thread, query = tx_gtid, None, None
+                        self._begin(tx_file, tx_pos)
+                        continue
+                    if isinstance(ev, QueryEvent):
+                        sql = ev.query.strip()
+                        upper = sql[:10].upper()
+                        thread = ev.slave_proxy_id
+                        if upper.startswith("BEGIN"):
+                            if not in_tx:
+                                in_tx, events_in_tx = True, 0
+                                tx_file, tx_pos = file, start_pos
+                                tx_id = f"file={file},pos={start_pos}"
+                                self._begin(tx_file, tx_pos)
+                            continue
+                        if upper.startswith("COMMIT"):
+                            self._commit(file, end_pos, tx_gtid, ev.timestamp)
+                            in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
+                            continue
+                        if upper.startswith(("XA ", "SAVEPOINT", "ROLLBACK")):
+                            continue
+                        db = ev.schema.decode() if isinstance(ev.schema, bytes) else str(ev.schema or "")
+                        # DDL commits implicitly; on resume, one already emitted is not emitted again.
+                        if not (first_tx and skip_events > 0):
+                            self._ddl(db, sql, ev, file, start_pos, end_pos, tx_gtid)
+                        else:
+                            log.debug("skipping DDL already processed before the restart: %s", sql)
+                        in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
+                        continue
+                    if isinstance(ev, RotateEvent):
+                        file = ev.next_binlog
+                        if not in_tx:
+                            off.file, off.pos = file, ev.position
+                        continue
+                    if isinstance(ev, MariadbAnnotateRowsEvent):
+                        if self.config.include_query:
+                            raw = ev.sql_statement
+                            query = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+                        continue
+                    if isinstance(ev, RowsQueryLogEvent):
+                        if self.config.include_query:
+                            query = ev.query
+                        continue
+                    if isinstance(ev, NotImplementedEvent):
+                        self._not_implemented(ev, file, start_pos)
+                        continue
+                    if isinstance(ev, HeartbeatLogEvent) and not in_tx:
+                        dispatcher.maybe_heartbeat(off.offset)
+                        continue
+                    if not in_tx:
+                        dispatcher.maybe_heartbeat(off.offset)
+                finally:
+                    # Hand control back to poll() after every event: records so far can be returned.
+                    yield
+        finally:
+            self._reader = None
+            try:
+                reader.close()
+            except Exception as e:
+                log.debug("closing the binlog reader: %s", e)
+
+    # -- transaction bookkeeping -------------------------------------------------------------------
+    def _begin(self, file: str, pos: int) -> None:
+        off = self.offset
+        off.file, off.pos, off.event, off.row = file, pos, 0, 0
+
+    def _commit(self, file: str, end_pos: int, gtid: str | None, ts_sec: int) -> None:
+        off = self.offset
+        if gtid:
+            self.gtid_set.add(gtid)
+            off.gtids = str(self.gtid_set.filtered(self.gtid_filter))
+        off.file, off.pos, off.event, off.row, off.ts_sec = file, end_pos, 0, 0, ts_sec
+        self.dispatcher.commit_transaction(ts_sec * 1000, off.offset())
+
+    def _ddl(self, db: str, sql: str, ev: QueryEvent, file: str, start: int, end: int, gtid: str | None) -> None:
+        stmt = classify(sql)
+        if gtid:
+            self.gtid_set.add(gtid)
+        off = self.offset
+        off.file, off.pos, off.event, off.row, off.ts_sec = file, end, 0, 0, ev.timestamp
+        if gtid:
+            off.gtids = str(self.gtid_set.filtered(self.gtid_filter))
+        offset = off.offset()
+        ts_ms = ev.timestamp * 1000
+        tables = [(t_db or db, t) for t_db, t in stmt.tables]
+        if stmt.kind == "TRUNCATE":
+            for t_db, t in tables:
+                table = self.schema.current.get(f"{t_db}.{t}")
+                if table is not None and self.config.captures_table(t_db, t):
+                    source = self.source_info.struct(
+                        ts_ms=ts_ms, db=t_db, table=t, server_id=ev.packet.server_id, file=file, pos=start,
+                        gtid=gtid, thread=ev.slave_proxy_id,
+                    )  # fmt: skip
+                    self.dispatcher.truncate(self.schema.schema_for(table), source, offset, gtid)
+            return
+        if not is_ddl(sql):
+            return
+        captured = any(self.config.captures_table(t_db, t) for t_db, t in tables) if tables else (
+            not db or self.config.captures_database(db)
+        )  # fmt: skip
+        if self.config.history_store_only_captured and not captured:
+            return
+        source = self.source_info.struct(
+            ts_ms=ts_ms, db=db, table=tables[0][1] if tables else None, server_id=ev.packet.server_id, file=file,
+            pos=start, gtid=gtid, thread=ev.slave_proxy_id, query=sql if self.config.include_query else None,
+        )  # fmt: skip
+        changes = [(stmt.kind, f'"{t_db}"."{t}"', None) for t_db, t in tables if stmt.kind != "DATABASE"]
+        self.dispatcher.schema_change(db, sql, source, offset, changes, emit=captured)
+
+    def _not_implemented(self, ev: NotImplementedEvent, file: str, pos: int) -> None:
+        kind = COMPRESSED_EVENTS.get(ev.event_type)
+        if kind is not None:
+            raise CompressedTransactionError(
+                f"Binlog event {kind} at {file}:{pos} cannot be decoded by python-mysql-replication; its row "
+                "changes would be lost, so the task stops here. Turn compression off "
+                "(MySQL: SET GLOBAL binlog_transaction_compression=OFF; MariaDB: SET GLOBAL log_bin_compress=OFF; "
+                "and in my.cnf), then re-snapshot (snapshot.mode=when_needed or delete the offsets), because the "
+                "compressed transactions themselves cannot be read"
+            )
+        log.debug("Ignoring binlog event type 0x%02x at %s:%d (carries no row changes)", ev.event_type, file, pos)

@@ -1,0 +1,202 @@
+"""PostgresChangeRecordEmitter: Debezium change records (and tombstones) for one table event."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cdc.api import Headers, Schema, SchemaBuilder, SourceRecord, Struct
+from cdc_debezium.envelope import Envelope, Operation
+from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
+from cdc_postgres.schema import TableSchema
+from cdc_postgres.source_info import SOURCE_SCHEMA, SourceInfo
+
+MESSAGE_KEY_SCHEMA = (
+    SchemaBuilder.struct()
+    .name("io.debezium.connector.postgresql.MessageKey")
+    .field("prefix", Schema.STRING_SCHEMA)
+    .build()
+)
+
+
+def _message_block_schema(binary_mode: str) -> Schema:
+    content = Schema.BYTES_SCHEMA if binary_mode == "bytes" else Schema.STRING_SCHEMA
+    return (
+        SchemaBuilder.struct()
+        .name("io.debezium.connector.postgresql.Message")
+        .optional()
+        .field("prefix", Schema.STRING_SCHEMA)
+        .field("content", content)
+        .build()
+    )
+
+
+class PostgresChangeRecordEmitter:
+    def __init__(
+        self,
+        server_name: str,
+        source: SourceInfo,
+        emit: Callable[[SourceRecord], None],
+        skipped: set[str],
+        tombstones: bool,
+        binary_mode: str = "bytes",
+    ) -> None:
+        self.partition = {"server": server_name}
+        self.server_name = server_name
+        self.source = source
+        self.emit = emit
+        self.skipped = skipped
+        self.tombstones = tombstones
+        self.binary_mode = binary_mode
+        self._message_block = _message_block_schema(binary_mode)
+        # Set by the streaming source when provide.transaction.metadata is on: the next
+        # event's `transaction` block (it counts the event).
+        self.tx_block: Callable[[str], Struct | None] = lambda _table: None
+        self._message_envelope = (
+            SchemaBuilder.struct()
+            .name("io.debezium.connector.postgresql.MessageValue")
+            .field("op", Schema.STRING_SCHEMA)
+            .field("ts_ms", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("ts_ns", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("source", SOURCE_SCHEMA)
+            .field("message", self._message_block)
+            .build()
+        )
+
+    def _record(
+        self,
+        table: TableSchema,
+        offset: dict[str, Any],
+        key: Struct | None,
+        value: Struct | None,
+        headers: Headers | None = None,
+    ) -> SourceRecord:
+        ts = int(time.time() * 1000)
+        return SourceRecord(
+            self.partition,
+            offset,
+            table.topic,
+            None,
+            table.key_schema,
+            key,
+            table.envelope.schema if value is not None else None,
+            value,
+            ts,
+            headers,
+        )
+
+    def _source(self, table: TableSchema, pos: dict[str, Any], snapshot: str = "false") -> Struct:
+        return self.source.struct(
+            table.schema_name,
+            table.table_name,
+            pos["ts_us"],
+            snapshot,
+            pos.get("tx_id"),
+            pos.get("lsn"),
+            pos.get("lsn_commit"),
+        )
+
+    def read(self, table: TableSchema, values: tuple, pos: dict[str, Any], offset: dict[str, Any], marker: str) -> None:
+        env: Envelope = table.envelope
+        value = env.read(table.value(values), self._source(table, pos, marker))
+        self.emit(self._record(table, offset, table.key(values), value))
+
+    def create(self, table: TableSchema, new: tuple, pos: dict[str, Any], offset: dict[str, Any]) -> None:
+        if "c" in self.skipped:
+            return
+        value = table.envelope.create(table.value(new), self._source(table, pos), self.tx_block(table.id))
+        self.emit(self._record(table, offset, table.key(new), value))
+
+    def update(
+        self,
+        table: TableSchema,
+        old: tuple | None,
+        old_is_key: bool,
+        new: tuple,
+        pos: dict[str, Any],
+        offset: dict[str, Any],
+    ) -> None:
+        new_key = table.key(new)
+        old_key = table.key(old) if old is not None else None
+        if old_key is not None and new_key is not None and old_key != new_key:
+            # A primary-key change: delete (+ tombstone) of the old key, then create of the new one.
+            self.delete(table, old, old_is_key, pos, offset, Headers().add(NEW_KEY_HEADER, new_key, table.key_schema))
+            if "c" not in self.skipped:
+                value = table.envelope.create(table.value(new), self._source(table, pos), self.tx_block(table.id))
+                self.emit(
+                    self._record(
+                        table, offset, new_key, value, Headers().add(OLD_KEY_HEADER, old_key, table.key_schema)
+                    )
+                )
+            return
+        if "u" in self.skipped:
+            return
+        before = table.value(old, only_key=old_is_key) if old is not None else None
+        value = table.envelope.update(before, table.value(new), self._source(table, pos), self.tx_block(table.id))
+        self.emit(self._record(table, offset, new_key, value))
+
+    def delete(
+        self,
+        table: TableSchema,
+        old: tuple,
+        old_is_key: bool,
+        pos: dict[str, Any],
+        offset: dict[str, Any],
+        headers: Headers | None = None,
+    ) -> None:
+        if "d" in self.skipped:
+            return
+        key = table.key(old)
+        value = table.envelope.delete(
+            table.value(old, only_key=old_is_key), self._source(table, pos), self.tx_block(table.id)
+        )
+        record = self._record(table, offset, key, value, headers)
+        self.emit(record)
+        if self.tombstones:
+            self.emit(tombstone(record))
+
+    def truncate(self, table: TableSchema, pos: dict[str, Any], offset: dict[str, Any]) -> None:
+        if "t" in self.skipped:
+            return
+        value = table.envelope.truncate(self._source(table, pos), self.tx_block(table.id))
+        ts = int(time.time() * 1000)
+        self.emit(SourceRecord(self.partition, offset, table.topic, None, None, None, table.envelope.schema, value, ts))
+
+    def message(self, topic: str, prefix: str, content: bytes, pos: dict[str, Any], offset: dict[str, Any]) -> None:
+        ns = time.time_ns()
+        source = self.source.struct(
+            "", "", pos["ts_us"], "false", pos.get("tx_id"), pos.get("lsn"), pos.get("lsn_commit")
+        )
+        payload: Any = content
+        if self.binary_mode == "base64":
+            payload = base64.b64encode(content).decode()
+        elif self.binary_mode == "base64-url-safe":
+            payload = base64.urlsafe_b64encode(content).decode()
+        elif self.binary_mode == "hex":
+            payload = content.hex()
+        value = (
+            Struct(self._message_envelope)
+            .put("op", Operation.MESSAGE.value)
+            .put("ts_ms", ns // 1_000_000)
+            .put("ts_us", ns // 1000)
+            .put("ts_ns", ns)
+            .put("source", source)
+            .put("message", Struct(self._message_block).put("prefix", prefix).put("content", payload))
+        )
+        key = Struct(MESSAGE_KEY_SCHEMA).put("prefix", prefix)
+        self.emit(
+            SourceRecord(
+                self.partition,
+                offset,
+                topic,
+                None,
+                MESSAGE_KEY_SCHEMA,
+                key,
+                self._message_envelope,
+                value,
+                ns // 1_000_000,
+            )
+        )

@@ -1,0 +1,113 @@
+"""PostgresConnection: start-up checks and slot/publication management, with advice-style errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from cdc.api import ConnectException
+from cdc_postgres.lsn import parse_lsn
+
+
+class PostgresConnectorError(ConnectException):
+    """A condition the user must fix; the message says how."""
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class PostgresConnection:
+    def __init__(self, dsn: dict[str, Any]) -> None:
+        try:
+            self.conn = psycopg.connect(autocommit=True, connect_timeout=30, **dsn)
+        except psycopg.OperationalError as e:
+            raise PostgresConnectorError(
+                f"cannot connect to PostgreSQL at {dsn.get('host')}:{dsn.get('port')}: {str(e).strip()}; "
+                "check database.hostname, database.port, database.user and database.password"
+            ) from e
+
+    def execute(self, *args: Any) -> Any:
+        return self.conn.execute(*args)
+
+    def check_wal_level(self) -> None:
+        level = self.conn.execute("SHOW wal_level").fetchone()[0]
+        if level != "logical":
+            raise PostgresConnectorError(
+                f"wal_level is {level!r}, but logical decoding needs 'logical'. Run "
+                "ALTER SYSTEM SET wal_level = logical; (or set wal_level = logical in postgresql.conf) "
+                "and restart PostgreSQL"
+            )
+
+    def check_replication_privilege(self) -> None:
+        user, rep, sup = self.conn.execute(
+            "SELECT rolname, rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        if not (rep or sup):
+            raise PostgresConnectorError(
+                f"user {user!r} lacks the REPLICATION attribute needed to stream changes; run "
+                f"ALTER ROLE {_ident(user)} REPLICATION; (or connect as a role that has it)"
+            )
+
+    def slot(self, name: str) -> tuple[int | None, bool, str | None] | None:
+        """(confirmed_flush_lsn, active, wal_status) of an existing slot, or None."""
+        row = self.conn.execute(
+            "SELECT confirmed_flush_lsn::text, active, wal_status FROM pg_replication_slots"
+            " WHERE slot_name = %s AND database = current_database()",
+            (name,),
+        ).fetchone()
+        if row is None:
+            return None
+        return (parse_lsn(row[0]) if row[0] else None, row[1], row[2])
+
+    def retained_wal_bytes(self, name: str) -> int | None:
+        row = self.conn.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots WHERE slot_name = %s",
+            (name,),
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+    def drop_slot(self, name: str) -> None:
+        self.conn.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+
+    def ensure_publication(self, name: str, mode: str, tables: list[tuple[str, str]]) -> None:
+        exists = self.conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone()
+        if exists:
+            if mode == "filtered" and tables:
+                names = ", ".join(f"{_ident(s)}.{_ident(t)}" for s, t in tables)
+                self.conn.execute(f"ALTER PUBLICATION {_ident(name)} SET TABLE {names}")
+            return
+        if mode == "disabled":
+            raise PostgresConnectorError(
+                f"publication {name!r} does not exist and publication.autocreate.mode=disabled; create it with "
+                f"CREATE PUBLICATION {_ident(name)} FOR TABLE …; or set publication.autocreate.mode=filtered"
+            )
+        try:
+            if mode == "all_tables":
+                self.conn.execute(f"CREATE PUBLICATION {_ident(name)} FOR ALL TABLES")
+            elif mode == "filtered":
+                names = ", ".join(f"{_ident(s)}.{_ident(t)}" for s, t in tables)
+                self.conn.execute(f"CREATE PUBLICATION {_ident(name)}" + (f" FOR TABLE {names}" if names else ""))
+            else:
+                self.conn.execute(f"CREATE PUBLICATION {_ident(name)}")
+        except psycopg.errors.InsufficientPrivilege as e:
+            raise PostgresConnectorError(
+                f"cannot create publication {name!r}: {str(e).strip()}; FOR ALL TABLES needs a superuser. "
+                "Create it as an administrator, or use publication.autocreate.mode=filtered with table owners"
+            ) from e
+
+    def replica_identities(self, tables: list[tuple[int, str, str]]) -> list[tuple[str, str, bool]]:
+        """(table, identity d/n/f/i, has primary key) for each captured table."""
+        out = []
+        for oid, ns, name in tables:
+            ident, has_pk = self.conn.execute(
+                "SELECT c.relreplident, EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)"
+                " FROM pg_class c WHERE c.oid = %s",
+                (oid,),
+            ).fetchone()
+            out.append((f"{ns}.{name}", ident, has_pk))
+        return out
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,38 @@
+"""PostgresConnector: one task per database, as Debezium's PostgreSQL connector."""
+
+from __future__ import annotations
+
+import logging
+
+from cdc.api import ConfigDef, ConfigValue, SourceConnector, Task
+from cdc_postgres import __version__
+from cdc_postgres.config import CONFIG_DEF, PostgresConnectorConfig, validate
+from cdc_postgres.task import PostgresConnectorTask
+
+log = logging.getLogger(__name__)
+
+
+class PostgresConnector(SourceConnector):
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        PostgresConnectorConfig.parse(props)
+        self.props = dict(props)
+
+    def task_class(self) -> type[Task]:
+        return PostgresConnectorTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        if max_tasks > 1:
+            log.warning("tasks.max=%d: a PostgreSQL slot has one reader, so this connector runs one task", max_tasks)
+        return [dict(self.props)]
+
+    def stop(self) -> None:
+        pass
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def validate(self, connector_configs: dict[str, str]) -> list[ConfigValue]:  # type: ignore[override]
+        return validate(connector_configs)

@@ -1,0 +1,198 @@
+"""PostgresSchema: per-table key/value schemas and envelopes, from pgoutput Relation messages.
+
+pgoutput's Relation message gives column names, type OIDs and modifiers in publication
+order; nullability and the primary key come from the catalog (the Relation's key flags
+describe the replica identity, not the primary key Debezium uses for message keys).
+"""
+
+from __future__ import annotations
+
+import decimal
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc.api import Decimal as ConnectDecimal
+from cdc.api import Schema, SchemaBuilder, Struct, Type
+from cdc_debezium.envelope import Envelope
+from cdc_debezium.naming import TopicNamingStrategy
+from cdc_postgres.pgoutput import UNCHANGED_TOAST, Relation
+from cdc_postgres.source_info import SOURCE_SCHEMA
+from cdc_postgres.types import PgColumn, TypeRegistry
+from cdc_postgres.value_converters import PostgresValueConverters, UnsupportedTypeError
+
+log = logging.getLogger(__name__)
+
+_COLUMNS_SQL = """
+SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull
+FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+"""
+_PK_SQL = """
+SELECT a.attname FROM pg_index i
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+WHERE i.indrelid = %s AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)
+"""
+
+
+def _fallback(schema: Schema) -> Any:
+    """The value Debezium emits for a NOT NULL column whose value the WAL did not carry."""
+    if schema.name == ConnectDecimal.LOGICAL_NAME:
+        return decimal.Decimal(0).scaleb(-ConnectDecimal.scale(schema))
+    return {
+        Type.BOOLEAN: False,
+        Type.STRING: "",
+        Type.BYTES: b"",
+        Type.FLOAT32: 0.0,
+        Type.FLOAT64: 0.0,
+        Type.ARRAY: [],
+        Type.MAP: {},
+    }.get(schema.type, 0)
+
+
+@dataclass
+class ColumnInfo:
+    name: str
+    index: int  # position in the Relation / SELECT column list
+    schema: Schema
+    convert: Callable[[str], Any]
+    optional: bool
+
+
+@dataclass
+class TableSchema:
+    schema_name: str
+    table_name: str
+    topic: str
+    key_columns: list[ColumnInfo]
+    value_columns: list[ColumnInfo]
+    key_schema: Schema | None
+    value_schema: Schema
+    envelope: Envelope
+    placeholder: str
+    relation_id: int = 0
+    key_names: set[str] = field(default_factory=set)
+
+    @property
+    def id(self) -> str:
+        return f"{self.schema_name}.{self.table_name}"
+
+    def _get(self, col: ColumnInfo, values: tuple[object, ...]) -> Any:
+        raw = values[col.index] if col.index < len(values) else None
+        if raw is UNCHANGED_TOAST:
+            if col.schema.type is Type.STRING:
+                return self.placeholder
+            if col.schema.type is Type.BYTES:
+                return self.placeholder.encode()
+            return None if col.optional else _fallback(col.schema)
+        if raw is None:
+            return None if col.optional else _fallback(col.schema)
+        return col.convert(raw if isinstance(raw, str) else bytes(raw).decode())
+
+    def key(self, values: tuple[object, ...]) -> Struct | None:
+        if self.key_schema is None:
+            return None
+        return Struct.from_values(self.key_schema, [self._get(col, values) for col in self.key_columns])
+
+    def value(self, values: tuple[object, ...], only_key: bool = False) -> Struct:
+        if only_key:
+            return Struct.from_values(
+                self.value_schema,
+                [
+                    self._get(col, values)
+                    if col.name in self.key_names
+                    else (None if col.optional else _fallback(col.schema))
+                    for col in self.value_columns
+                ],
+            )
+        return Struct.from_values(self.value_schema, [self._get(col, values) for col in self.value_columns])
+
+
+class PostgresSchema:
+    def __init__(
+        self,
+        conn: Any,
+        topics: TopicNamingStrategy,
+        converters: PostgresValueConverters,
+        placeholder: str,
+        column_filter: Callable[[str], bool] = lambda _: True,
+        key_overrides: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.topics = topics
+        self.converters = converters
+        self.placeholder = placeholder
+        self.column_filter = column_filter
+        self.key_overrides = key_overrides or {}
+        self.types = TypeRegistry.load(conn)
+        self.by_relation: dict[int, TableSchema] = {}
+
+    def on_relation(self, rel: Relation) -> TableSchema:
+        columns = [(c.name, c.type_oid, c.type_modifier) for c in rel.columns]
+        table = self.build(rel.relation_id, rel.namespace, rel.name, columns)
+        self.by_relation[rel.relation_id] = table
+        return table
+
+    def for_table(self, oid: int, schema_name: str, table_name: str) -> TableSchema:
+        rows = self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()
+        return self.build(oid, schema_name, table_name, [(n, t, m) for n, t, m, _ in rows])
+
+    def build(self, oid: int, schema_name: str, table_name: str, columns: list[tuple[str, int, int]]) -> TableSchema:
+        notnull = {n: nn for n, _t, _m, nn in self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()}
+        table_id = f"{schema_name}.{table_name}"
+        pk = self.key_overrides.get(table_id) or [r[0] for r in self.conn.execute(_PK_SQL, (oid,)).fetchall()]
+        topic = self.topics.data_change_topic(schema_name, table_name)
+        value_b = SchemaBuilder.struct().name(self.topics.value_schema_name(topic)).optional()
+        key_b = SchemaBuilder.struct().name(self.topics.key_schema_name(topic))
+        value_cols: list[ColumnInfo] = []
+        key_cols: list[ColumnInfo] = []
+        for index, (name, type_oid, typmod) in enumerate(columns):
+            if not self.column_filter(f"{table_id}.{name}") and name not in pk:
+                continue
+            t = self.types.get(type_oid)
+            if t is None:
+                self.types.refresh(self.conn)
+                t = self.types.get(type_oid)
+            resolved = self.types.resolve(type_oid) if t is not None else None
+            if resolved is None:
+                log.warning("column %s.%s has unknown type oid %s; skipped", table_id, name, type_oid)
+                continue
+            optional = not notnull.get(name, False)
+            col = PgColumn(name, resolved, typmod, optional)
+            element = self.types.get(resolved.element_oid) if resolved.category == "A" else None
+            try:
+                if element is not None:
+                    elem_schema = self.converters.schema_builder(PgColumn(name, element, typmod, True)).build()
+                    b = SchemaBuilder.array(elem_schema)
+                    field_schema = (b.optional() if optional else b).build()
+                else:
+                    field_schema = self.converters.schema_builder(col).build()
+            except UnsupportedTypeError as e:
+                log.warning("%s: %s", table_id, e)
+                continue
+            info = ColumnInfo(name, index, field_schema, self.converters.converter(col, element), optional)
+            value_b.field(name, field_schema)
+            value_cols.append(info)
+            if name in pk:
+                key_schema = (
+                    field_schema
+                    if not optional
+                    else self.converters.schema_builder(PgColumn(name, resolved, typmod, False)).build()
+                )
+                key_b.field(name, key_schema)
+                key_cols.append(ColumnInfo(name, index, key_schema, info.convert, False))
+        value_schema = value_b.build()
+        envelope = Envelope.define(self.topics.envelope_schema_name(topic), value_schema, SOURCE_SCHEMA)
+        return TableSchema(
+            schema_name,
+            table_name,
+            topic,
+            key_cols,
+            value_cols,
+            key_b.build() if key_cols else None,
+            value_schema,
+            envelope,
+            self.placeholder,
+            oid,
+            {c.name for c in key_cols},
+        )

@@ -1,0 +1,282 @@
+"""PostgresConnectorTask: snapshot (if needed), then pgoutput streaming, fed through a bounded queue."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any
+
+import psycopg
+
+from cdc.api import ConnectException, SourceRecord, SourceTask
+from cdc_debezium.config import skipped_operations
+from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.naming import TopicNamingStrategy
+from cdc_debezium.queue import ChangeEventQueue
+from cdc_debezium.transaction import TransactionMonitor
+from cdc_postgres import __version__
+from cdc_postgres.change_records import PostgresChangeRecordEmitter
+from cdc_postgres.config import PostgresConnectorConfig
+from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
+from cdc_postgres.lsn import format_lsn
+from cdc_postgres.offset_context import PostgresOffsetContext
+from cdc_postgres.replication import ReplicationConnection, ReplicationError
+from cdc_postgres.schema import PostgresSchema
+from cdc_postgres.snapshot import PostgresSnapshotChangeEventSource, captured_tables
+from cdc_postgres.source_info import SourceInfo
+from cdc_postgres.streaming import Position, PostgresStreamingChangeEventSource, matcher
+from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters
+
+log = logging.getLogger(__name__)
+
+
+class PostgresConnectorTask(SourceTask):
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        self.config = PostgresConnectorConfig.parse(props)
+        c = self.config
+        self.server = c["topic.prefix"]
+        self.partition = {"server": self.server}
+        self.dsn = c.dsn()
+        self.queue: ChangeEventQueue[SourceRecord] = ChangeEventQueue(
+            c["max.batch.size"], c["max.queue.size"], c["poll.interval.ms"]
+        )
+        self.stop_event = threading.Event()
+        stored = PostgresOffsetContext.from_offset(self.context.offset_storage_reader().offset(self.partition))
+        table_match = matcher(c["table.include.list"], c["table.exclude.list"])
+        schema_match = matcher(c["schema.include.list"], c["schema.exclude.list"])
+        self.table_filter = lambda t: schema_match(t.split(".", 1)[0]) and table_match(t)
+
+        admin = PostgresConnection(self.dsn)
+        try:
+            admin.check_wal_level()
+            admin.check_replication_privilege()
+            tables = captured_tables(admin.conn, self.table_filter)
+            self._apply_replica_identity(admin, tables)
+            self._check_identities(admin, tables)
+            admin.ensure_publication(
+                c["publication.name"], c["publication.autocreate.mode"], [(ns, n) for _, ns, n in tables]
+            )
+            plan = self._plan(admin, stored)
+        finally:
+            admin.close()
+        self._thread = threading.Thread(target=self._run, args=plan, name=f"postgres-{self.server}", daemon=True)
+        self._thread.start()
+
+    # -- start-up decisions --------------------------------------------------------------------
+    def _apply_replica_identity(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
+        spec = self.config["replica.identity.autoset.values"]
+        if not spec:
+            return
+        for entry in spec.split(","):
+            pattern, _, identity = entry.strip().rpartition(":")
+            for _, ns, name in tables:
+                if re.fullmatch(pattern, f"{ns}.{name}"):
+                    admin.execute(f'ALTER TABLE "{ns}"."{name}" REPLICA IDENTITY {identity.strip().upper()}')
+
+    def _check_identities(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
+        for table, ident, has_pk in admin.replica_identities(tables):
+            if ident == "d" and not has_pk:
+                raise PostgresConnectorError(
+                    f"table {table} has no primary key and REPLICA IDENTITY DEFAULT, so PostgreSQL logs nothing "
+                    f"that identifies the rows its updates and deletes change. Run ALTER TABLE {table} REPLICA "
+                    "IDENTITY FULL; or add a primary key, or set replica.identity.autoset.values, or exclude the "
+                    "table with table.exclude.list"
+                )
+
+    def _plan(self, admin: PostgresConnection, stored: PostgresOffsetContext | None) -> tuple[Any, ...]:
+        c = self.config
+        mode = c["snapshot.mode"]
+        slot_name = c["slot.name"]
+        slot = admin.slot(slot_name)
+        completed = stored is not None and (stored.snapshot_completed or stored.last_snapshot_record)
+        streaming_offset = stored is not None and not stored.snapshot and stored.lsn_commit is not None
+        if slot is not None and slot[2] == "lost":
+            raise PostgresConnectorError(
+                f"replication slot {slot_name!r} was invalidated (max_slot_wal_keep_size): the WAL it needed is "
+                "gone. Drop the slot, delete this connector's offsets, and restart to take a new snapshot"
+            )
+        if streaming_offset and slot is None:
+            if mode == "when_needed":
+                log.warning("slot %s is missing; when_needed: taking a new snapshot", slot_name)
+                stored, completed, streaming_offset = None, False, False
+            else:
+                assert stored is not None
+                raise PostgresConnectorError(
+                    f"replication slot {slot_name!r} does not exist, but the stored offset points into it "
+                    f"(lsn_commit {format_lsn(stored.lsn_commit or 0)}). Changes since then cannot be streamed. "
+                    "Recover with a new snapshot: set snapshot.mode=when_needed (or always), or delete this "
+                    "connector's offsets"
+                )
+        needs_snapshot = mode == "always" or (
+            mode in ("initial", "initial_only", "when_needed") and not completed and not streaming_offset
+        )
+        snapshot_name: str | None = None
+        consistent_point = 0
+        if needs_snapshot:
+            # A snapshot must meet the stream at one LSN: (re)create the slot with an exported snapshot.
+            if slot is not None:
+                if slot[1]:
+                    raise PostgresConnectorError(f"replication slot {slot_name!r} is active for another process")
+                admin.drop_slot(slot_name)
+            self._slot_conn = ReplicationConnection(self.dsn)
+            info = self._slot_conn.create_slot(slot_name, export_snapshot=True)
+            snapshot_name, consistent_point = info.snapshot_name, info.consistent_point
+        else:
+            self._slot_conn = None
+            if slot is None:
+                with ReplicationConnection(self.dsn) as rc:
+                    consistent_point = rc.create_slot(slot_name, export_snapshot=False).consistent_point
+        resume = Position(None, None)
+        start_lsn = consistent_point
+        if stored is not None and streaming_offset and not needs_snapshot:
+            resume = Position(stored.lsn_commit, stored.lsn, int(self._stored_events()))
+            start_lsn = stored.lsn_commit or 0
+        elif stored is not None and completed and not needs_snapshot:
+            start_lsn = stored.lsn or 0
+        return (needs_snapshot, snapshot_name, consistent_point, start_lsn, resume, mode == "initial_only")
+
+    def _stored_events(self) -> int:
+        offset = self.context.offset_storage_reader().offset(self.partition) or {}
+        return int(offset.get("lsn_events_processed", 0))
+
+    # -- the reader thread ------------------------------------------------------------------------
+    def _build(self) -> tuple[PostgresSchema, PostgresChangeRecordEmitter, Any]:
+        c = self.config
+        topics = TopicNamingStrategy(self.server)
+        settings = ConverterSettings(
+            decimal_handling_mode=c["decimal.handling.mode"].lower(),
+            time_precision_mode=c["time.precision.mode"].lower(),
+            binary_handling_mode=c["binary.handling.mode"].lower(),
+            interval_handling_mode=c["interval.handling.mode"],
+            hstore_handling_mode=c["hstore.handling.mode"],
+            money_fraction_digits=c["money.fraction.digits"],
+        )
+        column_match = matcher(c["column.include.list"], c["column.exclude.list"])
+        keys: dict[str, list[str]] = {}
+        for entry in (c["message.key.columns"] or "").split(";"):
+            if ":" in entry:
+                table, cols = entry.split(":", 1)
+                keys[table.strip()] = [x.strip() for x in cols.split(",")]
+        conn = PostgresConnection(self.dsn)
+        schema = PostgresSchema(
+            conn.conn, topics, PostgresValueConverters(settings), c["unavailable.value.placeholder"], column_match, keys
+        )
+        emitter = PostgresChangeRecordEmitter(
+            self.server,
+            SourceInfo(self.server, c["database.dbname"]),
+            self.queue.enqueue,
+            skipped_operations(c["skipped.operations"]),
+            c["tombstones.on.delete"],
+            c["binary.handling.mode"].lower(),
+        )
+        return schema, emitter, conn
+
+    def _run(
+        self,
+        needs_snapshot: bool,
+        snapshot_name: str | None,
+        consistent_point: int,
+        start_lsn: int,
+        resume: Position,
+        only_snapshot: bool,
+    ) -> None:
+        try:
+            schema, emitter, conn = self._build()
+            c = self.config
+            if needs_snapshot:
+                snap = PostgresSnapshotChangeEventSource(
+                    self.dsn, schema, emitter, self.table_filter, c["snapshot.fetch.size"]
+                )
+                snap.run(snapshot_name, consistent_point, self.stop_event.is_set)
+                if self._slot_conn is not None:
+                    self._slot_conn.close()  # the exported snapshot is no longer needed
+                    self._slot_conn = None
+                if only_snapshot:
+                    log.info("snapshot.mode=initial_only: snapshot done, not streaming")
+                    return
+            heartbeat = None
+            if c["heartbeat.interval.ms"] > 0:
+                heartbeat = Heartbeat(
+                    c["heartbeat.interval.ms"], TopicNamingStrategy(self.server).heartbeat_topic(), self.server
+                )
+            query = c["heartbeat.action.query"]
+            self.streaming = PostgresStreamingChangeEventSource(
+                self.dsn,
+                c["slot.name"],
+                c["publication.name"],
+                schema,
+                emitter,
+                self.table_filter,
+                matcher(c["message.prefix.include.list"], c["message.prefix.exclude.list"]),
+                f"{self.server}.message",
+                heartbeat,
+                (lambda: conn.execute(query)) if query else None,
+                c["status.update.interval.ms"] / 1000,
+                TransactionMonitor(TopicNamingStrategy(self.server).transaction_topic())
+                if c["provide.transaction.metadata"]
+                else None,
+            )
+            self._stream_with_reconnect(start_lsn, resume)
+        except InterruptedError:
+            pass
+        except BaseException as e:
+            self.queue.producer_failure(
+                e if isinstance(e, ConnectException) else ConnectException(f"PostgreSQL reader failed: {e}")
+            )
+
+    def _stream_with_reconnect(self, start_lsn: int, resume: Position) -> None:
+        """Stream; on a lost connection (server restart, network) reconnect with backoff.
+
+        The resume point is the last event handed to the queue, so nothing is lost or
+        repeated across the reconnect.
+        """
+        delay = 0.5
+        while not self.stop_event.is_set():
+            try:
+                schema = self.streaming.schema
+                if schema.conn.closed or schema.conn.broken:
+                    schema.conn = psycopg.connect(autocommit=True, connect_timeout=10, **self.dsn)
+                self.streaming.run(start_lsn, resume, self.stop_event)
+                return
+            except (ReplicationError, psycopg.OperationalError) as e:
+                if self.stop_event.is_set():
+                    return
+                emitted = self.streaming.emitted
+                if emitted.lsn_commit is not None:
+                    resume, start_lsn = emitted, emitted.lsn_commit
+                log.warning("PostgreSQL connection lost (%s); reconnecting in %.1fs", str(e).strip(), delay)
+                self.stop_event.wait(delay)
+                delay = min(delay * 2, 10.0)
+
+    # -- SourceTask -------------------------------------------------------------------------------
+    def poll(self) -> list[SourceRecord] | None:
+        return self.queue.poll()
+
+    def commit(self) -> None:
+        # Only what is stored may be confirmed: the slot then lets PostgreSQL recycle older WAL.
+        offset = self.context.offset_storage_reader().offset(self.partition) or {}
+        lsn = offset.get("lsn_commit")
+        streaming = getattr(self, "streaming", None)
+        if lsn and streaming is not None and not offset.get("snapshot"):
+            streaming.confirm(int(lsn))
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if hasattr(self, "queue"):
+            self.queue.close()
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join(10)
+        if getattr(self, "_slot_conn", None) is not None:
+            self._slot_conn.close()
+        if getattr(self, "config", None) is not None and self.config["slot.drop.on.stop"]:
+            try:
+                admin = PostgresConnection(self.dsn)
+                admin.drop_slot(self.config["slot.name"])
+                admin.close()
+            except Exception as e:
+                log.warning("could not drop slot %s: %s", self.config["slot.name"], e)

@@ -1,0 +1,139 @@
+"""Each guard against python-mysql-replication's silent losses fails with a message that says what to do."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cdc.api import ConnectException
+from tests.mysql.harness import MemoryOffsets, TaskRunner, connector_props, execute, op
+
+
+def _set_global(server, name: str, value: str) -> None:
+    execute(server, f"SET GLOBAL {name} = '{value}'")
+
+
+@pytest.mark.parametrize(
+    ("name", "bad", "good"),
+    [("binlog_format", "STATEMENT", "ROW"), ("binlog_row_image", "MINIMAL", "FULL"),
+     ("binlog_row_metadata", "MINIMAL", "FULL")],
+)  # fmt: skip
+def test_binlog_settings_fail_at_start_with_the_exact_fix(private_db, name: str, bad: str, good: str) -> None:
+    _set_global(private_db, name, bad)
+    try:
+        with pytest.raises(ConnectException) as e, TaskRunner(connector_props(private_db)):
+            pass
+    finally:
+        _set_global(private_db, name, good)
+    message = str(e.value)
+    assert f"{name} is {bad}" in message
+    assert f"SET GLOBAL {name} = '{good}'" in message and f"{name}={good}" in message and "my.cnf" in message
+
+
+def test_server_id_of_the_server_itself_is_rejected(private_db) -> None:
+    props = connector_props(private_db, database__server__id=1)
+    with (
+        pytest.raises(ConnectException, match=r"database.server.id=1 is the server_id of the database server"),
+        TaskRunner(props),
+    ):
+        pass
+
+
+def test_server_id_clash_with_a_connected_reader(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    props = connector_props(private_db)
+    with TaskRunner(props) as first:
+        first.wait_data(1)
+        first.poll_once()
+        clash = r"already used by another replica.*unique database.server.id"
+        with pytest.raises(ConnectException, match=clash), TaskRunner(dict(props)):
+            pass
+
+
+def test_purged_binlog_names_the_file_and_when_needed_resnapshots(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    offsets = MemoryOffsets()
+    props = connector_props(private_db)
+    with TaskRunner(props, offsets) as run:
+        run.wait_data(1)
+        execute(private_db, "INSERT INTO t VALUES (2)")
+        run.wait_data(2)
+    stored_file = next(iter(offsets.stored.values()))["file"]
+    # Changes the connector never saw, then their binlog is purged.
+    execute(private_db, "INSERT INTO t VALUES (3)", "FLUSH BINARY LOGS")
+    with private_db.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        current = cur.fetchone()[0]
+        # A file still open by the stopped reader's dump thread is kept until that thread ends.
+        deadline = time.monotonic() + 20
+        while True:
+            cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+            cur.execute("SHOW BINARY LOGS")
+            if stored_file not in [r[0] for r in cur.fetchall()] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    with pytest.raises(ConnectException) as e, TaskRunner(dict(props), offsets) as again:
+        again.poll_until(lambda _: False, timeout=15, what="the purge error")
+    assert stored_file in str(e.value) and "purged" in str(e.value) and "snapshot.mode=when_needed" in str(e.value)
+
+    with TaskRunner({**props, "snapshot.mode": "when_needed"}, offsets) as resnap:
+        recs = resnap.wait_data(3)
+    assert [op(r) for r in recs] == ["r", "r", "r"]
+
+
+def test_compressed_binlog_events_fail_the_task(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, payload TEXT)", "INSERT INTO t VALUES (1, 'x')")
+    with TaskRunner(connector_props(private_db)) as run:
+        run.wait_data(1)
+        _set_global(private_db, "log_bin_compress", "ON")
+        try:
+            execute(private_db, f"INSERT INTO t VALUES (2, '{'y' * 2000}')")
+        finally:
+            _set_global(private_db, "log_bin_compress", "OFF")
+        with pytest.raises(ConnectException) as e:
+            run.poll_until(lambda _: False, timeout=15, what="the compression error")
+    message = str(e.value)
+    assert "COMPRESSED" in message and "log_bin_compress=OFF" in message and "lost" in message
+    assert len(run.data()) == 1  # nothing after the compressed event was emitted
+
+
+def test_server_restart_mid_stream_reconnects_and_loses_nothing(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (0)")
+    props = connector_props(private_db, **{"errors.retry.delay.initial.ms": 100})
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        execute(private_db, *(f"INSERT INTO t VALUES ({i})" for i in range(1, 51)))
+        private_db.kill()
+        private_db.restart()
+        execute(private_db, *(f"INSERT INTO t VALUES ({i})" for i in range(51, 101)))
+        recs = run.wait_data(101, timeout=40)
+        assert run.task.streaming is not None and run.task.streaming.reconnects >= 1
+    ids = [r.value.get("after").get("id") for r in recs]
+    assert ids == list(range(101))
+
+
+def test_server_restart_in_the_middle_of_a_transaction_resumes_at_its_start(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, pad VARCHAR(1000))", "INSERT INTO t VALUES (0, '')")
+    props = connector_props(
+        private_db, max__batch__size=100, max__queue__size=200, **{"errors.retry.delay.initial.ms": 100}
+    )
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        pad = "p" * 1000
+        # ~20 MB of row events: more than the socket buffers hold, so the server is still sending
+        # the transaction when it dies, and the reader has to resume at the transaction's start.
+        inserts = [
+            "INSERT INTO t VALUES " + ",".join(f"({i}, '{pad}')" for i in range(start, start + 2000))
+            for start in range(1, 20_001, 2000)
+        ]
+        execute(private_db, "START TRANSACTION", *inserts, "COMMIT")
+        # The small queue holds the reader back: it is inside the transaction when the server dies.
+        run.poll_until(lambda _: len(run.data()) >= 1000, what="1000 rows of the transaction")
+        assert run.task.streaming is not None and run.task.streaming.offset.row > 0
+        private_db.kill()
+        private_db.restart()
+        run.wait_data(20_001, timeout=60)
+        run.poll_once()
+        assert run.task.streaming.reconnects >= 1
+    assert [r.value.get("after").get("id") for r in run.data()] == list(range(20_001))

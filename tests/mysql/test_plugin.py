@@ -1,0 +1,57 @@
+"""Packaging and the history stores: the plugin is discovered under Debezium's names; DDL history is durable."""
+
+from __future__ import annotations
+
+import json
+
+from cdc.log.kafka import KafkaLog
+from cdc.runtime.plugins import PluginKind, PluginRegistry
+from cdc_mysql.connector import MySqlConnector
+from cdc_mysql.history import FileSchemaHistory, KafkaSchemaHistory
+from tests.mysql.harness import TaskRunner, connector_props, execute
+from tests.support.logs import topic_records
+
+
+def test_discovered_under_debezium_class_names() -> None:
+    registry = PluginRegistry.discover()
+    for name in (
+        "MySqlConnector",
+        "io.debezium.connector.mysql.MySqlConnector",
+        "io.debezium.connector.mariadb.MariaDbConnector",
+    ):
+        assert registry.resolve(name, [PluginKind.SOURCE]).cls is MySqlConnector
+
+
+def test_mariadb_connector_name_sets_the_source_block(mariadb_db, tmp_path) -> None:
+    execute(mariadb_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    history = tmp_path / "history.jsonl"
+    props = connector_props(
+        mariadb_db,
+        **{
+            "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+            "schema.history.internal.file.filename": str(history),
+        },
+    )
+    with TaskRunner(props) as run:
+        rec = run.wait_data(1)[0]
+        execute(mariadb_db, "ALTER TABLE t ADD COLUMN c INT")
+        run.poll_until(lambda rs: sum(r.topic == "dbserver1" for r in rs) == 2, what="the ALTER schema change")
+    source = rec.value.get("source")
+    assert source.get("connector") == "mariadb" and source.schema.name == "io.debezium.connector.mariadb.Source"
+    records = FileSchemaHistory(str(history)).records()
+    assert [r["ddl"].split()[0] for r in records] == ["CREATE", "ALTER"]
+    assert set(records[1]) == {"source", "position", "ts_ms", "databaseName", "schemaName", "ddl", "tableChanges"}
+    assert records[1]["source"] == {"server": "dbserver1"} and records[1]["position"]["file"].startswith("mysql-bin")
+    assert records[1]["tableChanges"] == [{"type": "ALTER", "id": f'"{mariadb_db.database}"."t"'}]
+
+
+def test_kafka_schema_history_writes_one_record_per_ddl(kafka_mock) -> None:
+    history = KafkaSchemaHistory("schema-history.inventory", kafka_mock.bootstrap)
+    history.record({"source": {"server": "s"}, "position": {"file": "f", "pos": 4}, "ddl": "CREATE TABLE t (i INT)"})
+    history.close()
+    log_ = KafkaLog(kafka_mock.bootstrap)
+    try:
+        values = [json.loads(r.value) for r in topic_records(log_, "schema-history.inventory")]
+    finally:
+        log_.close()
+    assert values == [{"source": {"server": "s"}, "position": {"file": "f", "pos": 4}, "ddl": "CREATE TABLE t (i INT)"}]
