@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 
 # In-tree plugins are installed editable so their tests import them; plugins/file is not:
 # the plugin.path tests install it the way a user drops it in.
-PLUGINS := plugins/debezium-core plugins/mysql plugins/postgres
+PLUGINS := plugins/debezium-core plugins/mysql plugins/postgres plugins/spark
 
 $(BIN)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	$(PY) -m venv $(VENV)

@@ -38,6 +38,7 @@ from cdc.log.base import (
 )
 
 log = logging.getLogger(__name__)
+_rdkafka_log = logging.getLogger("cdc.log.kafka.librdkafka")
 
 # Settings a user may not override: without them ordering and placement guarantees break.
 _PRODUCER_ENFORCED = {"enable.idempotence": True, "partitioner": "murmur2_random", "acks": "all"}
@@ -65,7 +66,9 @@ class KafkaLog(TopicLog):
         if not bootstrap_servers:
             raise LogError("bootstrap.servers is required with transport=kafka; set it to host:port of a broker")
         self.bootstrap_servers = bootstrap_servers
-        self._common = {"bootstrap.servers": bootstrap_servers, **(common or {})}
+        # librdkafka's own log lines go through Python logging (format, level, capture)
+        # instead of raw "%3|…" lines on stderr.
+        self._common = {"bootstrap.servers": bootstrap_servers, "logger": _rdkafka_log, **(common or {})}
         self._producer_conf = dict(producer or {})
         self._consumer_conf = dict(consumer or {})
         self._timeout = request_timeout
@@ -312,6 +315,13 @@ class KafkaReader(LogReader):
         records = _to_records(self._c.consume(max_records, timeout))
         for r in records:
             self._positions[TopicPartition(r.topic, r.partition)] = r.offset + 1
+        # librdkafka's position also moves past transaction markers, which are never
+        # delivered; without it a reader would stop one short of a transactional topic's end.
+        if self._positions:
+            for p in self._c.position([KTopicPartition(tp.topic, tp.partition) for tp in self._positions]):
+                tp = TopicPartition(p.topic, p.partition)
+                if p.offset >= 0 and p.offset > self._positions.get(tp, -1):
+                    self._positions[tp] = p.offset
         return records
 
     def close(self) -> None:

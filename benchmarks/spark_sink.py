@@ -1,0 +1,225 @@
+"""Spark sink throughput: change events from the embedded log applied to Delta and PostgreSQL.
+
+Run: `python benchmarks/spark_sink.py` (PySpark, deltalake, psycopg; a private PostgreSQL is
+started with the test rig's binaries unless CDC_TEST_POSTGRES_URL is set). Prints one JSON
+line per figure (see benchmarks/_common.py); progress goes to stderr.
+
+- Workload: `CDC_BENCH_EVENTS` change events (default 1,000,000) over EVENTS/5 keys (200k),
+  in JsonConverter's schemas.enable=true format, in a 2-partition topic of the embedded log:
+  each key is created, updated three times, and every tenth key is finally deleted.
+- Ours: `readStream.format("cdc")` + `ChangeApplier` (decode, per-key latest in Spark, then
+  the guarded MERGE into an empty Delta table / guarded COPY+upsert into an empty PostgreSQL
+  table), one Trigger.AvailableNow batch, SparkSession start excluded.
+- Baseline: the bare library applying the already deduplicated final batch (one row per
+  key, same guard clauses) to an empty table: delta-rs `merge`, and psycopg COPY into a temp
+  table + `INSERT … ON CONFLICT … DO UPDATE … WHERE`.
+- Not measured: SparkSession start and a 2,000-event warm-up batch (Python worker start-up).
+- Time: about 1m45s on 2 cores, 30 s of it producing the events; set CDC_BENCH_EVENTS lower
+  (e.g. 250000) on a slower machine to stay under two minutes.
+- Figure: final rows applied per second (the same output for both sides); the ratio is ours
+  over bare. Ours also pays for reading and decoding 5 events per final row.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from _common import emit_throughput, note
+
+from cdc.log.base import TopicSpec
+from cdc.log.embedded import EmbeddedLog
+
+EVENTS = int(os.environ.get("CDC_BENCH_EVENTS", "1000000"))
+KEYS = EVENTS // 5
+TOPIC = "bench.shop.items"
+TABLE = "bench_shop_items"
+SCHEMA_VALUE = (
+    '{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},'
+    '{"type":"string","optional":true,"field":"name"},{"type":"int64","optional":true,"field":"qty"}],'
+    '"optional":true,"name":"bench.shop.items.Value","field":"before"},{"type":"struct","fields":['
+    '{"type":"int32","optional":false,"field":"id"},{"type":"string","optional":true,"field":"name"},'
+    '{"type":"int64","optional":true,"field":"qty"}],"optional":true,"name":"bench.shop.items.Value",'
+    '"field":"after"},{"type":"struct","fields":[{"type":"string","optional":false,"field":"file"},'
+    '{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"},'
+    '{"type":"int64","optional":false,"field":"ts_ms"}],"optional":false,'
+    '"name":"io.debezium.connector.mysql.Source","field":"source"},{"type":"string","optional":false,'
+    '"field":"op"},{"type":"int64","optional":true,"field":"ts_ms"}],"optional":false,'
+    '"name":"bench.shop.items.Envelope"}'
+)
+SCHEMA_KEY = (
+    '{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":false,'
+    '"name":"bench.shop.items.Key"}'
+)
+
+
+def _event(i: int) -> tuple[bytes, bytes, tuple]:
+    """Event i: key i % KEYS; round r = i // KEYS (0 create, 1-3 update, 4 update or delete)."""
+    key, rnd = i % KEYS, i // KEYS
+    op = "c" if rnd == 0 else ("d" if rnd == 4 and key % 10 == 0 else "u")
+    row = f'{{"id":{key},"name":"item-{key}-{rnd}","qty":{i}}}'
+    before, after = (row, "null") if op == "d" else ("null", row)
+    payload = (
+        f'{{"before":{before},"after":{after},"source":{{"file":"mysql-bin.000001","pos":{i + 4},"row":0,'
+        f'"ts_ms":{1_700_000_000_000 + i}}},"op":"{op}","ts_ms":{1_700_000_000_000 + i}}}'
+    )
+    k = f'{{"schema":{SCHEMA_KEY},"payload":{{"id":{key}}}}}'.encode()
+    return k, f'{{"schema":{SCHEMA_VALUE},"payload":{payload}}}'.encode(), (key, op, f"item-{key}-{rnd}", i)
+
+
+def produce(state: Path) -> pa.Table:
+    """Write the events; return the deduplicated final batch (what the bare libraries apply)."""
+    from cdc_spark.decode import sequence
+
+    final: dict[int, tuple] = {}
+    with EmbeddedLog(state, synchronous="NORMAL") as log:
+        log.create_topics([TopicSpec(TOPIC, 2)])
+        producer = log.producer()
+        for i in range(EVENTS):
+            k, v, last = _event(i)
+            # Placed by key without murmur2: hashing in Python is the producer's cost, not the sink's.
+            producer.send(TOPIC, v, key=k, partition=last[0] % 2)
+            final[last[0]] = last
+        assert producer.flush(300) == 0
+        producer.close()
+    rows = list(final.values())
+    return pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int32()),
+            "name": pa.array([r[2] for r in rows], pa.string()),
+            "qty": pa.array([r[3] for r in rows], pa.int64()),
+            "__op": pa.array([r[1] for r in rows], pa.string()),
+            "__seq": pa.array([sequence.mysql("mysql-bin.000001", r[3] + 4) for r in rows], pa.binary()),
+            "__source_ts_ms": pa.array([1_700_000_000_000 + r[3] for r in rows], pa.int64()),
+            "__deleted": pa.array([r[1] == "d" for r in rows], pa.bool_()),
+        }
+    )
+
+
+def bare_delta(final: pa.Table, path: str) -> float:
+    from deltalake import DeltaTable
+
+    t0 = time.perf_counter()
+    dt = DeltaTable.create(path, schema=final.schema)
+    (
+        dt.merge(final, 't."id" = s."id"', source_alias="s", target_alias="t")
+        .when_matched_delete(predicate="s.__deleted AND s.__seq > t.__seq")
+        .when_matched_update_all(predicate="NOT s.__deleted AND s.__seq > t.__seq")
+        .when_not_matched_insert_all(predicate="NOT s.__deleted")
+        .execute()
+    )
+    return time.perf_counter() - t0
+
+
+def bare_postgres(final: pa.Table, dsn: str) -> float:
+    import psycopg
+
+    cols = ", ".join(final.column_names)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in final.column_names if c != "id")
+    data = final.set_column(4, "__seq", pa.array(["\\x" + b.hex() for b in final.column("__seq").to_pylist()]))
+    t0 = time.perf_counter()
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "CREATE TABLE bare_items (id integer PRIMARY KEY, name text, qty bigint, __op text, __seq bytea, "
+            "__source_ts_ms bigint, __deleted boolean)"
+        )
+        conn.execute("CREATE TEMP TABLE stage (LIKE bare_items) ON COMMIT DROP")
+        buf = io.BytesIO()
+        pacsv.write_csv(data, buf, pacsv.WriteOptions(include_header=False))
+        with conn.cursor().copy(f"COPY stage ({cols}) FROM STDIN (FORMAT csv)") as cp:
+            cp.write(buf.getvalue())
+        conn.execute(
+            f"INSERT INTO bare_items AS t ({cols}) SELECT {cols} FROM stage WHERE NOT __deleted "
+            f"ON CONFLICT (id) DO UPDATE SET {updates} WHERE t.__seq < EXCLUDED.__seq"
+        )
+    return time.perf_counter() - t0
+
+
+def ours(spark: object, state: Path, sink: dict, checkpoint: str) -> float:
+    from cdc_spark.pipeline import start_query
+
+    t0 = time.perf_counter()
+    q = start_query(spark, {"state.dir": str(state), "topics": TOPIC}, sink, checkpoint, available_now=True)
+    q.awaitTermination()
+    if q.exception() is not None:
+        raise RuntimeError(str(q.exception()))
+    return time.perf_counter() - t0
+
+
+def warm_up(spark: object, work: Path) -> None:
+    """One small batch through the same path, so the figure excludes Python worker start-up."""
+    state = work / "warm"
+    with EmbeddedLog(state) as log:
+        log.create_topics([TopicSpec(TOPIC, 2)])
+        producer = log.producer()
+        for i in range(2000):
+            k, v, _ = _event(i)
+            producer.send(TOPIC, v, key=k)
+        producer.flush(60)
+        producer.close()
+    ours(spark, state, {"target": "delta", "path": str(work / "warm_lake")}, str(work / "warm_ck"))
+
+
+def main() -> None:
+    from pyspark.sql import SparkSession
+
+    with ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cdc-bench-spark-")))
+        dsn = os.environ.get("CDC_TEST_POSTGRES_URL")
+        if not dsn:
+            from tests.rig import postgres as postgres_rig
+
+            dsn = stack.enter_context(postgres_rig.provide()).dsn
+        note(f"producing {EVENTS} events over {KEYS} keys ...")
+        t0 = time.perf_counter()
+        final = produce(work / "state")
+        rows = final.num_rows
+        deletes = sum(final["__deleted"].to_pylist())
+        note(f"  {time.perf_counter() - t0:.1f}s; final batch {rows} rows ({deletes} deletes)")
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.driver.memory", "2g")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        warm = time.perf_counter()
+        warm_up(spark, work)
+        note(f"warm-up (Python workers, JIT) {time.perf_counter() - warm:.1f}s, not measured")
+
+        bare_d = bare_delta(final, str(work / "bare_delta"))
+        note(f"bare delta-rs merge: {bare_d:.2f}s")
+        ours_d = ours(spark, work / "state", {"target": "delta", "path": str(work / "lake")}, str(work / "ck_d"))
+        note(f"spark sink → delta: {ours_d:.2f}s")
+        emit_throughput(
+            f"spark sink to Delta, {EVENTS} events/{KEYS} keys, final rows applied", rows, ours_d, bare_d, unit="rows/s"
+        )
+
+        bare_p = bare_postgres(final, dsn)
+        note(f"bare COPY+upsert: {bare_p:.2f}s")
+        ours_p = ours(spark, work / "state", {"target": "postgres", "dsn": dsn}, str(work / "ck_p"))
+        note(f"spark sink → postgres: {ours_p:.2f}s")
+        emit_throughput(
+            f"spark sink to PostgreSQL, {EVENTS} events/{KEYS} keys, final rows applied",
+            rows,
+            ours_p,
+            bare_p,
+            unit="rows/s",
+        )
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

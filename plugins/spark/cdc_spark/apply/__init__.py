@@ -1,0 +1,7 @@
+"""Applying change events to tables in foreachBatch: Delta, PostgreSQL, Iceberg, Parquet."""
+
+from cdc_spark.apply.config import SinkConfig
+from cdc_spark.apply.engine import ChangeApplier
+from cdc_spark.apply.errors import PoisonEventError, SchemaEvolutionError, SinkConfigError
+
+__all__ = ["ChangeApplier", "PoisonEventError", "SchemaEvolutionError", "SinkConfig", "SinkConfigError"]

@@ -1,0 +1,47 @@
+"""Small Arrow helpers shared by the driver-side targets."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def by_topic(winners: pa.Table) -> dict[str, pa.Table]:
+    """Split the collected winners per topic (each topic is one target table)."""
+    out: dict[str, pa.Table] = {}
+    topics = winners.column("topic")
+    for topic in pc.unique(topics).to_pylist():
+        out[topic] = winners.filter(pc.equal(topics, topic))
+    return out
+
+
+def drop_shadowed(source: pa.Table, tombstones: pa.Table, keys: list[str]) -> pa.Table:
+    """Rows of `source` that no remembered delete (same key, sequence ≥ theirs) outranks."""
+    if tombstones.num_rows == 0 or source.num_rows == 0:
+        return source
+    tomb = tombstones.select([*keys, "__seq"]).rename_columns([*keys, "__tomb_seq"])
+    joined = source.join(tomb, keys, join_type="left outer")
+    tseq = joined.column("__tomb_seq")
+    keep = pc.or_kleene(pc.is_null(tseq), pc.greater(joined.column("__seq"), tseq))
+    return joined.filter(keep).drop_columns(["__tomb_seq"]).select(source.column_names)
+
+
+def hex_literal(seq: bytes) -> str:
+    """A binary literal for delta-rs (DataFusion) predicates."""
+    return f"X'{seq.hex()}'"
+
+
+def for_lake(table: pa.Table) -> pa.Table:
+    """Types Delta and Iceberg accept: microsecond timestamps, signed integers."""
+    fields = []
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_timestamp(t) and t.unit != "us":
+            t = pa.timestamp("us", tz=t.tz)
+        elif pa.types.is_unsigned_integer(t):
+            t = pa.int64() if t.bit_width < 64 else pa.decimal128(20, 0)
+        elif pa.types.is_large_string(t):
+            t = pa.string()
+        fields.append(pa.field(f.name, t, nullable=True))
+    schema = pa.schema(fields)
+    return table if schema == table.schema else table.cast(schema)

@@ -1,0 +1,132 @@
+"""Delta Lake through delta-rs: a sequence-guarded MERGE per table per micro-batch.
+
+- Exactly once: each commit carries `Transaction(app.id, batch_id)`; a replayed batch whose
+  id the table already recorded is skipped.
+- delete.mode=hard: rows are deleted, and each delete is remembered with its sequence in
+  the sibling table `<table>__tombstones` until delete.retention.ms passes, so a late,
+  older update cannot bring the row back. delete.mode=soft: the row stays with
+  `__deleted=true` (its own tombstone).
+- Schema: new columns are added (ALTER) before the MERGE; delta-rs's merge_schema is not
+  used because it fills new columns of guarded-out rows from the source.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Field, Transaction
+
+from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, hex_literal
+from cdc_spark.apply.config import SinkConfig
+from cdc_spark.apply.evolution import conform
+from cdc_spark.decode.flatten import FlatBatch
+
+TOMBSTONE_SUFFIX = "__tombstones"
+
+
+def _open(path: str) -> DeltaTable | None:
+    return DeltaTable(path) if DeltaTable.is_deltatable(path) else None
+
+
+def _schema(dt: DeltaTable) -> pa.Schema:
+    return pa.schema(dt.schema().to_arrow())
+
+
+def _on(keys: list[str]) -> str:
+    return " AND ".join(f't."{k}" = s."{k}"' for k in keys)
+
+
+class DeltaTarget:
+    def __init__(self, config: SinkConfig) -> None:
+        self.config = config
+        self.root = config.path or ""
+
+    def path(self, table: str) -> str:
+        return os.path.join(self.root, table)
+
+    def _commit(self, batch_id: int) -> CommitProperties:
+        return CommitProperties(app_transactions=[Transaction(self.config.app_id, batch_id)])
+
+    def _done(self, dt: DeltaTable | None, batch_id: int) -> bool:
+        return dt is not None and (dt.transaction_version(self.config.app_id) or -1) >= batch_id
+
+    def truncate(self, table: str, seq: bytes, batch_id: int) -> None:
+        """Clear rows older than the truncate (newer ones came from later events)."""
+        dt = _open(self.path(table))
+        if dt is not None and not self._done(dt, batch_id):
+            dt.delete(f"__seq < {hex_literal(seq)}")
+
+    def apply(self, table: str, batch: FlatBatch, batch_id: int) -> None:
+        source = for_lake(batch.table)
+        keys = batch.key_columns
+        path = self.path(table)
+        dt = _open(path)
+        if dt is None:
+            dt = DeltaTable.create(path, schema=source.schema.remove_metadata(), mode="ignore")
+        if not self._done(dt, batch_id):
+            source, added = conform(table, _schema(dt), source)
+            if added:
+                dt.alter.add_columns([Field.from_arrow(f) for f in added])
+            if self.config.delete_mode == "soft":
+                self._merge_soft(dt, source, keys, batch_id)
+            else:
+                self._merge_hard(dt, table, source, keys, batch_id)
+        if self.config.delete_mode == "hard":
+            self._remember_deletes(table, source, keys, batch_id)
+
+    def _merge_soft(self, dt: DeltaTable, source: pa.Table, keys: list[str], batch_id: int) -> None:
+        (
+            dt.merge(source, _on(keys), source_alias="s", target_alias="t", commit_properties=self._commit(batch_id))
+            .when_matched_update_all(predicate="s.__seq > t.__seq")
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    def _merge_hard(self, dt: DeltaTable, table: str, source: pa.Table, keys: list[str], batch_id: int) -> None:
+        tombs = _open(self.path(table + TOMBSTONE_SUFFIX))
+        if tombs is not None:
+            source = drop_shadowed(source, tombs.to_pyarrow_table(columns=[*keys, "__seq"]), keys)
+        (
+            dt.merge(source, _on(keys), source_alias="s", target_alias="t", commit_properties=self._commit(batch_id))
+            .when_matched_delete(predicate="s.__deleted AND s.__seq > t.__seq")
+            .when_matched_update_all(predicate="NOT s.__deleted AND s.__seq > t.__seq")
+            .when_not_matched_insert_all(predicate="NOT s.__deleted")
+            .execute()
+        )
+
+    def _remember_deletes(self, table: str, source: pa.Table, keys: list[str], batch_id: int) -> None:
+        path = self.path(table + TOMBSTONE_SUFFIX)
+        deletes = source.filter(source.column("__deleted")).select([*keys, "__seq"])
+        deletes = deletes.append_column(
+            "__deleted_at_ms", pa.array([int(time.time() * 1000)] * deletes.num_rows, pa.int64())
+        )
+        dt = _open(path)
+        if dt is None:
+            if deletes.num_rows == 0:
+                return
+            dt = DeltaTable.create(path, schema=deletes.schema, mode="ignore")
+        if self._done(dt, batch_id):
+            return
+        (
+            dt.merge(deletes, _on(keys), source_alias="s", target_alias="t", commit_properties=self._commit(batch_id))
+            .when_matched_update_all(predicate="s.__seq > t.__seq")
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    def maintain(self, tables: list[str]) -> None:
+        """Forget tombstones past the retention, compact small files, checkpoint the log."""
+        cutoff = int(time.time() * 1000) - self.config.delete_retention_ms
+        for table in tables:
+            tombs = _open(self.path(table + TOMBSTONE_SUFFIX))
+            if tombs is not None:
+                tombs.delete(f"__deleted_at_ms < {cutoff}")
+            for dt in (_open(self.path(table)), tombs):
+                if dt is None:
+                    continue
+                dt.optimize.compact()
+                dt.create_checkpoint()
+                dt.cleanup_metadata()
+                dt.vacuum(dry_run=False)

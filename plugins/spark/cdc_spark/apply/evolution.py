@@ -1,0 +1,63 @@
+"""Schema evolution rules shared by the targets: add new columns, keep dropped ones
+(nullable), widen safely, and refuse anything else with `SchemaEvolutionError`."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from cdc_spark.apply.errors import SchemaEvolutionError
+
+_INT_ORDER = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
+_FLOAT_ORDER = [pa.float32(), pa.float64()]
+
+
+def _small(t: pa.DataType) -> pa.DataType:
+    """Large and regular string/binary are one logical type (Iceberg reads back large_*)."""
+    if pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_large_binary(t):
+        return pa.binary()
+    return t
+
+
+def widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """True when values of `new` fit the existing column type `old` without loss."""
+    old, new = _small(old), _small(new)
+    if old == new or pa.types.is_null(new):
+        return True
+    for order in (_INT_ORDER, _FLOAT_ORDER):
+        if old in order and new in order:
+            return order.index(new) <= order.index(old)
+    if pa.types.is_integer(new) and pa.types.is_floating(old) and new.bit_width < 32:
+        return True
+    if pa.types.is_timestamp(old) and pa.types.is_timestamp(new):
+        return True
+    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
+        return new.scale == old.scale and new.precision <= old.precision
+    return False
+
+
+def conform(table_name: str, existing: pa.Schema, incoming: pa.Table) -> tuple[pa.Table, list[pa.Field]]:
+    """`incoming` cast to the existing column types, plus the fields the target must add.
+
+    Columns the source dropped are filled with nulls so every write has the full schema.
+    """
+    new_fields: list[pa.Field] = []
+    arrays: list[pa.Array] = []
+    fields: list[pa.Field] = []
+    names = set(incoming.column_names)
+    for f in existing:
+        if f.name in names:
+            col = incoming.column(f.name)
+            if not widens(f.type, col.type):
+                raise SchemaEvolutionError(table_name, f.name, f.type, col.type)
+            arrays.append(col.cast(f.type) if col.type != f.type else col)
+        else:
+            arrays.append(pa.nulls(incoming.num_rows, f.type))
+        fields.append(pa.field(f.name, f.type, nullable=True))
+    for f in incoming.schema:
+        if f.name not in existing.names:
+            new_fields.append(pa.field(f.name, f.type, nullable=True))
+            arrays.append(incoming.column(f.name))
+            fields.append(new_fields[-1])
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), new_fields

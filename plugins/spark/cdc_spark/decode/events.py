@@ -1,0 +1,150 @@
+"""Raw records → one row per change event with its ordering metadata (runs in Spark tasks).
+
+The row's column values stay in the raw `value` bytes here: only the per-key winners of a
+micro-batch are flattened into typed columns later (`flatten.py`), so the 1M-event stage
+parses each record once and builds no per-table schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc_spark.decode import sequence
+from cdc_spark.decode._json import canonical
+from cdc_spark.decode.deserializer import DeserializeError, Deserializer, JsonDeserializer
+
+OPS = frozenset("curdt")
+SKIPPED_OPS = frozenset("m")  # logical decoding messages carry no row
+DECODED_SCHEMA = (
+    "topic string, partition int, offset bigint, raw_key binary, key string, value binary, "
+    "__op string, __seq binary, __source_ts_ms bigint, __deleted boolean, __error string"
+)
+DECODED_ARROW = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("raw_key", pa.binary()),
+        ("key", pa.string()),
+        ("value", pa.binary()),
+        ("__op", pa.string()),
+        ("__seq", pa.binary()),
+        ("__source_ts_ms", pa.int64()),
+        ("__deleted", pa.bool_()),
+        ("__error", pa.string()),
+    ]
+)
+
+
+def canonical_key(key: Any) -> str:
+    """One text per key value, whatever the field order: the grouping key of the batch."""
+    return canonical(key)
+
+
+def decode_one(des: Deserializer, topic: str, key: bytes | None, value: bytes | None) -> tuple | None:
+    """(key, op, seq, source_ts_ms, deleted, error) or None for records that are not changes."""
+    if value is None:
+        return None  # the Kafka tombstone after a delete: compaction's business, not a change
+    try:
+        env = des.value(topic, value)
+    except DeserializeError as e:
+        return (None, None, None, None, None, str(e))
+    if not isinstance(env, dict) or "op" not in env:
+        return (None, None, None, None, None, f"topic {topic}: the value is not a Debezium change event (no 'op')")
+    op = env.get("op")
+    if op in SKIPPED_OPS:
+        return None
+    if op not in OPS:
+        return (None, op, None, None, None, f"topic {topic}: unknown op {op!r} (expected one of c, u, r, d, t)")
+    source = env.get("source")
+    try:
+        seq = sequence.from_source(source)
+    except (sequence.SequenceError, ValueError, TypeError) as e:
+        return (None, op, None, None, None, f"topic {topic}: {e}")
+    ts = source.get("ts_ms") if isinstance(source, dict) else None
+    if op == "t":
+        return (None, op, seq, ts, False, None)
+    try:
+        k = des.key(topic, key)
+    except DeserializeError as e:
+        return (None, op, seq, ts, None, str(e))
+    if k is None:
+        return (
+            None,
+            op,
+            seq,
+            ts,
+            None,
+            f"topic {topic}: op={op} event without a record key; tables need a primary key or message.key.columns",
+        )
+    row = env.get("before") if op == "d" else env.get("after")
+    if op != "d" and not isinstance(row, dict):
+        return (None, op, seq, ts, None, f"topic {topic}: op={op} event has no 'after' row")
+    return (canonical_key(k), op, seq, ts, op == "d", None)
+
+
+def keep_latest(table: pa.Table) -> pa.Table:
+    """Per key, only the highest (`__seq`, offset) row; keyless rows (errors, truncates) all stay.
+
+    A combiner: run inside each source partition before the shuffle, it shrinks what the
+    shuffle moves without changing the result of the global per-key reduction after it.
+    """
+    if table.num_rows < 2:
+        return table
+    keyed = table.filter(pc.is_valid(table.column("key")))
+    loose = table.filter(pc.is_null(table.column("key")))
+    order = pc.sort_indices(keyed, sort_keys=[("key", "ascending"), ("__seq", "descending"), ("offset", "descending")])
+    keyed = keyed.take(order)
+    keys = keyed.column("key").combine_chunks()
+    first = pc.invert(pc.fill_null(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1)), False))
+    mask = pa.concat_arrays([pa.array([True]), first])
+    return pa.concat_tables([keyed.filter(mask), loose])
+
+
+def decode_batches(
+    batches: Iterator[pa.RecordBatch], des: Deserializer | None = None, combine: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """The mapInArrow function: source rows in, `DECODED_SCHEMA` rows out.
+
+    `combine=True` holds the partition's events and emits only the latest per key.
+    """
+    if combine:
+        decoded = [b for b in decode_batches(batches, des) if b.num_rows]
+        if decoded:
+            yield from keep_latest(pa.Table.from_batches(decoded, schema=DECODED_ARROW)).to_batches()
+        return
+    des = des or JsonDeserializer()
+    for batch in batches:
+        topics = batch.column("topic").to_pylist()
+        keys = batch.column("key").to_pylist()
+        values = batch.column("value").to_pylist()
+        keep: list[int] = []
+        cols: list[list[Any]] = [[] for _ in range(6)]
+        for i, (topic, k, v) in enumerate(zip(topics, keys, values, strict=True)):
+            out = decode_one(des, topic, k, v)
+            if out is None:
+                continue
+            keep.append(i)
+            for c, x in zip(cols, out, strict=True):
+                c.append(x)
+        idx = pa.array(keep, pa.int64())
+        yield pa.RecordBatch.from_arrays(
+            [
+                batch.column("topic").take(idx),
+                batch.column("partition").take(idx),
+                batch.column("offset").take(idx),
+                batch.column("key").take(idx),
+                pa.array(cols[0], pa.string()),
+                batch.column("value").take(idx),
+                pa.array(cols[1], pa.string()),
+                pa.array(cols[2], pa.binary()),
+                pa.array(cols[3], pa.int64()),
+                pa.array(cols[4], pa.bool_()),
+                pa.array(cols[5], pa.string()),
+            ],
+            schema=DECODED_ARROW,
+        )

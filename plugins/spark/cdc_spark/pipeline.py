@@ -1,0 +1,48 @@
+"""One call from topics to tables: the `cdc` source + `ChangeApplier` in foreachBatch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from cdc_spark.apply import ChangeApplier, SinkConfig
+from cdc_spark.source import register
+
+
+def start_query(
+    spark: SparkSession,
+    source: Mapping[str, str],
+    sink: SinkConfig | Mapping[str, Any],
+    checkpoint: str,
+    *,
+    available_now: bool = False,
+    processing_time: str | None = None,
+    name: str | None = None,
+) -> StreamingQuery:
+    """Start the stream; `available_now=True` catches up to the current end and stops.
+
+    The source decodes in its own tasks and, except for the Parquet changelog (which keeps
+    every event), forwards only each key's latest event per partition.
+    """
+    register(spark)
+    applier = ChangeApplier(sink)
+    options = {k: str(v) for k, v in source.items()}
+    lowered = {k.lower() for k in options}
+    if "decode" not in lowered:
+        options["decode"] = "debezium-json"
+        if "latestperkey" not in lowered:
+            options["latestPerKey"] = str(applier.config.keeps_only_latest).lower()
+        if applier.config.schemas_enable is not None and "schemas.enable" not in lowered:
+            options["schemas.enable"] = str(applier.config.schemas_enable).lower()
+    raw = spark.readStream.format("cdc").options(**options).load()
+    writer = raw.writeStream.foreachBatch(applier).option("checkpointLocation", checkpoint)
+    if name:
+        writer = writer.queryName(name)
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    elif processing_time:
+        writer = writer.trigger(processingTime=processing_time)
+    return writer.start()

@@ -1,0 +1,48 @@
+"""Source offsets as Spark checkpoints them: JSON `{topic: {partition: next_offset}}`.
+
+Pure functions (no log, no Spark) so the admission-control arithmetic is easy to test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cdc.log import TopicPartition
+
+Offsets = dict[TopicPartition, int]
+OffsetJson = dict[str, dict[str, int]]
+
+
+def to_json(offsets: Mapping[TopicPartition, int]) -> OffsetJson:
+    """Sorted, so equal positions always serialise to the same checkpoint text."""
+    out: OffsetJson = {}
+    for tp in sorted(offsets):
+        out.setdefault(tp.topic, {})[str(tp.partition)] = int(offsets[tp])
+    return out
+
+
+def from_json(data: Mapping[str, Mapping[str, int]] | None) -> Offsets:
+    return {TopicPartition(t, int(p)): int(o) for t, parts in (data or {}).items() for p, o in parts.items()}
+
+
+def cap(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int], max_events: int) -> Offsets:
+    """`end` limited to `max_events` records in total, shared fairly among partitions.
+
+    Water-filling: every partition with data gets an equal share; what a small partition
+    leaves unused goes to the others, so a trigger never reads less than it may.
+    """
+    avail = {tp: max(0, end[tp] - start.get(tp, end[tp])) for tp in end}
+    take = dict.fromkeys(avail, 0)
+    budget = max_events
+    open_ = [tp for tp in sorted(avail) if avail[tp] > 0]
+    while budget > 0 and open_:
+        share = max(1, budget // len(open_))
+        for tp in list(open_):
+            n = min(share, avail[tp] - take[tp], budget)
+            take[tp] += n
+            budget -= n
+            if take[tp] >= avail[tp]:
+                open_.remove(tp)
+            if budget == 0:
+                break
+    return {tp: (start[tp] + take[tp] if tp in start else end[tp]) for tp in end}

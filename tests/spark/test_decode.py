@@ -1,0 +1,149 @@
+"""Decoding without Spark: sequences order like DESIGN.md says, poison is named, rows are typed."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+
+import pyarrow as pa
+import pytest
+
+from cdc.api.data import Decimal, Schema
+from cdc_spark.decode import JsonDeserializer, decode_one, flatten, sequence
+from tests.spark.events import Table
+
+
+def test_mysql_sequence_orders_by_file_then_pos_then_event_then_row() -> None:
+    ordered = [
+        sequence.mysql("mysql-bin.000001", 900, 0, 5),
+        sequence.mysql("mysql-bin.000002", 4, 0, 0),
+        sequence.mysql("mysql-bin.000002", 4, 0, 1),
+        sequence.mysql("mysql-bin.000002", 4, 1, 0),
+        sequence.mysql("mysql-bin.000002", 120, 0, 0),
+        sequence.mysql("mysql-bin.000010", 4, 0, 0),
+    ]
+    assert sorted(ordered) == ordered
+    assert all(len(s) == sequence.WIDTH for s in ordered)
+    assert sequence.unpack(ordered[3]) == (2, 4, 1, 0)
+
+
+def test_postgres_sequence_orders_by_commit_lsn_then_lsn() -> None:
+    a = sequence.from_source({"lsn": 500, "sequence": '["400","500"]'})
+    b = sequence.from_source({"lsn": 300, "sequence": '["450","300"]'})  # later commit, earlier change LSN
+    c = sequence.from_source({"lsn": 460, "sequence": '["450","460"]'})
+    snapshot = sequence.from_source({"lsn": 100, "snapshot": "true"})
+    assert snapshot < a < b < c
+    assert sequence.from_source({"lsn": "0/1F4"}) == sequence.postgres(500, 500)
+
+
+def test_source_without_position_is_refused() -> None:
+    with pytest.raises(sequence.SequenceError, match="neither a MySQL position"):
+        sequence.from_source({"connector": "x"})
+
+
+@pytest.mark.parametrize("schemas", [True, False])
+def test_decode_and_flatten_with_and_without_schemas(schemas: bool) -> None:
+    t = Table("p.db.t", schemas_enable=schemas)
+    des = JsonDeserializer()
+    key, value = t.event("u", 7, {"name": "x", "qty": 3}, 42)
+    key_text, op, seq, ts, deleted, err = decode_one(des, t.topic, key, value)
+    assert (key_text, op, deleted, err) == ('{"id":7}', "u", False, None)
+    assert sequence.unpack(seq) == (1, 42, 0, 0) and ts == 1_700_000_000_042
+    _, dvalue = t.event("d", 8, None, 43)
+    winners = pa.table(
+        {
+            "key": ['{"id":7}', '{"id":8}'],
+            "value": [value, dvalue],
+            "__op": ["u", "d"],
+            "__seq": [seq, sequence.mysql("b.1", 43)],
+            "__source_ts_ms": pa.array([ts, ts], pa.int64()),
+            "__deleted": [False, True],
+        }
+    )
+    flat = flatten("p.db.t", winners)
+    assert flat.key_columns == ["id"]
+    rows = flat.table.to_pylist()
+    assert rows[0]["id"] == 7 and rows[0]["name"] == "x" and rows[0]["qty"] == 3
+    assert rows[1]["id"] == 8 and rows[1]["__deleted"] is True
+    assert flat.table.schema.field("id").type == (pa.int32() if schemas else pa.int64())
+
+
+def test_logical_types_become_arrow_types() -> None:
+    t = Table(
+        "p.db.typed",
+        {
+            "id": Schema.INT32_SCHEMA,
+            "price": Decimal.builder(2).optional().parameter("connect.decimal.precision", "10").build(),
+            "blob": Schema.OPTIONAL_BYTES_SCHEMA,
+        },
+    )
+    _, value = t.event("c", 1, {"price": decimal.Decimal("12.34"), "blob": b"\x00\xff"}, 5)
+    flat = flatten(
+        "p.db.typed",
+        pa.table(
+            {
+                "key": ['{"id":1}'],
+                "value": [value],
+                "__op": ["c"],
+                "__seq": [b"\x01"],
+                "__source_ts_ms": pa.array([1], pa.int64()),
+                "__deleted": [False],
+            }
+        ),
+    )
+    assert flat.table.schema.field("price").type == pa.decimal128(10, 2)
+    assert flat.table.to_pylist()[0]["price"] == decimal.Decimal("12.34")
+    assert flat.table.to_pylist()[0]["blob"] == b"\x00\xff"
+    assert datetime.date(1970, 1, 1)  # date conversion covered by types.arrow_type
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        (b'{"id":1}', b'{"op": "c", "after": {', "malformed JSON"),
+        (
+            None,
+            json.dumps({"op": "c", "after": {"id": 1}, "source": {"file": "b.1", "pos": 4}}).encode(),
+            "without a record key",
+        ),
+        (
+            b'{"id":1}',
+            json.dumps({"op": "x", "after": {"id": 1}, "source": {"file": "b.1", "pos": 4}}).encode(),
+            "unknown op 'x'",
+        ),
+        (b'{"id":1}', b'{"hello": 1}', "not a Debezium change event"),
+    ],
+)
+def test_poison_events_are_named(key: bytes | None, value: bytes, needle: str) -> None:
+    out = decode_one(JsonDeserializer(), "p.db.t", key, value)
+    assert out is not None and out[-1] is not None and needle in out[-1]
+
+
+def test_kafka_tombstones_and_messages_are_not_changes() -> None:
+    des = JsonDeserializer()
+    assert decode_one(des, "t", b'{"id":1}', None) is None
+    assert decode_one(des, "t", None, b'{"op":"m","source":{"lsn":1}}') is None
+
+
+def test_keep_latest_is_a_per_key_combiner() -> None:
+    from cdc_spark.decode.events import DECODED_ARROW, keep_latest
+
+    def row(key: str | None, seq: int, offset: int, err: str | None = None) -> dict:
+        return {
+            "topic": "t",
+            "partition": 0,
+            "offset": offset,
+            "raw_key": None,
+            "key": key,
+            "value": b"",
+            "__op": "u",
+            "__seq": sequence.pack(seq),
+            "__source_ts_ms": 0,
+            "__deleted": False,
+            "__error": err,
+        }
+
+    rows = [row("a", 1, 0), row("b", 5, 1), row("a", 3, 2), row(None, 0, 3, "bad"), row("a", 3, 4), row("b", 2, 5)]
+    out = keep_latest(pa.Table.from_pylist(rows, schema=DECODED_ARROW)).to_pylist()
+    assert sorted((r["key"] or "", r["offset"]) for r in out) == [("", 3), ("a", 4), ("b", 1)]
