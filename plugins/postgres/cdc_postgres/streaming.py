@@ -9,7 +9,6 @@ The slot's flushed LSN moves only when `confirm()` is called with a stored offse
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -214,15 +213,4 @@ class PostgresStreamingChangeEventSource:
         self.emitter.emit(self.heartbeat.record(self.emitter.partition, offset))
 
 
-def matcher(include: list[str] | None, exclude: list[str] | None) -> Callable[[str], bool]:
-    """Debezium's anchored include/exclude lists (include wins when both are set)."""
-    inc = [re.compile(p) for p in include or []]
-    exc = [re.compile(p) for p in exclude or []]
-    if inc:
-        return lambda name: any(p.fullmatch(name) for p in inc)
-    if exc:
-        return lambda name: not any(p.fullmatch(name) for p in exc)
-    return lambda name: True
-
-
-__all__ = ["Position", "PostgresStreamingChangeEventSource", "matcher", "pg_timestamp"]
+__all__ = ["Position", "PostgresStreamingChangeEventSource", "pg_timestamp"]

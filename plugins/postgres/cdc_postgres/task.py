@@ -11,6 +11,7 @@ import psycopg
 
 from cdc.api import ConnectException, SourceRecord, SourceTask
 from cdc_debezium.config import skipped_operations
+from cdc_debezium.filters import include_exclude
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.queue import ChangeEventQueue
@@ -25,7 +26,7 @@ from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.schema import PostgresSchema
 from cdc_postgres.snapshot import PostgresSnapshotChangeEventSource, captured_tables
 from cdc_postgres.source_info import SourceInfo
-from cdc_postgres.streaming import Position, PostgresStreamingChangeEventSource, matcher
+from cdc_postgres.streaming import Position, PostgresStreamingChangeEventSource
 from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,8 @@ class PostgresConnectorTask(SourceTask):
         )
         self.stop_event = threading.Event()
         stored = PostgresOffsetContext.from_offset(self.context.offset_storage_reader().offset(self.partition))
-        table_match = matcher(c["table.include.list"], c["table.exclude.list"])
-        schema_match = matcher(c["schema.include.list"], c["schema.exclude.list"])
+        table_match = include_exclude(c.values, "table.include.list", "table.exclude.list")
+        schema_match = include_exclude(c.values, "schema.include.list", "schema.exclude.list")
         self.table_filter = lambda t: schema_match(t.split(".", 1)[0]) and table_match(t)
 
         admin = PostgresConnection(self.dsn)
@@ -155,7 +156,7 @@ class PostgresConnectorTask(SourceTask):
             hstore_handling_mode=c["hstore.handling.mode"],
             money_fraction_digits=c["money.fraction.digits"],
         )
-        column_match = matcher(c["column.include.list"], c["column.exclude.list"])
+        column_match = include_exclude(c.values, "column.include.list", "column.exclude.list")
         keys: dict[str, list[str]] = {}
         for entry in (c["message.key.columns"] or "").split(";"):
             if ":" in entry:
@@ -211,7 +212,7 @@ class PostgresConnectorTask(SourceTask):
                 schema,
                 emitter,
                 self.table_filter,
-                matcher(c["message.prefix.include.list"], c["message.prefix.exclude.list"]),
+                include_exclude(c.values, "message.prefix.include.list", "message.prefix.exclude.list"),
                 f"{self.server}.message",
                 heartbeat,
                 (lambda: conn.execute(query)) if query else None,
