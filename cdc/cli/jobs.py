@@ -32,3 +32,36 @@ def validate(job_file: str, offline: bool) -> None:
             click.echo("error: " + " ".join(p.render(job_file).split()), err=True)
         sys.exit(2)
     click.echo(f"{job_file}: OK")
+
+
+@click.command("run")
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--until-caught-up",
+    is_flag=True,
+    help="Read the source position now, run until the sink has applied everything up to it, then exit 0 "
+    "(for cron/Airflow-style runs).",
+)
+def run(job_file: str, until_caught_up: bool) -> None:
+    """Run a job: its source connector and its Spark sink, in this process.
+
+    The source writes to the job's transport (embedded by default, or Kafka); a Spark
+    streaming query applies the changes to the sink. Ctrl-C or SIGTERM stops both
+    gracefully; a restart resumes from the stored source offsets and Spark's checkpoint.
+    """
+    import signal
+
+    from cdc.cli._common import friendly_errors
+    from cdc.jobs.load import load_job
+    from cdc.jobs.run import JobRunner
+
+    with friendly_errors():
+        job = load_job(job_file)
+        runner = JobRunner(job, until_caught_up, progress=lambda m: click.echo(f"[{job.name}] {m}", err=True))
+
+        def on_signal(signum: int, frame: object) -> None:
+            runner.stop_requested.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        sys.exit(runner.run())

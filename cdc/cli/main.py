@@ -16,7 +16,7 @@ import click
 
 from cdc import __version__
 from cdc.cli._common import decode_bytes, echo_json, env_default, fail, friendly_errors, load_worker, setup_logging
-from cdc.cli.jobs import validate
+from cdc.cli.jobs import run, validate
 from cdc.config.files import load_connector_config
 from cdc.log.base import TopicPartition
 from cdc.rest.server import RestBindError, RestServer
@@ -298,6 +298,7 @@ def offsets_show(worker_path: str, connector: str | None) -> None:
 
 
 cli.add_command(validate)
+cli.add_command(run)
 
 
 def main() -> None:

@@ -118,6 +118,11 @@ class PostgresStreamingChangeEventSource:
                 sent_confirm, last_status = confirm, now
             x = rc.read(0.2)
             if x is None:
+                # A keepalive's walEnd is the walsender's sent position: every transaction that
+                # committed before it has already arrived, so an idle heartbeat may stand there.
+                self.last_received_lsn = max(self.last_received_lsn, rc.received_lsn)
+                if self.heartbeat is not None and tx is None and self.heartbeat.due():
+                    rc.send_status(reply_requested=True)  # ask for a fresh keepalive
                 self._maybe_heartbeat(tx)
                 continue
             self.last_received_lsn = max(self.last_received_lsn, x.wal_end)

@@ -1,0 +1,285 @@
+"""`cdc run`: one job's source connector and its Spark sink in one process.
+
+The source runs in an in-process worker (embedded log or Kafka, as the job says); the
+sink is a Spark streaming query over the same topics. With `until_caught_up` the source
+runs until its stored offset reaches the database position read at start, then the sink
+applies everything in the log (Trigger.AvailableNow) and the run exits: cron and Airflow
+style catch-up runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cdc.api.errors import ConfigException, ConnectException
+from cdc.jobs.spec import JobSpec
+from cdc.runtime.plugins import PluginRegistry
+from cdc.runtime.standalone import StandaloneHerder
+from cdc.runtime.transport import open_log, open_offset_store, open_status_store
+from cdc.runtime.worker import Worker
+from cdc.runtime.worker_config import WorkerConfig
+from cdc.storage.status import State
+
+log = logging.getLogger(__name__)
+
+PositionProbe = Callable[[], Any]
+
+
+# -- the source position at start, per connector family -------------------------------------
+def _mysql_position(source: dict[str, str]) -> tuple[int, int]:
+    import pymysql
+
+    conn = pymysql.connect(
+        host=source["database.hostname"],
+        port=int(source.get("database.port", "3306")),
+        user=source["database.user"],
+        password=source.get("database.password", ""),
+        connect_timeout=10,
+    )
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW MASTER STATUS")
+            row = cur.fetchone()
+    finally:
+        conn.close()
+    if not row:
+        raise ConfigException("SHOW MASTER STATUS returned nothing: the binlog is off", "source.database.hostname")
+    return _binlog_number(row[0]), int(row[1])
+
+
+def _binlog_number(name: str) -> int:
+    return int(name.rsplit(".", 1)[-1])
+
+
+def _mysql_reached(offset: dict[str, Any], target: tuple[int, int]) -> bool:
+    if offset.get("snapshot") not in (None, False, "false") or "file" not in offset:
+        return False
+    return (_binlog_number(str(offset["file"])), int(offset.get("pos", 0))) >= target
+
+
+def _postgres_position(source: dict[str, str]) -> int:
+    import psycopg
+
+    with psycopg.connect(
+        host=source["database.hostname"],
+        port=int(source.get("database.port", "5432")),
+        user=source["database.user"],
+        password=source.get("database.password") or None,
+        dbname=source["database.dbname"],
+        connect_timeout=10,
+    ) as conn:
+        lsn = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+    hi, lo = lsn.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def _postgres_reached(offset: dict[str, Any], target: int) -> bool:
+    return not offset.get("snapshot") and int(offset.get("lsn", 0) or 0) >= target
+
+
+def _family(connector_class: str) -> str:
+    c = connector_class.lower()
+    if "mysql" in c or "mariadb" in c:
+        return "mysql"
+    if "postgres" in c:
+        return "postgres"
+    raise ConfigException(
+        f"--until-caught-up knows the source position of MySQL/MariaDB and PostgreSQL connectors, "
+        f"not {connector_class!r}; run without it",
+        "source.connector.class",
+    )
+
+
+# -- Spark ----------------------------------------------------------------------------------
+def data_topic_pattern(prefix: str) -> str:
+    """`<prefix>.<db>.<table>` only: not the schema-change, transaction or message topics."""
+    return re.escape(prefix) + r"\.[^.]+\.[^.]+"
+
+
+def sink_config(job: JobSpec) -> dict[str, Any]:
+    s = job.sink
+    conf: dict[str, Any] = {"target": s["type"], "app.id": f"cdc-{job.name}"}
+    if "path" in s:
+        conf["path"] = s["path"]
+    if "dsn" in s:
+        conf["dsn"] = s["dsn"]
+    if "schema" in s:
+        conf["schema"] = s["schema"]
+    if s["type"] == "iceberg":
+        path = s.get("path", "lake")
+        conf["catalog"] = {
+            "uri": s.get("catalog") or f"sqlite:///{os.path.abspath(path)}/catalog.db",
+            "warehouse": f"file://{os.path.abspath(path)}",
+        }
+        conf["namespace"] = s.get("schema", "cdc")
+    if "errors.tolerance" in s:
+        conf["errors.tolerance"] = s["errors.tolerance"]
+    if "errors.deadletter.table" in s:
+        conf["errors.deadletterqueue.path"] = s["errors.deadletter.table"]
+    conf["truncate.enabled"] = str(s.get("truncate", "apply") == "apply").lower()
+    tables = job.tables
+    for attr, key in (("mode", "mode"), ("delete_mode", "delete.mode")):
+        values = {getattr(t, attr) for t in tables}
+        if len(values) > 1:
+            raise ConfigException(
+                f"sink.tables: {key} differs between tables ({', '.join(sorted(values))}); one job applies one "
+                f"{key} to all its tables, so split the job or align the setting",
+                f"sink.tables.{key}",
+            )
+        if values:
+            conf[key] = values.pop()
+    return conf
+
+
+def _spark_session(job: JobSpec) -> Any:
+    # Spark's Python workers must run this interpreter, which has cdc and the plugins.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark_conf = job.spark or {}
+    builder = (
+        SparkSession.builder.master(str(spark_conf.get("master", "local[2]")))
+        .appName(f"cdc-{job.name}")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+    )
+    for k, v in (spark_conf.get("conf") or {}).items():
+        builder = builder.config(k, str(v))
+    return builder.getOrCreate()
+
+
+class JobRunner:
+    def __init__(self, job: JobSpec, until_caught_up: bool = False, progress: Callable[[str], None] = log.info) -> None:
+        self.job = job
+        self.until_caught_up = until_caught_up
+        self.progress = progress
+        self.stop_requested = threading.Event()
+
+    def _connector_config(self) -> dict[str, str]:
+        config = self.job.connector_config()
+        keys = [f"{t.source}:{','.join(t.keys)}" for t in self.job.tables if t.keys]
+        if keys and "message.key.columns" not in config:
+            config["message.key.columns"] = ";".join(keys)
+        if self.until_caught_up and "heartbeat.interval.ms" not in config:
+            # Heartbeats move the stored offset while tables are idle, so it can reach the target.
+            config["heartbeat.interval.ms"] = "1000"
+        return config
+
+    def _source(self) -> dict[str, str]:
+        worker = self.job.worker_config()
+        prefix = self.job.source.get("topic.prefix") or self.job.source.get("database.server.name") or self.job.name
+        src = {"transport": worker["transport"], "topic.pattern": data_topic_pattern(str(prefix))}
+        if worker["transport"] == "embedded":
+            src["state.dir"] = os.path.abspath(worker["state.dir"])
+        else:
+            src["bootstrap.servers"] = worker["bootstrap.servers"]
+            src["probeEndOffsets"] = "true"
+        if "maxEventsPerTrigger" in (self.job.spark or {}):
+            src["maxEventsPerTrigger"] = str(self.job.spark["maxEventsPerTrigger"])
+        return src
+
+    def _checkpoint(self) -> str:
+        given = (self.job.spark or {}).get("checkpoint")
+        state = self.job.worker_config()["state.dir"]
+        return os.path.abspath(given or os.path.join(state, "spark-checkpoints", self.job.name))
+
+    def run(self) -> int:
+        connector = self._connector_config()
+        sink = sink_config(self.job)
+        config = WorkerConfig(self.job.worker_config())
+        log_ = open_log(config)
+        worker = Worker(
+            config,
+            PluginRegistry.discover(),
+            log_,
+            open_offset_store(config, log_),
+            open_status_store(config, log_),
+            f"cdc-run-{self.job.name}",
+        )
+        herder = StandaloneHerder(worker)
+        worker.ensure_valid(connector)
+        target = None
+        family = ""
+        if self.until_caught_up:
+            family = _family(connector["connector.class"])
+            target = (_mysql_position if family == "mysql" else _postgres_position)(connector)
+            self.progress(f"source position at start: {target}")
+        herder.start()
+        spark = None
+        try:
+            herder.put_connector_config(connector)
+            if self.until_caught_up:
+                self._wait_for_source(worker, connector["name"], family, target)
+                # The source has everything up to the start position in the log: stop it, then
+                # let the sink apply the whole log and stop (Trigger.AvailableNow).
+                herder.stop()
+                herder = None
+                spark = _spark_session(self.job)
+                from cdc_spark.pipeline import start_query
+
+                self.progress("source caught up; applying the log to the sink")
+                query = start_query(
+                    spark, self._source(), sink, self._checkpoint(), available_now=True, name=self.job.name
+                )
+                query.awaitTermination()
+                if query.exception() is not None:
+                    raise ConnectException(f"the sink failed: {query.exception()}")
+                self.progress("caught up: every change up to the start position is applied")
+                return 0
+            spark = _spark_session(self.job)
+            from cdc_spark.pipeline import start_query
+
+            trigger = (self.job.spark or {}).get("trigger")
+            processing = trigger.get("processingTime") if isinstance(trigger, dict) else None
+            query = start_query(
+                spark,
+                self._source(),
+                sink,
+                self._checkpoint(),
+                available_now=trigger == "availableNow",
+                processing_time=processing or "2 seconds",
+                name=self.job.name,
+            )
+            while not self.stop_requested.is_set():
+                if query.awaitTermination(1):
+                    break
+                self._check_source(worker, connector["name"])
+            if query.exception() is not None:
+                raise ConnectException(f"the sink failed: {query.exception()}")
+            query.stop()
+            return 0
+        finally:
+            if herder is not None:
+                herder.stop()
+            if spark is not None:
+                spark.stop()
+
+    def _check_source(self, worker: Worker, name: str) -> None:
+        status = worker.status_store.get_task(name, 0)
+        if status is not None and status.state is State.FAILED:
+            raise ConnectException(f"the source task failed: {(status.trace or '').strip().splitlines()[-1]}")
+
+    def _wait_for_source(self, worker: Worker, name: str, family: str, target: Any) -> None:
+        from cdc.storage.offsets import OffsetStorageReaderImpl
+
+        reader = OffsetStorageReaderImpl(worker.offset_store, name)
+        partition = {"server": self.job.source.get("topic.prefix")}
+        reached = _mysql_reached if family == "mysql" else _postgres_reached
+        last_report = 0.0
+        while not self.stop_requested.is_set():
+            self._check_source(worker, name)
+            offset = reader.offset(partition) or {}
+            if offset and reached(offset, target):
+                return
+            if time.monotonic() - last_report > 5:
+                last_report = time.monotonic()
+                self.progress(f"source catching up: stored offset {offset or 'none yet'}, target {target}")
+            time.sleep(0.2)
+        raise ConnectException("stopped before the source caught up")

@@ -1,0 +1,101 @@
+"""`cdc run job.yaml --until-caught-up`: MariaDB → MySQL connector → embedded log → Spark → Delta."""
+
+from __future__ import annotations
+
+import decimal
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from tests.mysql.harness import connector_props
+from tests.support.proc import run_cdc
+
+
+def _job(tmp_path: Path, mariadb_db) -> Path:
+    props = connector_props(mariadb_db)
+    source = "\n".join(f"  {k}: '{v}'" for k, v in props.items())
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        f"""name: shop
+source:
+{source}
+transport:
+  type: embedded
+  state.dir: {tmp_path / "state"}
+sink:
+  type: delta
+  path: {tmp_path / "lake"}
+  tables:
+    {mariadb_db.database}.items: {{keys: [id]}}
+spark:
+  master: local[2]
+"""
+    )
+    return job
+
+
+def _source_rows(server) -> dict[int, tuple]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT id, name, price FROM items")
+        return {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+
+
+def _lake_rows(tmp_path: Path, db: str) -> dict[int, tuple]:
+    table = DeltaTable(str(tmp_path / "lake" / f"dbserver1_{db}_items"))
+    return {r["id"]: (r["name"], r["price"]) for r in table.to_pyarrow_table().to_pylist() if not r["__deleted"]}
+
+
+def test_run_until_caught_up_twice(tmp_path: Path, mariadb_db) -> None:
+    with mariadb_db.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DECIMAL(10,2))")
+        cur.execute("INSERT INTO items VALUES " + ", ".join(f"({i}, 'item{i}', {i}.25)" for i in range(1, 51)))
+    job = _job(tmp_path, mariadb_db)
+    res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "caught up" in res.stderr
+    assert _lake_rows(tmp_path, mariadb_db.database) == _source_rows(mariadb_db)
+
+    # A second run resumes from the stored offsets and the checkpoint: changes only.
+    with mariadb_db.connect() as conn, conn.cursor() as cur:
+        cur.execute("UPDATE items SET price = price + 1 WHERE id <= 10")
+        cur.execute("DELETE FROM items WHERE id > 40")
+        cur.execute("UPDATE items SET id = 100 WHERE id = 20")  # primary-key change
+        cur.execute("INSERT INTO items VALUES (200, 'new', 9.99)")
+    res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    source = _source_rows(mariadb_db)
+    assert source[1] == ("item1", decimal.Decimal("2.25")) and 41 not in source
+    assert _lake_rows(tmp_path, mariadb_db.database) == source
+
+
+def test_run_until_caught_up_from_postgres(tmp_path: Path, postgres_db) -> None:
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE accounts(id int PRIMARY KEY, owner text NOT NULL, balance numeric(12,2))")
+    sql.execute("INSERT INTO accounts SELECT g, 'owner' || g, g * 10 FROM generate_series(1, 30) g")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        f"""name: bank
+source:
+  connector.class: postgres
+  database.hostname: {postgres_db.host}
+  database.port: {postgres_db.port}
+  database.user: {postgres_db.user}
+  database.dbname: {postgres_db.dbname}
+  topic.prefix: bank
+  slot.name: bank_slot
+transport:
+  state.dir: {tmp_path / "state"}
+sink:
+  type: delta
+  path: {tmp_path / "lake"}
+"""
+    )
+    res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    sql.execute("UPDATE accounts SET balance = 0 WHERE id <= 5")
+    sql.execute("DELETE FROM accounts WHERE id > 25")
+    res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    source = {r[0]: (r[1], r[2]) for r in sql.execute("SELECT id, owner, balance FROM accounts").fetchall()}
+    lake = DeltaTable(str(tmp_path / "lake" / "bank_public_accounts")).to_pyarrow_table().to_pylist()
+    assert {r["id"]: (r["owner"], r["balance"]) for r in lake if not r["__deleted"]} == source
