@@ -62,10 +62,7 @@ def new_struct(schema: Schema, values: list[Any]) -> Struct:
     Per-row events are built from converters that produce schema-correct values; validating
     every field again would double the cost of the hot path.
     """
-    s = Struct.__new__(Struct)
-    s.schema = schema
-    s._values = values
-    return s
+    return Struct.from_values(schema, values)
 
 
 class Envelope:
