@@ -40,6 +40,7 @@ from cdc.api.errors import (
     RetriableException,
 )
 from cdc.api.header import Header, Headers
+from cdc.api.metrics import TaskMetrics
 from cdc.api.records import ConnectRecord, SinkRecord, SourceRecord
 from cdc.api.sink import SinkConnector, SinkTask, SinkTaskContext, TopicPartition
 from cdc.api.source import (
@@ -94,6 +95,7 @@ __all__ = [
     "SourceTaskContext",
     "Struct",
     "Task",
+    "TaskMetrics",
     "Time",
     "Timestamp",
     "TopicPartition",

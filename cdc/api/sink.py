@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
 from cdc.api.connector import Connector, Task
+from cdc.api.metrics import TaskMetrics
 from cdc.api.records import SinkRecord
 
 
@@ -37,6 +38,10 @@ class SinkTaskContext(Protocol):
     def request_commit(self) -> None: ...
 
     def errant_record_reporter(self) -> ErrantRecordReporter | None: ...
+
+    def metrics(self) -> TaskMetrics:
+        """Where the task reports its metrics; plugins use `TaskMetrics.of(context)`, which tolerates its absence."""
+        ...
 
 
 class SinkTask(Task):

@@ -9,6 +9,8 @@ from enum import Enum
 from typing import Any, Protocol
 
 from cdc.api.connector import Connector, Task
+from cdc.api.history import HistoryLog
+from cdc.api.metrics import TaskMetrics
 from cdc.api.records import SourceRecord
 from cdc.api.storage import OffsetStorageReader
 
@@ -47,6 +49,15 @@ class SourceTaskContext(Protocol):
     def offset_storage_reader(self) -> OffsetStorageReader: ...
 
     def transaction_context(self) -> TransactionContext | None: ...
+
+    def history_log(self, topic: str) -> HistoryLog | None:
+        """A one-partition topic in the worker's log (e.g. schema history); plugins call
+        `cdc.api.history.history_log(context, topic)`, which tolerates its absence."""
+        ...
+
+    def metrics(self) -> TaskMetrics:
+        """Where the task reports its metrics; plugins use `TaskMetrics.of(context)`, which tolerates its absence."""
+        ...
 
 
 class SourceTask(Task):

@@ -3,6 +3,12 @@
 Bodies are parsed by hand rather than by pydantic models so that malformed JSON, wrong
 types and missing fields all come back as Kafka's `{"error_code", "message"}` with advice.
 Herder calls block (stopping a task waits for it), so they run on the thread pool.
+
+cdc extension: `GET /connectors/{name}/tasks/{id}/metrics` returns the task's latest published
+metrics (Debezium's names: snapshot progress, source position, lag; see cdc.api.metrics) as
+`{"id": {"connector", "task"}, "worker_id", "timestamp", "metrics": {...}}`; `timestamp` is when
+they were published (epoch ms, null and `metrics` empty until the task reports any). Kafka
+Connect has no such path; its status bodies stay exactly Kafka's.
 """
 
 from __future__ import annotations
@@ -197,6 +203,18 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     @app.get("/connectors/{name}/tasks/{task}/status", summary="One task's state")
     async def task_status(name: str, task: str) -> dict[str, Any]:
         return await _call(herder.task_status, _task_id(name, task))
+
+    @app.get("/connectors/{name}/tasks/{task}/metrics", summary="One task's latest metrics (cdc extension)")
+    async def task_metrics(name: str, task: str) -> dict[str, Any]:
+        id = _task_id(name, task)
+        await _call(herder.task_status, id)  # 404 for an unknown connector or task, as the status path
+        report = herder.worker.status_store.get_task_metrics(id.connector, id.task)
+        return {
+            "id": {"connector": id.connector, "task": id.task},
+            "worker_id": report.worker_id if report is not None else None,
+            "timestamp": report.timestamp if report is not None else None,
+            "metrics": report.metrics if report is not None else {},
+        }
 
     @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204, summary="Restart one task")
     async def restart_task(name: str, task: str) -> Response:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from cdc.api.errors import RetriableException
 from cdc.api.header import Headers
+from cdc.api.metrics import TaskMetrics
 from cdc.api.records import SinkRecord
 from cdc.api.sink import SinkTask, TopicPartition
 from cdc.api.storage import Converter, HeaderConverter
@@ -49,6 +50,9 @@ class SinkTaskContextImpl:
 
     def errant_record_reporter(self) -> None:
         return None
+
+    def metrics(self) -> TaskMetrics:
+        return self._owner.metrics
 
 
 class WorkerSinkTask(WorkerTask):
@@ -118,9 +122,11 @@ class WorkerSinkTask(WorkerTask):
         try:
             while not self.stopping:
                 if self.paused:
+                    self.publish_metrics()
                     time.sleep(0.05)
                     continue
                 self._iteration()
+                self.publish_metrics()
         finally:
             try:
                 self._commit()

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cdc.api.errors import RetriableException
+from cdc.api.history import HistoryLog
+from cdc.api.metrics import TaskMetrics
 from cdc.api.records import SourceRecord
 from cdc.api.source import RecordMetadata, SourceTask
 from cdc.api.storage import Converter, HeaderConverter, OffsetStorageReader
 from cdc.log.base import LogProducer, LogRecord, TopicLog, TopicSpec
+from cdc.log.embedded import EmbeddedLog
 from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage
+from cdc.runtime.history_log import TopicHistoryLog
 from cdc.runtime.submitted_records import SubmittedRecord, SubmittedRecords
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageWriter
@@ -30,9 +34,17 @@ log = logging.getLogger(__name__)
 
 
 class SourceTaskContextImpl:
-    def __init__(self, configs: dict[str, str], reader: OffsetStorageReader) -> None:
+    def __init__(
+        self,
+        configs: dict[str, str],
+        reader: OffsetStorageReader,
+        metrics: TaskMetrics | None = None,
+        history: Callable[[str], HistoryLog | None] | None = None,
+    ) -> None:
         self._configs = configs
         self._reader = reader
+        self._history = history
+        self._metrics = metrics if metrics is not None else TaskMetrics()
 
     def configs(self) -> dict[str, str]:
         return dict(self._configs)
@@ -42,6 +54,12 @@ class SourceTaskContextImpl:
 
     def transaction_context(self) -> None:
         return None
+
+    def history_log(self, topic: str) -> HistoryLog | None:
+        return self._history(topic) if self._history is not None else None
+
+    def metrics(self) -> TaskMetrics:
+        return self._metrics
 
 
 class TopicCreator:
@@ -60,6 +78,16 @@ class TopicCreator:
             partitions = self._partitions if self._partitions > 0 else 1
             self._log.ensure_topic(TopicSpec(topic, partitions, self._replication))
         self._known.add(topic)
+
+    def history_log(self, topic: str) -> HistoryLog | None:
+        """A connector's history topic in the worker's embedded log (one partition, kept forever).
+
+        None on Kafka: there, as with Debezium, the connector's own history settings name the
+        topic and its cluster, and the worker creates no topic the user did not ask for.
+        """
+        if not isinstance(self._log, EmbeddedLog):
+            return None
+        return TopicHistoryLog(self._log, topic, self._replication)
 
 
 class WorkerSourceTask(WorkerTask):
@@ -106,13 +134,16 @@ class WorkerSourceTask(WorkerTask):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def execute(self) -> None:
-        self.task.initialize(SourceTaskContextImpl(self.task_config, self.offset_reader))
+        self.task.initialize(SourceTaskContextImpl(
+                self.task_config, self.offset_reader, self.metrics, history=self.topic_creator.history_log
+            ))
         self.task.start(dict(self.task_config))
         self.report_started()
         try:
             while not self.stopping:
                 if self.paused:
                     self._maybe_commit()
+                    self.publish_metrics()
                     time.sleep(0.05)
                     continue
                 try:
@@ -128,6 +159,7 @@ class WorkerSourceTask(WorkerTask):
                         self._send(records)
                 self._check_send_error()
                 self._maybe_commit()
+                self.publish_metrics()
         finally:
             self._shutdown()
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 import traceback
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from cdc.api.metrics import TaskMetrics
+from cdc.runtime.gc_tuning import raise_young_threshold
 
 log = logging.getLogger(__name__)
+
+METRICS_INTERVAL_S = 2.0  # the most often a task's metrics are published, besides state changes
 
 
 @dataclass(frozen=True, order=True)
@@ -35,6 +42,9 @@ class TaskStatusListener(Protocol):
     def on_topic(self, id: ConnectorTaskId, topic: str) -> None:
         """First record of `topic` for this task (KIP-558 active topics)."""
 
+    def on_metrics(self, id: ConnectorTaskId, metrics: dict[str, Any]) -> None:
+        """The task's metrics changed (cdc extension; optional for listeners)."""
+
 
 class WorkerTask(ABC):
     """Runs `execute` on its own thread; `stop` asks it to finish, `pause`/`resume` gate it."""
@@ -48,6 +58,11 @@ class WorkerTask(ABC):
         self._thread: threading.Thread | None = None
         self.failure: BaseException | None = None
         self.active_topics: set[str] = set()
+        self.metrics = TaskMetrics()
+        self._metrics_next = 0.0
+        self._metrics_due = False
+        self._metrics_last: str | None = None
+        self._metrics_failed = False
 
     def start(self, paused: bool = False) -> None:
         """`paused`: created for a PAUSED connector, so it never reports RUNNING first."""
@@ -57,17 +72,20 @@ class WorkerTask(ABC):
         self._thread.start()
 
     def _run(self) -> None:
+        raise_young_threshold()
         try:
             if self.paused:
                 self.listener.on_pause(self.id)
             else:
                 self.listener.on_startup(self.id)
             self.execute()
+            self.publish_metrics(force=True)
             if not self.failure:
                 self.listener.on_shutdown(self.id)
         except BaseException as e:  # a failed task must report FAILED, never vanish
             self.failure = e
             log.error("Task %s failed: %s", self.id, e, exc_info=not _is_advice(e))
+            self.publish_metrics(force=True)
             self.listener.on_failure(self.id, _trace(e))
         finally:
             self._done.set()
@@ -75,8 +93,38 @@ class WorkerTask(ABC):
     @abstractmethod
     def execute(self) -> None: ...
 
+    def publish_metrics(self, force: bool = False) -> None:
+        """On the task's thread: hand changed metrics to the listener, at most every METRICS_INTERVAL_S.
+
+        Suppliers run here, between polls, so they never race the task's own thread. `force`
+        (stop, failure) and a pending state change publish at once.
+        """
+        now = time.monotonic()
+        if not (force or self._metrics_due or now >= self._metrics_next):
+            return
+        self._metrics_due = False
+        self._metrics_next = now + METRICS_INTERVAL_S
+        try:
+            snapshot = self.metrics.snapshot()
+            encoded = json.dumps(snapshot, sort_keys=True, default=str)
+        except Exception as e:  # a plugin's metrics must never stop its task
+            if not self._metrics_failed:
+                log.warning("Task %s: computing its metrics failed, they are not published: %s", self.id, e)
+                self._metrics_failed = True
+            return
+        if not snapshot or encoded == self._metrics_last:
+            return
+        self._metrics_last = encoded
+        on_metrics = getattr(self.listener, "on_metrics", None)
+        if on_metrics is not None:
+            try:
+                on_metrics(self.id, json.loads(encoded))
+            except Exception as e:
+                log.warning("Task %s: publishing its metrics failed: %s", self.id, e)
+
     def report_started(self) -> None:
         """After the plugin task's start(): RUNNING, or PAUSED when created paused."""
+        self._metrics_due = True
         if self.paused:
             self.listener.on_pause(self.id)
         else:
@@ -99,10 +147,12 @@ class WorkerTask(ABC):
 
     def pause(self) -> None:
         self._paused.set()
+        self._metrics_due = True
         self.listener.on_pause(self.id)
 
     def resume(self) -> None:
         self._paused.clear()
+        self._metrics_due = True
         self.listener.on_running(self.id)
 
     @property

@@ -8,7 +8,8 @@ transport (records and offsets go straight from the child to the log).
 
 Protocol: the parent writes one JSON spec to the child's stdin (secrets never appear in argv);
 SIGUSR1 pauses, SIGUSR2 resumes, SIGTERM stops. The child exits 0 when stopped, 1 when the
-task failed (its trace on stderr), and anything else means it died.
+task failed (its trace on stderr), and anything else means it died. The task's metrics come back
+as JSON lines on a pipe of their own (`metrics_fd`), and the parent publishes them.
 """
 
 from __future__ import annotations
@@ -53,17 +54,28 @@ class ProcessWorkerTask(WorkerTask):
     def execute(self) -> None:
         self.spec["paused"] = self.paused
         self.spec["parent_pid"] = os.getpid()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cdc.runtime.task_process"],
-            stdin=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        metrics_in, metrics_out = os.pipe()
+        self.spec["metrics_fd"] = metrics_out
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cdc.runtime.task_process"],
+                stdin=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(metrics_out,),
+            )
+        except BaseException:
+            os.close(metrics_in)
+            raise
+        finally:
+            os.close(metrics_out)
         self.process = proc
         assert proc.stdin is not None and proc.stderr is not None
         proc.stdin.write(json.dumps(self.spec).encode())
         proc.stdin.close()
         reader = threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True)
         reader.start()
+        metrics = threading.Thread(target=self._forward_metrics, args=(metrics_in,), daemon=True)
+        metrics.start()
         self.report_started()
         while proc.poll() is None:
             if self.stopping:
@@ -71,6 +83,7 @@ class ProcessWorkerTask(WorkerTask):
                 break
             time.sleep(0.05)
         reader.join(2)
+        metrics.join(2)
         code = proc.returncode
         if self.stopping and code in (0, -signal.SIGTERM, -signal.SIGKILL):
             return
@@ -85,6 +98,21 @@ class ProcessWorkerTask(WorkerTask):
             line = raw.decode(errors="replace")
             self._stderr.append(line)
             sys.stderr.write(f"[task {self.id}] {line}")
+
+    def _forward_metrics(self, fd: int) -> None:
+        """The child's metrics, one JSON object a line, to this task's listener (the status store)."""
+        on_metrics = getattr(self.listener, "on_metrics", None)
+        with os.fdopen(fd, "rb") as stream:
+            for raw in iter(stream.readline, b""):
+                try:
+                    metrics = json.loads(raw)
+                except ValueError:
+                    continue
+                if on_metrics is not None and isinstance(metrics, dict):
+                    try:
+                        on_metrics(self.id, metrics)
+                    except Exception as e:
+                        log.warning("Task %s: publishing its metrics failed: %s", self.id, e)
 
     def _terminate(self, proc: subprocess.Popen[bytes]) -> None:
         proc.send_signal(signal.SIGTERM)
@@ -109,7 +137,10 @@ class ProcessWorkerTask(WorkerTask):
 
 
 class _SilentListener:
-    """The child reports nothing itself: the parent owns the task's status."""
+    """The child reports no state itself: the parent owns the task's status. Metrics go to the parent."""
+
+    def __init__(self, metrics_out: Any = None) -> None:
+        self._metrics_out = metrics_out
 
     def on_startup(self, id: ConnectorTaskId) -> None: ...
 
@@ -121,6 +152,11 @@ class _SilentListener:
         sys.stderr.write(trace + "\n")
 
     def on_shutdown(self, id: ConnectorTaskId) -> None: ...
+
+    def on_metrics(self, id: ConnectorTaskId, metrics: dict[str, Any]) -> None:
+        if self._metrics_out is not None:
+            self._metrics_out.write(json.dumps(metrics) + "\n")
+            self._metrics_out.flush()
 
 
 def main() -> None:
@@ -137,7 +173,9 @@ def main() -> None:
     registry = PluginRegistry.discover(config.get("plugin.path"))
     log_ = open_log(config)
     worker = Worker(config, registry, log_, open_offset_store(config, log_), StatusBackingStore(), spec["worker_id"])
-    worker.reporter = _SilentListener()  # type: ignore[assignment]
+    metrics_fd = spec.get("metrics_fd")
+    metrics_out = os.fdopen(metrics_fd, "w") if metrics_fd is not None else None
+    worker.reporter = _SilentListener(metrics_out)  # type: ignore[assignment]
     worker.offset_store.start()
     id = ConnectorTaskId(spec["id"][0], spec["id"][1])
     stop = threading.Event()

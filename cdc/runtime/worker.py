@@ -24,7 +24,7 @@ from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
 from cdc.runtime.validation import ConnectorValidator
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageReaderImpl
-from cdc.storage.status import State, StatusBackingStore, TaskStatus
+from cdc.storage.status import State, StatusBackingStore, TaskMetricsReport, TaskStatus
 from cdc.transforms.chain import (
     TransformationChain,
     build_transformation_chain,
@@ -64,6 +64,10 @@ class StatusReporter(TaskStatusListener):
 
     def on_topic(self, id: ConnectorTaskId, topic: str) -> None:
         self.store.put_topic(id.connector, topic, id.task, int(time.time() * 1000))
+
+    def on_metrics(self, id: ConnectorTaskId, metrics: dict[str, Any]) -> None:
+        report = TaskMetricsReport(id.connector, id.task, metrics, self.worker_id, int(time.time() * 1000))
+        self.store.put_metrics(report)
 
 
 def connector_kind(cls: type) -> PluginKind:

@@ -3,14 +3,20 @@
 Keys `status-connector-<name>` and `status-task-<name>-<id>`; values
 `{"state","trace","worker_id","generation"}`. Standalone Kafka Connect keeps status in
 memory; we also persist it to a topic so `cdc status` can read it from another process.
+
+cdc extension: `metrics-task-<name>-<id>` holds a task's latest metrics (cdc.api.metrics),
+`{"metrics": {...}, "worker_id", "generation", "timestamp"}`. Kafka Connect's own
+KafkaStatusBackingStore.read() logs "Discarding record with invalid key" for any key outside its
+three prefixes and skips it, so a Java worker sharing this topic is unaffected (a WARN per record).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from cdc.log.base import TopicLog, TopicSpec
 from cdc.storage._json import dumps, loads
@@ -54,6 +60,39 @@ class TaskStatus:
         return f"status-task-{self.connector}-{self.task}"
 
 
+@dataclass(frozen=True)
+class TaskMetricsReport:
+    """A task's latest metrics as one worker published them (`timestamp`: epoch ms of the publish)."""
+
+    connector: str
+    task: int
+    metrics: dict[str, Any] = field(default_factory=dict)
+    worker_id: str = ""
+    timestamp: int = 0
+    generation: int = 0
+
+    @property
+    def key(self) -> str:
+        return metrics_key(self.connector, self.task)
+
+    def value(self) -> bytes:
+        return dumps(
+            {
+                "metrics": self.metrics,
+                "worker_id": self.worker_id,
+                "generation": self.generation,
+                "timestamp": self.timestamp,
+            }
+        )
+
+
+METRICS_PREFIX = "metrics-task-"
+
+
+def metrics_key(connector: str, task: int) -> str:
+    return f"{METRICS_PREFIX}{connector}-{task}"
+
+
 Status = ConnectorStatus | TaskStatus
 
 
@@ -71,6 +110,7 @@ class StatusBackingStore:
         self._connectors: dict[str, ConnectorStatus] = {}
         self._tasks: dict[tuple[str, int], TaskStatus] = {}
         self._topics: dict[str, dict[str, dict[str, object]]] = {}  # connector -> topic -> TopicStatus
+        self._metrics: dict[tuple[str, int], TaskMetricsReport] = {}
         self._lock = threading.Lock()
         self._producer = None
         self._listeners: list[Callable[[Status], None]] = []
@@ -82,12 +122,32 @@ class StatusBackingStore:
             return
         self._log.ensure_topic(TopicSpec(self.topic, self._partitions, config={"cleanup.policy": "compact"}))
         self._producer = self._log.producer()
-        for rec in read_topic(self._log, self.topic):
-            if rec.key is not None:
-                self._load(rec.key.decode(), rec.value)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the topic again to its end: another process's latest writes (the topic is compacted)."""
+        if self._log is None:
+            return
+        records = read_topic(self._log, self.topic)
+        with self._lock:
+            for rec in records:
+                if rec.key is not None:
+                    self._load(rec.key.decode(), rec.value)
 
     def _load(self, key: str, value: bytes | None) -> None:
-        if key.startswith("status-topic-"):
+        if key.startswith(METRICS_PREFIX):
+            name, _, task = key.removeprefix(METRICS_PREFIX).rpartition("-")
+            if not task.isdigit():
+                return  # not ours: metrics are advisory, never worth failing a start over
+            if value is None:
+                self._metrics.pop((name, int(task)), None)
+                return
+            v = loads(value)
+            self._metrics[(name, int(task))] = TaskMetricsReport(
+                name, int(task), v.get("metrics") or {}, v.get("worker_id", ""), v.get("timestamp", 0),
+                v.get("generation", 0),
+            )  # fmt: skip
+        elif key.startswith("status-topic-"):
             topic, _, connector = key.removeprefix("status-topic-").partition(":connector-")
             if value is None:
                 self._topics.get(connector, {}).pop(topic, None)
@@ -159,18 +219,45 @@ class StatusBackingStore:
             tasks = [k for k in self._tasks if k[0] == connector]
             for k in tasks:
                 del self._tasks[k]
+            metrics = [k for k in self._metrics if k[0] == connector]
+            for k in metrics:
+                del self._metrics[k]
             if self._producer is not None:
                 self._producer.send(self.topic, None, key=f"status-connector-{connector}".encode())
                 for _, t in tasks:
                     self._producer.send(self.topic, None, key=f"status-task-{connector}-{t}".encode())
+                for _, t in metrics:
+                    self._producer.send(self.topic, None, key=metrics_key(connector, t).encode())
                 self._producer.flush(10)
 
     def delete_task(self, connector: str, task: int) -> None:
         with self._lock:
             self._tasks.pop((connector, task), None)
+            had_metrics = self._metrics.pop((connector, task), None) is not None
             if self._producer is not None:
                 self._producer.send(self.topic, None, key=f"status-task-{connector}-{task}".encode())
+                if had_metrics:
+                    self._producer.send(self.topic, None, key=metrics_key(connector, task).encode())
                 self._producer.flush(10)
+
+    # -- task metrics (cdc extension) ---------------------------------------------------------
+    def put_metrics(self, report: TaskMetricsReport) -> None:
+        """Latest metrics of a task; like `put`, synchronous in standalone and asynchronous when following."""
+        with self._lock:
+            self._metrics[(report.connector, report.task)] = report
+            if self._producer is not None:
+                self._producer.send(self.topic, report.value(), key=report.key.encode())
+                if self._follower is not None:
+                    self._producer.poll(0)
+                else:
+                    self._producer.flush(10)
+
+    def get_task_metrics(self, connector: str, task: int) -> TaskMetricsReport | None:
+        return self._metrics.get((connector, task))
+
+    def task_metrics(self, connector: str) -> list[TaskMetricsReport]:
+        """The latest metrics of each of the connector's tasks that reported any, by task id."""
+        return sorted((m for (c, _), m in list(self._metrics.items()) if c == connector), key=lambda m: m.task)
 
     # -- active topics (KIP-558): `status-topic-<topic>:connector-<name>` ---------------------
     def put_topic(self, connector: str, topic: str, task: int, discover_ms: int) -> None:

@@ -1,10 +1,17 @@
-"""Snapshot progress per table (rows done / estimate), logged at most every few seconds."""
+"""Snapshot progress per table (rows done / estimate), logged at most every few seconds.
+
+`metrics()` gives Debezium's snapshot metrics (SnapshotRunning, TotalTableCount, RowsScanned, ...)
+for the task's metrics supplier; the per-row cost stays one counter increment.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
+
+from cdc.api import metrics as m
 
 
 @dataclass
@@ -17,15 +24,25 @@ class TableProgress:
 
 @dataclass
 class SnapshotProgress:
-    """Shared with the task, so `status()` can report it while the snapshot runs."""
+    """Shared with the task, so `status()` and the metrics can report it while the snapshot runs."""
 
     logger: logging.Logger
     interval_s: float = 10.0
     tables: dict[str, TableProgress] = field(default_factory=dict)
     _last_log: float = field(default_factory=time.monotonic)
+    total_tables: int = 0
+    running: bool = False
+    completed: bool = False
+
+    def begin(self, total_tables: int) -> None:
+        """A data snapshot of `total_tables` tables starts."""
+        self.total_tables, self.running, self.completed = total_tables, True, False
+
+    def complete(self) -> None:
+        self.running, self.completed = False, True
 
     def start_table(self, table: str, estimate: int) -> None:
-        self.tables[table] = TableProgress(table, estimate)
+        self.tables[table] = TableProgress(table, max(0, estimate))
         self.logger.info("Snapshot of %s started: about %d rows", table, estimate)
 
     def row(self, table: str) -> None:
@@ -41,4 +58,19 @@ class SnapshotProgress:
         self.logger.info("Snapshot of %s done: %d rows", table, p.rows)
 
     def summary(self) -> dict[str, dict[str, int | bool]]:
-        return {t: {"rows": p.rows, "estimate": p.estimate, "done": p.done} for t, p in self.tables.items()}
+        return {t: {"rows": p.rows, "estimate": p.estimate, "done": p.done} for t, p in dict(self.tables).items()}
+
+    def metrics(self) -> dict[str, Any]:
+        """Debezium's snapshot metric names; empty when this run takes no data snapshot."""
+        if not (self.running or self.completed):
+            return {}
+        tables = dict(self.tables)  # a copy: the snapshot may run on another thread
+        done = sum(1 for p in tables.values() if p.done)
+        return {
+            m.SNAPSHOT_RUNNING: self.running,
+            m.SNAPSHOT_COMPLETED: self.completed,
+            m.TOTAL_TABLE_COUNT: self.total_tables,
+            m.REMAINING_TABLE_COUNT: max(0, self.total_tables - done),
+            m.ROWS_SCANNED: {t: p.rows for t, p in tables.items()},
+            m.ROWS_ESTIMATED: {t: p.estimate for t, p in tables.items()},
+        }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from cdc.api import Schema, SchemaBuilder, SourceRecord, Struct
@@ -32,6 +33,11 @@ VALUE_SCHEMA = (
     .field("ts_ms", Schema.INT64_SCHEMA)
     .build()
 )
+
+
+# Debezium's TransactionContext offset keys: the open transaction and its per-collection counts.
+OFFSET_TRANSACTION_ID = "transaction_id"
+OFFSET_COLLECTION_ORDER_PREFIX = "transaction_data_collection_order_"
 
 
 class TransactionMonitor:
@@ -70,6 +76,24 @@ class TransactionMonitor:
     @property
     def active(self) -> bool:
         return self.tx_id is not None
+
+    def store(self, offset: dict[str, Any]) -> dict[str, Any]:
+        """Adds the open transaction to `offset` (in place), so a resume knows its BEGIN was sent."""
+        if self.tx_id is not None:
+            offset[OFFSET_TRANSACTION_ID] = self.tx_id
+            for collection, n in self.per_collection.items():
+                offset[OFFSET_COLLECTION_ORDER_PREFIX + collection] = n
+        return offset
+
+    def restore(self, offset: Mapping[str, Any]) -> None:
+        """Continues the transaction a stored offset was written in (no second BEGIN, counts go on)."""
+        tx_id = offset.get(OFFSET_TRANSACTION_ID)
+        self.tx_id = str(tx_id) if tx_id else None
+        prefix = OFFSET_COLLECTION_ORDER_PREFIX
+        self.per_collection = OrderedDict(
+            (key[len(prefix) :], int(n)) for key, n in offset.items() if key.startswith(prefix)
+        )
+        self.total = sum(self.per_collection.values())
 
     def _record(self, status: str, ts_ms: int, partition: dict[str, Any], offset: dict[str, Any]) -> SourceRecord:
         assert self.tx_id is not None

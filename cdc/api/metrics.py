@@ -1,0 +1,70 @@
+"""Task metrics: what a task reports about itself (snapshot progress, position, lag) to status readers.
+
+Values are JSON-able and named like Debezium's JMX metrics (`SnapshotRunning`, `RowsScanned`,
+`MilliSecondsBehindSource`, ...), so dashboards and habits carry over. The runtime publishes a
+task's snapshot at most every few seconds (and at state changes) through the status topic, where
+`cdc status`, the REST API (`GET /connectors/{name}/tasks/{id}/metrics`) and other processes read it.
+
+A hot path should not touch this object per event: keep plain counters and `register` a function
+that turns them into metrics; the runtime calls it only when it publishes, on the task's thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Supplier = Callable[[], Mapping[str, Any]]
+
+# Debezium's snapshot metrics (SnapshotChangeEventSourceMetricsMXBean).
+SNAPSHOT_RUNNING = "SnapshotRunning"
+SNAPSHOT_COMPLETED = "SnapshotCompleted"
+SNAPSHOT_ABORTED = "SnapshotAborted"
+TOTAL_TABLE_COUNT = "TotalTableCount"
+REMAINING_TABLE_COUNT = "RemainingTableCount"
+ROWS_SCANNED = "RowsScanned"  # {table id: rows emitted so far}
+ROWS_ESTIMATED = "RowsEstimated"  # {table id: the database's row estimate}; ours, not Debezium's
+# Debezium's streaming metrics (StreamingChangeEventSourceMetricsMXBean).
+CONNECTED = "Connected"
+MILLISECONDS_BEHIND_SOURCE = "MilliSecondsBehindSource"
+TOTAL_NUMBER_OF_EVENTS_SEEN = "TotalNumberOfEventsSeen"
+SOURCE_EVENT_POSITION = "SourceEventPosition"  # the source offset of the last event
+LAST_EVENT_TS = "LastEventTs"  # source time (epoch ms) of the last event; ours
+# PostgreSQL: WAL the replication slot keeps from recycling (pg_current_wal_lsn() - restart_lsn).
+RETAINED_WAL_BYTES = "RetainedWalBytes"
+
+
+class TaskMetrics:
+    """A task's metrics by name. `set`/`update` for values known now, `register` for computed ones."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._suppliers: list[Supplier] = []
+
+    def set(self, name: str, value: Any) -> None:
+        self._values[name] = value
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        self._values.update(values)
+
+    def register(self, supplier: Supplier) -> None:
+        """`supplier()` returns metrics to merge in at each publish (it may be called at stop too)."""
+        self._suppliers.append(supplier)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The current values: set ones, overlaid by each supplier's in registration order."""
+        out = dict(self._values)
+        for supplier in list(self._suppliers):
+            out.update(supplier())
+        return out
+
+    @staticmethod
+    def of(context: object) -> TaskMetrics:
+        """The context's metrics, or a detached (never published) TaskMetrics when the runtime has none.
+
+        Plugins call this rather than `context.metrics()` so they still run under older runtimes and
+        hand-written test contexts.
+        """
+        metrics = getattr(context, "metrics", None)
+        found = metrics() if callable(metrics) else None
+        return found if isinstance(found, TaskMetrics) else TaskMetrics()
