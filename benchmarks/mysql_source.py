@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import best_of_pair, emit, emit_throughput, note
 
 from cdc.api import OffsetStorageReader
+from cdc.runtime.gc_tuning import raise_young_threshold
 from cdc_mysql.task import MySqlConnectorTask
 from tests.rig import mariadb as mariadb_rig
 
@@ -211,6 +212,9 @@ def _rss_mb() -> float:
 
 
 def main() -> None:
+    # The worker raises the GC's young threshold on its task threads (cdc.runtime.gc_tuning);
+    # set it here for the whole process, so the bare loop runs under the same GC as ours.
+    raise_young_threshold()
     with mariadb_rig.provide() as server:
         note(f"MariaDB on port {server.port}; generating {N} row changes ...")
         file, pos = _generate(server)

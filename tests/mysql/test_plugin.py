@@ -42,15 +42,23 @@ def test_mariadb_connector_name_sets_the_source_block(mariadb_db, tmp_path) -> N
     assert [r["ddl"].split()[0] for r in records] == ["CREATE", "ALTER"]
     assert set(records[1]) == {"source", "position", "ts_ms", "databaseName", "schemaName", "ddl", "tableChanges"}
     assert records[1]["source"] == {"server": "dbserver1"} and records[1]["position"]["file"].startswith("mysql-bin")
-    assert records[1]["tableChanges"] == [{"type": "ALTER", "id": f'"{mariadb_db.database}"."t"'}]
+    change = records[1]["tableChanges"][0]
+    assert (change["type"], change["id"]) == ("ALTER", f'"{mariadb_db.database}"."t"')
+    assert [(c["name"], c["typeName"], c["optional"]) for c in change["table"]["columns"]] == [
+        ("id", "INT", False),
+        ("c", "INT", True),
+    ]
+    assert change["table"]["primaryKeyColumnNames"] == ["id"]
 
 
-def test_kafka_schema_history_writes_one_record_per_ddl(kafka_mock) -> None:
-    history = KafkaSchemaHistory("schema-history.inventory", kafka_mock.bootstrap)
+def test_kafka_schema_history_writes_one_record_per_ddl(tansu) -> None:
+    # The history creates its topic the way Debezium does (one partition, kept forever).
+    history = KafkaSchemaHistory("schema-history.inventory", tansu.bootstrap)
     history.record({"source": {"server": "s"}, "position": {"file": "f", "pos": 4}, "ddl": "CREATE TABLE t (i INT)"})
     history.close()
-    log_ = KafkaLog(kafka_mock.bootstrap)
+    log_ = KafkaLog(tansu.bootstrap)
     try:
+        assert log_.describe_topic("schema-history.inventory").partitions == 1
         values = [json.loads(r.value) for r in topic_records(log_, "schema-history.inventory")]
     finally:
         log_.close()

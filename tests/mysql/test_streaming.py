@@ -151,6 +151,30 @@ def test_resume_inside_a_large_transaction_skips_emitted_rows(mariadb_db) -> Non
     assert events == expected
 
 
+def test_resume_inside_a_transaction_does_not_repeat_its_begin(mariadb_db) -> None:
+    _seeded(mariadb_db)
+    offsets = MemoryOffsets()
+    props = connector_props(mariadb_db, provide__transaction__metadata="true", max__batch__size=50)
+    with TaskRunner(props, offsets) as run:
+        run.wait_data(1)
+        values = ",".join(f"({i}, 'v{i}')" for i in range(1, 301))
+        execute(mariadb_db, "START TRANSACTION", f"INSERT INTO t VALUES {values}", "COMMIT")
+        run.poll_until(lambda _: len(run.data()) >= 100, what="100 events")
+    stored = copy.deepcopy(next(iter(offsets.stored.values())))
+    assert stored["transaction_id"] and stored[f"transaction_data_collection_order_{mariadb_db.database}.t"] >= 99
+    with TaskRunner(dict(props), offsets) as run2:
+        run2.poll_until(
+            lambda rs: any(r.topic.endswith(".transaction") and r.value.get("status") == "END" for r in rs), what="END"
+        )
+    tx = [r.value for r in run.records + run2.records if r.topic.endswith(".transaction")]
+    assert [v.get("status") for v in tx] == ["BEGIN", "END"] and tx[1].get("event_count") == 300
+    rows = run.data()[1:] + run2.data()
+    assert [after(r)["id"] for r in rows] == list(range(1, 301))
+    assert [r.value.get("transaction").get("total_order") for r in rows] == list(range(1, 301))
+    begin = next(r for r in run.records if r.topic.endswith(".transaction"))
+    assert "row" not in begin.source_offset and begin.source_offset["transaction_id"] == tx[0].get("id")
+
+
 def test_gtid_resume_when_the_offset_file_is_unknown(mariadb_db) -> None:
     """A failover: the new primary has other file names; the MariaDB GTID position still resumes exactly."""
     _seeded(mariadb_db)

@@ -101,3 +101,29 @@ def test_queue_blocks_the_producer_when_full_and_releases_it_on_close() -> None:
 def test_queue_rejects_a_queue_not_larger_than_a_batch() -> None:
     with pytest.raises(ValueError, match=r"max.queue.size \(10\) must be larger than max.batch.size \(10\)"):
         ChangeEventQueue(10, 10, 100)
+
+
+def test_row_builder_skips_identity_converters_and_tolerates_missing_columns() -> None:
+    from cdc.api import Schema, SchemaBuilder
+    from cdc_mysql.row_builder import compile_row_builder
+    from cdc_mysql.value_converters import IDENTITY
+
+    schema = SchemaBuilder.struct().field("id", Schema.INT32_SCHEMA).field("it's", Schema.OPTIONAL_STRING_SCHEMA)
+    schema = schema.build()
+    build = compile_row_builder(schema, [("id", IDENTITY), ("it's", lambda v: None if v is None else v.upper())])
+    assert build({"id": 1, "it's": "a"}).to_dict() == {"id": 1, "it's": "A"}
+    assert build({"id": 2}).to_dict() == {"id": 2, "it's": None}  # a row image without the column
+
+
+def test_offset_keeps_the_open_transaction_for_a_resume() -> None:
+    from cdc_debezium.transaction import TransactionMonitor
+
+    stored = {"file": "f", "pos": 4, "event": 1, "row": 2, "transaction_id": "0-1-7",
+              "transaction_data_collection_order_db.t": 5, "transaction_data_collection_order_db.u": 2}  # fmt: skip
+    off = MySqlOffsetContext.load(stored)
+    assert off.offset() == {"file": "f", "pos": 4, "event": 1, "row": 2, "ts_sec": 0}
+    tm = TransactionMonitor("p.transaction")
+    tm.restore(off.transaction)
+    assert (tm.tx_id, tm.total) == ("0-1-7", 7)
+    assert tm.block("db.t").get("data_collection_order") == 6 and tm.block("db.t").get("total_order") == 9
+    assert tm.store({})["transaction_data_collection_order_db.t"] == 7

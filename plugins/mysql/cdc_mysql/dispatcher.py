@@ -15,13 +15,13 @@ from cdc.api import Headers, SourceRecord, Struct
 from cdc_debezium.envelope import Operation
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
-from cdc_debezium.transaction import TransactionMonitor
+from cdc_debezium.transaction import OFFSET_TRANSACTION_ID, TransactionMonitor
 from cdc_mysql import schema_change
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.history import SchemaHistory
 from cdc_mysql.schema import TableSchema
 from cdc_mysql.source_info import SourceInfo
-from cdc_mysql.table import TableDef
+from cdc_mysql.table import TableDef, TableMeta
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,13 @@ class EventDispatcher:
         env = ts.envelope
         ts_ms = source._values[3]
         tx = self._block(ts, tx_id, offset, ts_ms) if self.transactions is not None else None
-        if code == "c":
+        if code == "c":  # the hot path of inserts: no helper calls
             assert after is not None
-            self._emit(ts, ts.key(after), env.make("c", None, ts.value(after), source, tx), offset, ts_ms)
+            value = env.make("c", None, ts.value(after), source, tx)
+            self.buffer.append(
+                SourceRecord(self.partition, offset, ts.topic, None, ts.key_schema, ts.key(after), env.schema, value,
+                             ts_ms)
+            )  # fmt: skip
             return
         if code == "d":
             assert before is not None
@@ -105,7 +109,9 @@ class EventDispatcher:
         if "d" not in self.skipped:
             value = env.make("d", ts.value(before), None, source, tx)
             self._emit(ts, old_key, value, offset, ts_ms, headers=d_headers, tombstone_after=True)
-            tx = self._block(ts, tx_id, offset, ts_ms) if self.transactions is not None else None
+            if self.transactions is not None:
+                offset = dict(offset)  # the create's offset counts one more event of the transaction
+                tx = self._block(ts, tx_id, offset, ts_ms)
         if "c" not in self.skipped:
             self._emit(ts, new_key, env.make("c", None, ts.value(after), source, tx), offset, ts_ms, headers=c_headers)
 
@@ -117,14 +123,24 @@ class EventDispatcher:
         self._put(SourceRecord(self.partition, offset, ts.topic, None, None, None, ts.envelope.schema, value, ts_ms))
 
     def _block(self, ts: TableSchema, tx_id: str | None, offset: dict[str, Any], ts_ms: int) -> Struct | None:
+        """The event's transaction block; BEGIN/END records when the transaction changes.
+
+        Adds the open transaction to the event's `offset` (Debezium's `transaction_id` and
+        `transaction_data_collection_order_<table>` keys), so a task resumed inside the
+        transaction neither repeats its BEGIN nor restarts its counts.
+        """
         tm = self.transactions
         if tm is None or tx_id is None:
             return None
         if tm.tx_id != tx_id:
+            # END and BEGIN carry the position before this event: committing them must not skip it.
+            before = _before_row(offset)
             if tm.active:
-                self._put(tm.end(ts_ms, self.partition, offset))
-            self._put(tm.begin(tx_id, ts_ms, self.partition, offset))
-        return tm.block(ts.table.id)
+                self._put(tm.end(ts_ms, self.partition, before))
+            self._put(tm.begin(tx_id, ts_ms, self.partition, {**before, OFFSET_TRANSACTION_ID: tx_id}))
+        block = tm.block(ts.table.id)
+        tm.store(offset)
+        return block
 
     def _emit(
         self,
@@ -155,11 +171,19 @@ class EventDispatcher:
         ddl: str,
         source: Struct,
         offset: dict[str, Any],
-        changes: list[tuple[str, str, TableDef | None]],
+        changes: list[tuple[str, str, TableDef | None, TableMeta | None]],
         emit: bool = True,
     ) -> None:
-        """History record always; a schema change event unless include.schema.changes=false."""
+        """History record always; a schema change event unless include.schema.changes=false.
+
+        `changes` are (type, id, definition, information_schema metadata); both carry the table
+        document Debezium writes (JsonTableChangeSerializer / ConnectTableChangeSerializer).
+        """
         ts_ms = source._values[3]
+        documents = [
+            (kind, table_id, schema_change.table_document(t, meta) if t is not None else None)
+            for kind, table_id, t, meta in changes
+        ]
         self.history.record(
             {
                 "source": dict(self.partition),
@@ -168,7 +192,10 @@ class EventDispatcher:
                 "databaseName": db,
                 "schemaName": None,
                 "ddl": ddl,
-                "tableChanges": [{"type": kind, "id": table_id} for kind, table_id, _ in changes],
+                "tableChanges": [
+                    {"type": kind, "id": table_id, **({"table": doc} if doc is not None else {})}
+                    for kind, table_id, doc in documents
+                ],
             }
         )
         if not (emit and self.config.include_schema_changes):
@@ -186,8 +213,8 @@ class EventDispatcher:
                     Struct(schema_change.CHANGE_SCHEMA)
                     .put("type", kind)
                     .put("id", table_id)
-                    .put("table", schema_change.table_struct(t) if t is not None else None)
-                    for kind, table_id, t in changes
+                    .put("table", schema_change.table_struct(doc) if doc is not None else None)
+                    for kind, table_id, doc in documents
                 ],
             )
         )
@@ -204,3 +231,14 @@ class EventDispatcher:
             if self.on_heartbeat is not None:
                 self.on_heartbeat()
             self._put(self.heartbeat.record(self.partition, offset_fn()))
+
+
+def _before_row(offset: dict[str, Any]) -> dict[str, Any]:
+    """The offset of the position just before the row `offset` was written for (`row` counts it)."""
+    out = dict(offset)
+    row = int(out.get("row", 0) or 0) - 1
+    if row > 0:
+        out["row"] = row
+    else:
+        out.pop("row", None)
+    return out

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc.api import ConnectException
+from cdc.api.history import HistoryLog, history_log
 from cdc_mysql import config as cfg
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,30 @@ class FileSchemaHistory(SchemaHistory):
         return out
 
 
+def _ensure_history_topic(topic: str, bootstrap: str, timeout: float = 15.0) -> None:
+    """Create the history topic as Debezium does: one partition, kept forever, never compacted
+    (brokers often run with auto.create.topics.enable=false). Existing topics are left alone."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        if topic in admin.list_topics(timeout=timeout).topics:
+            return
+        config = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+        future = admin.create_topics([NewTopic(topic, 1, -1, config=config)], request_timeout=timeout)[topic]
+        future.result(timeout)
+        log.info("Created the schema history topic %s (1 partition, infinite retention)", topic)
+    except (KafkaException, TimeoutError) as e:
+        err = e.args[0] if e.args else "timed out"
+        if getattr(err, "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return
+        raise ConnectException(
+            f"Could not create the schema history topic {topic}: {err}; create it (1 partition, retention.ms=-1) "
+            "or check schema.history.internal.kafka.bootstrap.servers"
+        ) from None
+
+
 class KafkaSchemaHistory(SchemaHistory):
     """Writes to a one-partition Kafka topic with the connector's own client, as Debezium does."""
 
@@ -85,6 +110,7 @@ class KafkaSchemaHistory(SchemaHistory):
         from confluent_kafka import Producer
 
         self.topic = topic
+        _ensure_history_topic(topic, bootstrap)
         self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
 
     def record(self, record: dict[str, Any]) -> None:
@@ -105,15 +131,47 @@ class KafkaSchemaHistory(SchemaHistory):
         self._producer.flush(10)
 
 
-def open_history(c: cfg.MySqlConnectorConfig) -> SchemaHistory:
+class LogSchemaHistory(SchemaHistory):
+    """The history as a topic of the worker's own log (`<state.dir>/cdc.db` on the embedded transport)."""
+
+    def __init__(self, log_: HistoryLog) -> None:
+        self.log = log_
+
+    def record(self, record: dict[str, Any]) -> None:
+        try:
+            self.log.append(json.dumps(record, separators=(",", ":"), default=str).encode())
+        except Exception as e:
+            raise ConnectException(
+                f"Could not write the schema history record to topic {self.log.topic} of the worker's log: {e}"
+            ) from e
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(value) for value in self.log.read_all()]
+
+
+def history_topic(c: cfg.MySqlConnectorConfig) -> str:
+    """The history topic in the worker's log: schema.history.internal.kafka.topic, else schema-changes.<prefix>."""
+    return c.get(cfg.HISTORY_KAFKA_TOPIC) or f"schema-changes.{c.topic_prefix}"
+
+
+def open_history(c: cfg.MySqlConnectorConfig, context: Any = None) -> SchemaHistory:
+    """The configured store; with no file named, the worker's own log when the runtime offers it."""
     if c.history_class == cfg.KAFKA_HISTORY:
         return KafkaSchemaHistory(c.get(cfg.HISTORY_KAFKA_TOPIC), c.get(cfg.HISTORY_KAFKA_BOOTSTRAP))
-    if c.history_class in (cfg.FILE_HISTORY, cfg.EMBEDDED_HISTORY) and c.history_file:
+    if c.history_class == cfg.FILE_HISTORY and c.history_file:
         return FileSchemaHistory(c.history_file)
+    if c.history_class in (cfg.FILE_HISTORY, cfg.EMBEDDED_HISTORY):
+        topic = history_topic(c)
+        log_ = history_log(context, topic) if context is not None else None
+        if log_ is not None:
+            log.info("Schema history kept in topic %s of the worker's log", topic)
+            return LogSchemaHistory(log_)
+        if c.history_file:
+            return FileSchemaHistory(c.history_file)
     if c.history_class != cfg.MEMORY_HISTORY:
         log.warning(
-            "No %s set: the schema history is kept in memory only. Decoding does not need it "
-            "(binlog_row_metadata=FULL), but set it to keep an audit trail of DDL",
+            "No %s set and the runtime offers no log for it: the schema history is kept in memory only. "
+            "Decoding does not need it (binlog_row_metadata=FULL), but set it to keep an audit trail of DDL",
             cfg.HISTORY_FILE,
         )
     return MemorySchemaHistory()

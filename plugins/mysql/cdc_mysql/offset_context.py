@@ -9,8 +9,10 @@ silently skip rows whose TABLE_MAP it has not seen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from cdc_debezium.transaction import OFFSET_COLLECTION_ORDER_PREFIX, OFFSET_TRANSACTION_ID
 
 SNAPSHOT_INITIAL = "INITIAL"
 
@@ -25,6 +27,8 @@ class MySqlOffsetContext:
     ts_sec: int = 0
     server_id: int = 0
     snapshot: bool = False
+    # The open transaction's metadata keys of a stored offset (provide.transaction.metadata), read on resume.
+    transaction: dict[str, Any] = field(default_factory=dict)
 
     def offset(self, event: int | None = None, row: int | None = None) -> dict[str, Any]:
         """The offset dict; `event`/`row` override the skip counts for one record."""
@@ -64,4 +68,9 @@ class MySqlOffsetContext:
             ts_sec=int(stored.get("ts_sec", 0) or 0),
             server_id=int(stored.get("server_id", 0) or 0),
             snapshot=snap is True or (isinstance(snap, str) and snap.lower() not in ("false", "")),
+            transaction={k: v for k, v in stored.items() if _is_transaction_key(k)},
         )
+
+
+def _is_transaction_key(key: str) -> bool:
+    return key == OFFSET_TRANSACTION_ID or key.startswith(OFFSET_COLLECTION_ORDER_PREFIX)

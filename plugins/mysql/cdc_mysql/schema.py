@@ -7,19 +7,24 @@ every row with the columns it was written with.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
 
 from cdc.api import Schema, SchemaBuilder, Struct
-from cdc_debezium.envelope import Envelope, new_struct
+from cdc_debezium.envelope import Envelope
 from cdc_debezium.filters import ColumnMappers
 from cdc_debezium.naming import TopicNamingStrategy
-from cdc_mysql.table import ColumnDef, TableDef
+from cdc_mysql.defaults import raw_default
+from cdc_mysql.row_builder import RowBuilder, compile_row_builder
+from cdc_mysql.table import ColumnDef, TableDef, TableMeta
 from cdc_mysql.value_converters import Converter, MySqlValueConverters
+
+log = logging.getLogger(__name__)
 
 _INT_TYPES = {
     FIELD_TYPE.TINY: "tinyint",
@@ -149,14 +154,16 @@ class TableSchema:
     # (column name, converter) for each value field, in field order
     value_columns: list[tuple[str, Converter]]
     key_columns: list[tuple[str, Converter]]
+    value: RowBuilder = field(init=False, repr=False)
+    key: Callable[[dict[str, Any]], Struct | None] = field(init=False, repr=False)
 
-    def value(self, row: dict[str, Any]) -> Struct:
-        return new_struct(self.value_schema, [convert(row.get(name)) for name, convert in self.value_columns])
+    def __post_init__(self) -> None:
+        self.value = compile_row_builder(self.value_schema, self.value_columns)
+        self.key = compile_row_builder(self.key_schema, self.key_columns) if self.key_schema else _no_key
 
-    def key(self, row: dict[str, Any]) -> Struct | None:
-        if self.key_schema is None:
-            return None
-        return new_struct(self.key_schema, [convert(row.get(name)) for name, convert in self.key_columns])
+
+def _no_key(row: dict[str, Any]) -> None:
+    return None
 
 
 class MySqlSchema:
@@ -179,6 +186,17 @@ class MySqlSchema:
         self.key_columns = key_columns
         self._by_def: dict[TableDef, TableSchema] = {}
         self.current: dict[str, TableDef] = {}
+        # information_schema facts per table id (defaults, comments), from the snapshot and each DDL
+        self.meta: dict[str, TableMeta] = {}
+
+    def set_meta(self, table: TableDef, meta: TableMeta | None) -> None:
+        """Records what information_schema says of `table` now; schemas built before are rebuilt on use."""
+        if meta is None:
+            self.meta.pop(table.id, None)
+        else:
+            self.meta[table.id] = meta
+        for known in [d for d in self._by_def if d.id == table.id]:
+            del self._by_def[known]
 
     def schema_for(self, table: TableDef) -> TableSchema:
         ts = self._by_def.get(table)
@@ -193,9 +211,12 @@ class MySqlSchema:
         value_builder = SchemaBuilder.struct().name(TopicNamingStrategy.value_schema_name(topic)).optional()
         value_columns: list[tuple[str, Converter]] = []
         by_name: dict[str, tuple[Schema, Converter]] = {}
+        meta = self.meta.get(table.id)
         for col in table.columns:
             column_id = f"{table.id}.{col.name}"
             schema, convert = self.converters.column(col, column_id)
+            if meta is not None:
+                schema = _with_default(schema, convert, col, meta, column_id)
             by_name[col.name] = (schema, convert)
             if not self.column_filter(table.db, table.name, col.name):
                 continue
@@ -229,10 +250,34 @@ def _compose(first: Converter, second: Callable[[Any], Any]) -> Converter:
     return lambda v: second(first(v))
 
 
+def _with_default(schema: Schema, convert: Converter, col: ColumnDef, meta: TableMeta, where: str) -> Schema:
+    """`schema` carrying the column's default (Debezium's schema `default`); unchanged if there is none.
+
+    A default that does not convert to the field's type is left out: it is metadata, never worth
+    failing the task for.
+    """
+    column = meta.columns.get(col.name)
+    if column is None or column.default is None or column.type != col.type:
+        return schema
+    try:
+        value = convert(raw_default(col, column.default))
+        if value is None:
+            return schema
+        return _copy(schema, schema.optional, value)
+    except Exception as e:  # any parse or validation error: leave the default out
+        log.debug("column %s: default %r left out of the schema (%s)", where, column.default, e)
+        return schema
+
+
 def _required(schema: Schema) -> Schema:
+    return _copy(schema, False, schema.default_value)
+
+
+def _copy(schema: Schema, optional: bool, default: object) -> Schema:
     return Schema(
         schema.type,
-        optional=False,
+        optional=optional,
+        default_value=default,
         name=schema.name,
         version=schema.version,
         doc=schema.doc,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from cdc.api import Schema, SchemaBuilder, Struct
-from cdc_mysql.table import TableDef
+from cdc_mysql.catalog import JDBC_TYPES
+from cdc_mysql.table import TableDef, TableMeta
 
 KEY_SCHEMA = (
     SchemaBuilder.struct()
@@ -21,6 +23,7 @@ COLUMN_SCHEMA = (
     .version(1)
     .field("name", Schema.STRING_SCHEMA)
     .field("jdbcType", Schema.INT32_SCHEMA)
+    .field("nativeType", Schema.OPTIONAL_INT32_SCHEMA)
     .field("typeName", Schema.STRING_SCHEMA)
     .field("typeExpression", Schema.OPTIONAL_STRING_SCHEMA)
     .field("charsetName", Schema.OPTIONAL_STRING_SCHEMA)
@@ -28,6 +31,10 @@ COLUMN_SCHEMA = (
     .field("scale", Schema.OPTIONAL_INT32_SCHEMA)
     .field("position", Schema.INT32_SCHEMA)
     .field("optional", Schema.OPTIONAL_BOOLEAN_SCHEMA)
+    .field("autoIncremented", Schema.OPTIONAL_BOOLEAN_SCHEMA)
+    .field("generated", Schema.OPTIONAL_BOOLEAN_SCHEMA)
+    .field("comment", Schema.OPTIONAL_STRING_SCHEMA)
+    .field("defaultValueExpression", Schema.OPTIONAL_STRING_SCHEMA)
     .field("enumValues", SchemaBuilder.array(Schema.STRING_SCHEMA).optional().build())
     .build()
 )
@@ -52,15 +59,6 @@ CHANGE_SCHEMA = (
     .build()
 )
 
-# java.sql.Types codes Debezium puts in `jdbcType`.
-_JDBC = {
-    "bool": 16, "bit": -7, "tinyint": -6, "smallint": 5, "mediumint": 4, "int": 4, "bigint": -5,
-    "decimal": 3, "float": 7, "double": 8, "char": 1, "varchar": 12, "text": -1, "binary": -2,
-    "varbinary": -3, "blob": -4, "enum": 1, "set": 1, "json": 1111, "date": 91, "time": 92,
-    "datetime": 93, "timestamp": 2014, "year": 4, "geometry": 1111,
-}  # fmt: skip
-
-
 def value_schema(source_schema: Schema) -> Schema:
     return (
         SchemaBuilder.struct()
@@ -76,25 +74,57 @@ def value_schema(source_schema: Schema) -> Schema:
     )
 
 
-def table_struct(table: TableDef) -> Struct:
+def table_document(table: TableDef, meta: TableMeta | None) -> dict[str, Any]:
+    """Debezium's table document (JsonTableChangeSerializer), for history records and change events.
+
+    `meta` (information_schema) gives type names, defaults, comments; without it (a table known
+    only from binlog metadata) the decoding definition alone fills what it can.
+    """
     columns = []
     for i, c in enumerate(table.columns, 1):
-        col = (
-            Struct(COLUMN_SCHEMA)
-            .put("name", c.name)
-            .put("jdbcType", _JDBC.get(c.type, 1111))
-            .put("typeName", c.type.upper())
-            .put("typeExpression", c.type.upper())
-            .put("charsetName", c.charset)
-            .put("length", c.length)
-            .put("scale", c.scale)
-            .put("position", i)
-            .put("optional", c.nullable)
-        )
+        m = meta.columns.get(c.name) if meta is not None else None
+        if m is not None and m.type != c.type:
+            m = None  # information_schema describes a later version of this column
+        type_name = m.type_name if m else c.type.upper() + (" UNSIGNED" if c.unsigned else "")
+        doc: dict[str, Any] = {
+            "name": c.name,
+            "jdbcType": m.jdbc_type if m else JDBC_TYPES.get(c.type, 1111),
+            "typeName": type_name,
+            "typeExpression": type_name,
+            "charsetName": c.charset,
+            "length": m.length if m else c.length,
+            "scale": m.scale if m else c.scale,
+            "position": i,
+            "optional": c.nullable,
+            "autoIncremented": m.auto_incremented if m else False,
+            "generated": m.generated if m else False,
+            "comment": m.comment if m else None,
+        }
+        if doc["length"] is None:
+            del doc["length"]
+        if doc["scale"] is None:
+            del doc["scale"]
+        if m is not None and m.default is not None:
+            doc["defaultValueExpression"] = m.default
         if c.values:
-            col.put("enumValues", list(c.values))
-        columns.append(col)
-    return Struct(TABLE_SCHEMA).put("primaryKeyColumnNames", list(table.primary_key)).put("columns", columns)
+            doc["enumValues"] = list(c.values)
+        columns.append(doc)
+    return {
+        "defaultCharsetName": meta.default_charset if meta else None,
+        "primaryKeyColumnNames": list(table.primary_key),
+        "columns": columns,
+        "comment": meta.comment if meta else None,
+    }
+
+
+def table_struct(document: dict[str, Any]) -> Struct:
+    """The `table` struct of a schema change event from `table_document`'s output."""
+    names = [f.name for f in COLUMN_SCHEMA.fields]
+    columns = [Struct.from_values(COLUMN_SCHEMA, [c.get(n) for n in names]) for c in document["columns"]]
+    return Struct.from_values(
+        TABLE_SCHEMA,
+        [document["defaultCharsetName"], document["primaryKeyColumnNames"], columns, document["comment"]],
+    )
 
 
 @dataclass(frozen=True)

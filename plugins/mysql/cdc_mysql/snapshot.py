@@ -21,11 +21,12 @@ import pymysql.cursors
 from cdc.api import ConnectException
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.source_info import SnapshotRecord
+from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.offset_context import MySqlOffsetContext
-from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_information_schema
+from cdc_mysql.schema import MySqlSchema, TableSchema
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef
 
@@ -111,9 +112,8 @@ class MySqlSnapshotChangeEventSource:
                 snapshot=SnapshotRecord.TRUE,
             )  # fmt: skip
             ddl = self._show_create(cur, table)
-            self.dispatcher.schema_change(
-                table.db, ddl, source, offset.offset(), [("CREATE", f'"{table.db}"."{table.name}"', table)]
-            )
+            change = ("CREATE", f'"{table.db}"."{table.name}"', table, self.schema.meta.get(table.id))
+            self.dispatcher.schema_change(table.db, ddl, source, offset.offset(), [change])
             self.schema.schema_for(table)
         yield
         if with_data:
@@ -149,22 +149,11 @@ class MySqlSnapshotChangeEventSource:
                 for r in cur.fetchall()
                 if self.config.captures_table(str(r["TABLE_SCHEMA"]), str(r["TABLE_NAME"]))
             ]
-            tables = []
-            for db, name in names:
-                cur.execute(
-                    "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-                    "ORDER BY ORDINAL_POSITION",
-                    (db, name),
-                )
-                columns = list(cur.fetchall())
-                cur.execute(
-                    "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = %s "
-                    "AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
-                    (db, name),
-                )
-                pk = [str(r["COLUMN_NAME"]) for r in cur.fetchall()]
-                tables.append(table_def_from_information_schema(db, name, columns, pk))
-            return tables
+        tables = []
+        for table, meta in read_tables(conn, names, self.is_mariadb):
+            self.schema.set_meta(table, meta)
+            tables.append(table)
+        return tables
 
     @staticmethod
     def _show_create(cur: Any, table: TableDef) -> str:
@@ -190,6 +179,7 @@ class MySqlSnapshotChangeEventSource:
         snapshot_offset = offset.offset()
         completed = MySqlOffsetContext(offset.file, offset.pos, offset.gtids, ts_sec=offset.ts_sec).offset()
         pending: tuple[TableSchema, dict[str, Any], int, bool] | None = None
+        self.progress.begin(len(tables))
 
         def emit(p: tuple[TableSchema, dict[str, Any], int, bool], last_in_table: bool, final: bool) -> None:
             ts, row, index, first_in_table = p
@@ -231,4 +221,5 @@ class MySqlSnapshotChangeEventSource:
             self.progress.finish_table(table.id)
         if pending is not None:
             emit(pending, True, True)
+        self.progress.complete()
         yield

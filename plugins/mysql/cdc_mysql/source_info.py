@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cdc.api import Schema, Struct
 from cdc_debezium.envelope import new_struct
 from cdc_debezium.source_info import SnapshotRecord, common_source_schema_builder
@@ -26,13 +28,14 @@ def source_schema(connector: str) -> Schema:
 class SourceInfo:
     """Builds source structs; the hot path fills the struct's slots directly (one per event)."""
 
-    __slots__ = ("connector", "schema", "server_name", "version")
+    __slots__ = ("connector", "row_index", "schema", "server_name", "version")
 
     def __init__(self, connector: str, version: str, server_name: str) -> None:
         self.connector = connector
         self.version = version
         self.server_name = server_name
         self.schema = source_schema(connector)
+        self.row_index = self.schema.field("row").index
 
     def struct(
         self,
@@ -72,7 +75,7 @@ class SourceInfo:
             ],
         )
 
-    def streaming(
+    def streaming_values(
         self,
         ts_ms: int,
         db: str,
@@ -80,31 +83,27 @@ class SourceInfo:
         server_id: int,
         file: str,
         pos: int,
-        row: int,
         gtid: str | None,
         thread: int | None,
         query: str | None,
-    ) -> Struct:
-        """The per-row form of `struct` for binlog events (positional, no keyword parsing)."""
-        return new_struct(
-            self.schema,
-            [
-                self.version,
-                self.connector,
-                self.server_name,
-                ts_ms,
-                "false",
-                db,
-                None,
-                ts_ms * 1000,
-                ts_ms * 1_000_000,
-                table,
-                server_id,
-                gtid,
-                file,
-                pos,
-                row,
-                thread,
-                query,
-            ],
-        )
+    ) -> list[Any]:
+        """The field values of a binlog event's source block with `row` 0; rows copy it and set `row_index`."""
+        return [
+            self.version,
+            self.connector,
+            self.server_name,
+            ts_ms,
+            "false",
+            db,
+            None,
+            ts_ms * 1000,
+            ts_ms * 1_000_000,
+            table,
+            server_id,
+            gtid,
+            file,
+            pos,
+            0,
+            thread,
+            query,
+        ]

@@ -34,9 +34,10 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from cdc.api import ConnectException
+from cdc.api import ConnectException, Struct
 from cdc_debezium.envelope import Operation
 from cdc_mysql import gtid as gtids
+from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
@@ -44,6 +45,7 @@ from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
 from cdc_mysql.schema_change import classify, is_ddl
 from cdc_mysql.source_info import SourceInfo
+from cdc_mysql.table import TableDef, TableMeta
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,10 @@ class MySqlStreamingChangeEventSource:
         self.use_gtid_start = use_gtid_start and bool(offset.gtids)
         self.gtid_set = gtids.parse(offset.gtids, is_mariadb)
         self.gtid_filter = config.gtid_filter
+        if offset.transaction and dispatcher.transactions is not None:
+            # Resuming inside a transaction whose BEGIN was already emitted.
+            dispatcher.transactions.restore(offset.transaction)
+        offset.transaction = {}
         self._reader: BinLogStreamReader | None = None
         self.reconnects = 0
 
@@ -255,7 +261,10 @@ class MySqlStreamingChangeEventSource:
         # Room for the largest burst one row can add (BEGIN, delete, tombstone, create).
         max_buffer = max(1, self.config.max_queue_size - 4)
         captures = self.config.captures_table
+        change, buffer = dispatcher.change, dispatcher.buffer
+        from_values, source_schema, row_index = Struct.from_values, source_info.schema, source_info.row_index
         try:
+            closing = False
             for ev in reader:
                 try:
                     if self.stop.is_set():
@@ -284,24 +293,27 @@ class MySqlStreamingChangeEventSource:
                             op, before_key, after_key = Operation.DELETE, "values", None
                         # The offset of every row of this event: the transaction start, the events before it.
                         base = off.offset(event=events_in_tx - 1, row=0)
+                        # One source block per row, differing only in `row`: copy a template.
+                        template = source_info.streaming_values(
+                            ts_ms, db, table, server_id, file, start_pos, tx_gtid, thread, query
+                        )
+                        off.event = events_in_tx - 1
                         for i in range(first_row, len(rows)):
                             row = rows[i]
-                            source = source_info.streaming(
-                                ts_ms, db, table, server_id, file, start_pos, i, tx_gtid, thread, query
-                            )
-                            off.event, off.row = events_in_tx - 1, i + 1
+                            values = template.copy()
+                            values[row_index] = i
                             offset = base.copy()
-                            offset["row"] = i + 1
-                            dispatcher.change(
+                            offset["row"] = off.row = i + 1
+                            change(
                                 op,
                                 ts,
                                 row[before_key] if before_key else None,
                                 row[after_key] if after_key else None,
-                                source,
+                                from_values(source_schema, values),
                                 offset,
                                 tx_id,
                             )
-                            if len(dispatcher.buffer) >= max_buffer:
+                            if len(buffer) >= max_buffer:
                                 yield  # max.queue.size reached inside one large rows event
                         continue
                     if isinstance(ev, TableMapEvent):
@@ -368,9 +380,13 @@ class MySqlStreamingChangeEventSource:
                         continue
                     if not in_tx:
                         dispatcher.maybe_heartbeat(off.offset)
+                except GeneratorExit:
+                    closing = True  # closed while yielding inside a large rows event: yield no more
+                    raise
                 finally:
                     # Hand control back to poll() after every event: records so far can be returned.
-                    yield
+                    if not closing:
+                        yield
         finally:
             self._reader = None
             try:
@@ -423,8 +439,34 @@ class MySqlStreamingChangeEventSource:
             ts_ms=ts_ms, db=db, table=tables[0][1] if tables else None, server_id=ev.packet.server_id, file=file,
             pos=start, gtid=gtid, thread=ev.slave_proxy_id, query=sql if self.config.include_query else None,
         )  # fmt: skip
-        changes = [(stmt.kind, f'"{t_db}"."{t}"', None) for t_db, t in tables if stmt.kind != "DATABASE"]
+        changes = [self._table_change(stmt.kind, t_db, t) for t_db, t in tables if stmt.kind != "DATABASE"]
         self.dispatcher.schema_change(db, sql, source, offset, changes, emit=captured)
+
+    def _table_change(self, kind: str, db: str, name: str) -> tuple[str, str, TableDef | None, TableMeta | None]:
+        """The table a DDL produced, read from information_schema as the snapshot reads it.
+
+        A DROP carries the last known definition. The server's catalog is read when the DDL is
+        read: a reader lagging behind later DDL on the same table sees the later structure (rows
+        are still decoded with the TABLE_MAP of their own transaction).
+        """
+        table_id, key = f'"{db}"."{name}"', f"{db}.{name}"
+        known, known_meta = self.schema.current.get(key), self.schema.meta.get(key)
+        if kind == "DROP":
+            if known is not None:
+                self.schema.set_meta(known, None)
+                del self.schema.current[key]
+            return kind, table_id, known, known_meta
+        try:
+            found = read_tables(self.connection.conn, [(db, name)], self.is_mariadb)
+        except pymysql.err.MySQLError as e:
+            log.warning("Could not read table %s from information_schema for the schema history: %s", key, e)
+            found = []
+        if not found:
+            return kind, table_id, known, known_meta
+        table, meta = found[0]
+        self.schema.set_meta(table, meta)
+        self.schema.current[key] = table
+        return kind, table_id, table, meta
 
     def _not_implemented(self, ev: NotImplementedEvent, file: str, pos: int) -> None:
         kind = COMPRESSED_EVENTS.get(ev.event_type)

@@ -30,3 +30,31 @@ class TableDef:
     @property
     def id(self) -> str:
         return f"{self.db}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnMeta:
+    """What information_schema adds to a column: schema history fields and the default value.
+
+    `type` is the normalised type the default was written for; a TableMap column of another
+    type (the reader lags behind an ALTER) gets no default from it.
+    """
+
+    type: str
+    type_name: str  # Debezium's typeName, e.g. INT UNSIGNED
+    jdbc_type: int
+    length: int | None = None
+    scale: int | None = None
+    auto_incremented: bool = False
+    generated: bool = False
+    comment: str | None = None
+    default: str | None = None  # Debezium's defaultValueExpression: the literal, unquoted
+
+
+@dataclass(frozen=True, slots=True)
+class TableMeta:
+    """Table-level facts for schema changes and history (not needed to decode rows)."""
+
+    default_charset: str | None
+    comment: str | None
+    columns: dict[str, ColumnMeta]  # by column name, in ordinal order

@@ -14,8 +14,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.api import ConnectException, SourceRecord, SourceTask
+from cdc.api import ConnectException, SourceRecord, SourceTask, TaskMetrics
 from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.metrics import StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.transaction import TransactionMonitor
@@ -70,7 +71,7 @@ class MySqlConnectorTask(SourceTask):
             config.column_mappers,
             config.key_columns.for_table,
         )
-        self.history: SchemaHistory = open_history(config)
+        self.history: SchemaHistory = open_history(config, self.context)
         heartbeat = Heartbeat(config.heartbeat_interval_ms, topics.heartbeat_topic(), config.topic_prefix)
         tx = TransactionMonitor(topics.transaction_topic()) if config.provide_transaction_metadata else None
         self.dispatcher = EventDispatcher(config, self.source_info, self.history, heartbeat, tx)
@@ -79,6 +80,10 @@ class MySqlConnectorTask(SourceTask):
             self.dispatcher.on_heartbeat = lambda: self._heartbeat_action(query)
         self.progress = SnapshotProgress(log)
         self.streaming: MySqlStreamingChangeEventSource | None = None
+        # Records carry the binlog event's time (ms) as their timestamp.
+        self.stream_metrics = StreamingMetrics(lambda r: r.timestamp)
+        self._snapshot_tail = 0  # snapshot records still buffered when streaming starts: not streaming events
+        TaskMetrics.of(self.context).register(self._metrics)
         # Snapshot and streaming run as one generator driven by poll() on the runtime's task thread.
         self._events: Iterator[None] | None = self._execute()
 
@@ -137,6 +142,7 @@ class MySqlConnectorTask(SourceTask):
             offset = stored
             use_gtid = stored.file not in self.connection.binlog_files() and bool(stored.gtids)
         offset.server_id = 0
+        self._snapshot_tail = len(self.dispatcher.buffer)
         self.streaming = MySqlStreamingChangeEventSource(
             config, self.connection, self.schema, self.source_info, self.dispatcher, offset, self.is_mariadb,
             self.stop_event, use_gtid_start=use_gtid,
@@ -188,6 +194,13 @@ class MySqlConnectorTask(SourceTask):
         if len(dispatcher.buffer) > self.high_water:
             self.high_water = len(dispatcher.buffer)
         batch = dispatcher.take(limit)
+        if batch and self.streaming is not None:
+            if self._snapshot_tail:
+                tail, self._snapshot_tail = self._snapshot_tail, max(0, self._snapshot_tail - len(batch))
+                if len(batch) > tail:
+                    self.stream_metrics.batch(batch[tail:])
+            else:
+                self.stream_metrics.batch(batch)
         if not batch and self._events is None:
             # Finished (initial_only) or stopped: idle instead of spinning.
             self.stop_event.wait(self.poll_interval_s)
@@ -203,6 +216,15 @@ class MySqlConnectorTask(SourceTask):
             self.streaming.close()
         self.history.close()
         self.connection.close()
+
+    def _metrics(self) -> dict[str, Any]:
+        """Debezium's snapshot and streaming metrics, computed only when the runtime publishes."""
+        out = self.progress.metrics()
+        streaming = self.streaming
+        if streaming is not None:
+            connected = getattr(streaming, "_reader", None) is not None  # None while reconnecting
+            out.update(self.stream_metrics.values(connected))
+        return out
 
     def status(self) -> dict[str, Any]:
         """Snapshot progress and buffer depth, for logs and the task status trace."""

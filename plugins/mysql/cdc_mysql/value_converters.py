@@ -349,6 +349,10 @@ def _identity(v: Any) -> Any:
     return v
 
 
+IDENTITY: Converter = _identity
+"""The converter of columns whose decoded value is already the Connect value (row builders skip the call)."""
+
+
 def _as_date(v: Any) -> datetime.date:
     return v.date() if isinstance(v, datetime.datetime) else v
 
