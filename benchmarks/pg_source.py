@@ -5,7 +5,12 @@ Run: `python benchmarks/pg_source.py` (spawns a private PostgreSQL, < 2 minutes)
 - ours: the PostgresConnector in an in-process worker, streaming N row changes from its
   slot into the embedded log (JsonConverter), until the last record is durable.
 - baseline: the same changes fetched as raw, undecoded pgoutput bytes from a second slot
-  with `pg_logical_slot_peek_binary_changes` (what any pgoutput consumer must at least do).
+  with `pg_logical_slot_peek_binary_changes` (what any pgoutput consumer must at least do),
+  best of `RUNS` fetches.
+
+Where the time goes (py-spy, 2 cores): the worker's task thread (JsonConverter and the
+embedded log's SQLite append/commit) is the bottleneck; the connector's reader thread
+(decode, convert, build records) takes ~20 µs of GIL time per change on top.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import emit_throughput, note
+from benchmarks._common import RUNS, emit_throughput, note
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
@@ -84,14 +89,17 @@ def main() -> None:
             ours = time.perf_counter() - t0
             herder.stop()
 
-        t0 = time.perf_counter()
-        # The bytes travel to the client, as for any consumer; they are not decoded.
-        cur = sql.execute(
-            "SELECT data FROM pg_logical_slot_peek_binary_changes('bare', NULL, NULL,"
-            " 'proto_version', '1', 'publication_names', 'dbz_publication')"
-        )
-        rows = sum(1 for _ in cur)
-        bare = time.perf_counter() - t0
+        # The bytes travel to the client, as for any consumer; they are not decoded. Peeking leaves
+        # the slot as it was, so the best of RUNS fetches is taken (one is noisy on a shared machine).
+        bare = float("inf")
+        for _ in range(RUNS):
+            t0 = time.perf_counter()
+            cur = sql.execute(
+                "SELECT data FROM pg_logical_slot_peek_binary_changes('bare', NULL, NULL,"
+                " 'proto_version', '1', 'publication_names', 'dbz_publication')"
+            )
+            rows = sum(1 for _ in cur)
+            bare = min(bare, time.perf_counter() - t0)
         note(f"raw fetch returned {rows} pgoutput messages")
         emit_throughput("pg_source.stream_to_embedded_log", N, ours, bare, unit="changes/s")
 

@@ -177,6 +177,11 @@ def test_missing_slot_with_stored_offset(herder: StandaloneHerder, postgres_db) 
     wait_until(lambda: "lsn_commit" in next(iter(stored_offsets(herder.worker.log).values()), {}), what="offset")
     task = ConnectorTaskId("pg", 0)
     herder.worker.stop_and_await_tasks([task])
+    # The server's walsender exits a moment after the task closed its connection.
+    wait_until(
+        lambda: not sql.execute("SELECT active FROM pg_replication_slots WHERE slot_name = 'cdc_test'").fetchone()[0],
+        what="the slot released",
+    )
     sql.execute("SELECT pg_drop_replication_slot('cdc_test')")
     herder.restart_task(task)
     trace = _failed_trace(herder)

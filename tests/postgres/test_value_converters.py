@@ -10,8 +10,14 @@ import pytest
 
 from cdc.api import Struct
 from cdc.converters.json import JsonConverter
+from cdc_postgres import text_values as tv
 from cdc_postgres.types import PgColumn, TypeRegistry
-from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters, UnsupportedTypeError
+from cdc_postgres.value_converters import (
+    ConverterSettings,
+    PostgresValueConverters,
+    UnsupportedTypeError,
+    _zoned_timestamp,
+)
 
 COLUMNS = """
     c_bool bool, c_bit1 bit(1), c_bit bit(10), c_varbit varbit(20),
@@ -209,3 +215,40 @@ def test_unknown_type_is_explained(table) -> None:
     t = registry.get(next(oid for oid, ty in registry.types.items() if ty.name == "tsvector"))
     with pytest.raises(UnsupportedTypeError, match=r"include\.unknown\.datatypes"):
         PostgresValueConverters().schema_builder(PgColumn("doc", t))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-11-21 21:45:22.123456+00",
+        "2026-11-21 21:45:22+00",
+        "2026-11-21 21:45:22.5+00",
+        "0001-01-01 00:00:00+00",
+        "0999-12-31 23:59:59.000001+00",
+        "9999-12-31 23:59:59.999999+00",
+        "2020-02-29 10:00:00+05:30",
+        "2020-01-01 10:00:00.25-10",
+        "infinity",
+        "-infinity",
+    ],
+)
+def test_timestamptz_shortcut_matches_the_full_parse(text: str) -> None:
+    """UTC text takes a shortcut (the connector's sessions use TimeZone=UTC); it must agree byte for byte."""
+    micros = tv.parse_timestamp(text)
+    full = micros if isinstance(micros, str) else _zoned_timestamp(micros)
+    assert PostgresValueConverters._timestamptz(text) == full
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("10000-01-01 00:00:00+00", "+10000-01-01T00:00:00Z"),  # PostgreSQL allows up to 294276 AD
+        ("294276-12-31 23:59:59.999999+00", "+294276-12-31T23:59:59.999999Z"),
+        ("0001-01-01 00:00:00+00 BC", "0000-01-01T00:00:00Z"),  # ISO years are astronomical: 1 BC = 0000
+        ("4714-11-24 00:00:00+00 BC", "-4713-11-24T00:00:00Z"),  # PostgreSQL's lower bound
+        ("9999-12-31 23:00:00-02", "+10000-01-01T01:00:00Z"),  # crosses into year 10000 in UTC
+    ],
+)
+def test_timestamptz_beyond_python_datetime(text: str, expected: str) -> None:
+    """Years outside 1..9999 print like Java's ISO_OFFSET_DATE_TIME (Debezium's format), never crash."""
+    assert PostgresValueConverters._timestamptz(text) == expected

@@ -107,7 +107,7 @@ class PostgresChangeRecordEmitter:
     def create(self, table: TableSchema, new: tuple, pos: dict[str, Any], offset: dict[str, Any]) -> None:
         if "c" in self.skipped:
             return
-        value = table.envelope.create(table.value(new), self._source(table, pos), self.tx_block(table.id))
+        value = table.envelope.make("c", None, table.value(new), self._source(table, pos), self.tx_block(table.id))
         self.emit(self._record(table, offset, table.key(new), value))
 
     def update(
@@ -135,7 +135,7 @@ class PostgresChangeRecordEmitter:
         if "u" in self.skipped:
             return
         before = table.value(old, only_key=old_is_key) if old is not None else None
-        value = table.envelope.update(before, table.value(new), self._source(table, pos), self.tx_block(table.id))
+        value = table.envelope.make("u", before, table.value(new), self._source(table, pos), self.tx_block(table.id))
         self.emit(self._record(table, offset, new_key, value))
 
     def delete(
@@ -150,8 +150,8 @@ class PostgresChangeRecordEmitter:
         if "d" in self.skipped:
             return
         key = table.key(old)
-        value = table.envelope.delete(
-            table.value(old, only_key=old_is_key), self._source(table, pos), self.tx_block(table.id)
+        value = table.envelope.make(
+            "d", table.value(old, only_key=old_is_key), None, self._source(table, pos), self.tx_block(table.id)
         )
         record = self._record(table, offset, key, value, headers)
         self.emit(record)

@@ -8,6 +8,7 @@ from typing import Any
 
 from cdc.api import ConfigDef, ConfigType, Importance, NonEmptyString, Range, ValidRegex, ValidString
 from cdc_debezium.config import add_cross_field_errors, define_common
+from cdc_postgres.replica_identity import ValidAutosetValues
 
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "never", "when_needed", "always")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled", "no_tables")
@@ -43,7 +44,14 @@ _PG_KEYS = (
     .define("message.prefix.include.list", ConfigType.LIST, None, ValidRegex(), Importance.LOW)
     .define("message.prefix.exclude.list", ConfigType.LIST, None, ValidRegex(), Importance.LOW)
     .define("snapshot.mode", ConfigType.STRING, "initial", ValidString.in_(*SNAPSHOT_MODES), Importance.MEDIUM)
-    .define("replica.identity.autoset.values", ConfigType.STRING, None, None, Importance.LOW)
+    .define(
+        "replica.identity.autoset.values",
+        ConfigType.STRING,
+        None,
+        ValidAutosetValues(),
+        Importance.LOW,
+        "Comma-separated <schema.table regex>:<DEFAULT|FULL|NOTHING|INDEX name>; applied with ALTER TABLE at start.",
+    )
     .define(
         "unavailable.value.placeholder",
         ConfigType.STRING,
@@ -56,6 +64,25 @@ _PG_KEYS = (
     .define("hstore.handling.mode", ConfigType.STRING, "json", ValidString.in_("json", "map"))
     .define("money.fraction.digits", ConfigType.SHORT, 2, Range.between(0, 20))
     .define("status.update.interval.ms", ConfigType.INT, 10_000, Range.at_least(0), Importance.LOW)
+    .define(
+        "stream.in.progress.transactions",
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Not a Debezium option. pgoutput proto 2 streaming (PostgreSQL 14+): the server sends transactions larger "
+        "than logical_decoding_work_mem before they commit, instead of spilling them itself; the connector keeps "
+        "them and emits each at its commit, exactly as without streaming.",
+    )
+    .define(
+        "stream.buffer.memory.bytes",
+        ConfigType.LONG,
+        64 * 1024 * 1024,
+        Range.at_least(0),
+        Importance.LOW,
+        "With stream.in.progress.transactions: bytes of open streamed transactions kept in memory; past it the "
+        "largest moves to a temporary file.",
+    )
     .define(
         "time.precision.mode",
         ConfigType.STRING,

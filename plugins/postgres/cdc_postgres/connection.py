@@ -19,9 +19,9 @@ def _ident(name: str) -> str:
 
 
 class PostgresConnection:
-    def __init__(self, dsn: dict[str, Any]) -> None:
+    def __init__(self, dsn: dict[str, Any], connect_timeout: int = 30) -> None:
         try:
-            self.conn = psycopg.connect(autocommit=True, connect_timeout=30, **dsn)
+            self.conn = psycopg.connect(autocommit=True, connect_timeout=connect_timeout, **dsn)
         except psycopg.OperationalError as e:
             raise PostgresConnectorError(
                 f"cannot connect to PostgreSQL at {dsn.get('host')}:{dsn.get('port')}: {str(e).strip()}; "
@@ -48,6 +48,14 @@ class PostgresConnection:
             raise PostgresConnectorError(
                 f"user {user!r} lacks the REPLICATION attribute needed to stream changes; run "
                 f"ALTER ROLE {_ident(user)} REPLICATION; (or connect as a role that has it)"
+            )
+
+    def check_streaming_support(self) -> None:
+        version = self.conn.info.server_version
+        if version < 140000:
+            raise PostgresConnectorError(
+                f"stream.in.progress.transactions needs PostgreSQL 14 or later (pgoutput proto 2 streaming); "
+                f"the server is {version // 10000}. Set stream.in.progress.transactions=false"
             )
 
     def slot(self, name: str) -> tuple[int | None, bool, str | None] | None:

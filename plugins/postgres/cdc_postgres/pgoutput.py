@@ -38,14 +38,14 @@ class Column:
     part_of_key: bool
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Begin:
     final_lsn: int
     commit_ts: int  # microseconds since 2000-01-01
     xid: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Commit:
     flags: int
     commit_lsn: int
@@ -81,21 +81,21 @@ UNCHANGED_TOAST = object()
 """Marks a TOASTed column that did not change and whose value was not sent ('u')."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TupleData:
     """Column values in relation order: None (null), UNCHANGED_TOAST, str (text) or bytes (binary)."""
 
     values: tuple[object, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Insert:
     relation_id: int
     new: TupleData
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Update:
     relation_id: int
     new: TupleData
@@ -104,7 +104,7 @@ class Update:
     xid: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Delete:
     relation_id: int
     old: TupleData
@@ -213,31 +213,93 @@ class _Reader:
         return self.take(_U32) if self.in_stream else None
 
     def tuple_data(self) -> TupleData:
-        n = self.take(_I16)
-        values: list[object] = []
-        for _ in range(n):
-            kind = self.byte()
-            if kind == "n":
-                values.append(None)
-            elif kind == "u":
-                values.append(UNCHANGED_TOAST)
-            elif kind == "t":
-                values.append(self.raw(self.take(_I32)).decode("utf-8"))
-            elif kind == "b":
-                values.append(self.raw(self.take(_I32)))
-            else:
-                raise PgOutputError(f"unknown tuple column kind {kind!r} at byte {self.pos - 1}")
-        return TupleData(tuple(values))
+        data, self.pos = _tuple(self.data, self.pos)
+        return data
+
+
+_unpack_i16 = _I16.unpack_from
+_unpack_i32 = _I32.unpack_from
+_unpack_u32 = _U32.unpack_from
+
+
+def _tuple(data: bytes, pos: int) -> tuple[TupleData, int]:
+    """The TupleData at `pos` and the position after it: the per-row hot path, kept flat."""
+    (n,) = _unpack_i16(data, pos)
+    pos += 2
+    values: list[object] = []
+    append = values.append
+    size = len(data)
+    for _ in range(n):
+        kind = data[pos]
+        pos += 1
+        if kind == 116:  # 't': text
+            end = pos + 4 + _unpack_i32(data, pos)[0]
+            if end > size:
+                raise PgOutputError(f"value truncated at byte {pos + 4}")
+            append(data[pos + 4 : end].decode("utf-8"))
+            pos = end
+        elif kind == 110:  # 'n': null
+            append(None)
+        elif kind == 117:  # 'u': unchanged TOAST
+            append(UNCHANGED_TOAST)
+        elif kind == 98:  # 'b': binary
+            end = pos + 4 + _unpack_i32(data, pos)[0]
+            if end > size:
+                raise PgOutputError(f"value truncated at byte {pos + 4}")
+            append(data[pos + 4 : end])
+            pos = end
+        else:
+            raise PgOutputError(f"unknown tuple column kind {chr(kind)!r} at byte {pos - 1}")
+    return TupleData(tuple(values)), pos
 
 
 class PgOutputDecoder:
     """Stateful only for streamed transactions (between Stream Start and Stream Stop)."""
 
-    def __init__(self) -> None:
-        self._in_stream = False
+    def __init__(self, in_stream: bool = False) -> None:
+        self._in_stream = in_stream  # True to decode messages kept from inside a stream
 
     def decode(self, data: bytes) -> PgOutputMessage:
-        r = _Reader(bytes(data), 0, self._in_stream)
+        if type(data) is not bytes:
+            data = bytes(data)
+        try:
+            return self._decode(data)
+        except (struct.error, IndexError):
+            raise PgOutputError(f"message {data[:1]!r} truncated ({len(data)} bytes)") from None
+
+    def _dml(self, data: bytes, kind: int) -> Insert | Update | Delete:
+        """Insert, Update and Delete without the generic reader: one call per row."""
+        pos = 1
+        xid = None
+        if self._in_stream:
+            (xid,) = _unpack_u32(data, 1)
+            pos = 5
+        (rel,) = _unpack_u32(data, pos)
+        marker = data[pos + 4]
+        pos += 5
+        if kind == 73:  # 'I'
+            if marker != 78:
+                raise PgOutputError("Insert without a new tuple ('N')")
+            return Insert(rel, _tuple(data, pos)[0], xid)
+        if kind == 85:  # 'U'
+            old = None
+            old_is_key = marker == 75
+            if marker == 75 or marker == 79:  # 'K' (key columns) or 'O' (old row)
+                old, pos = _tuple(data, pos)
+                marker = data[pos]
+                pos += 1
+            if marker != 78:
+                raise PgOutputError(f"Update without a new tuple (found {chr(marker)!r})")
+            return Update(rel, _tuple(data, pos)[0], old, old_is_key, xid)
+        if marker != 75 and marker != 79:
+            raise PgOutputError(f"Delete without an old tuple (found {chr(marker)!r})")
+        return Delete(rel, _tuple(data, pos)[0], marker == 75, xid)
+
+    def _decode(self, data: bytes) -> PgOutputMessage:
+        first = data[0]
+        if first == 73 or first == 85 or first == 68:  # 'I', 'U', 'D'
+            return self._dml(data, first)
+        r = _Reader(data, 0, self._in_stream)
         kind = r.byte()
         match kind:
             case "B":
@@ -258,32 +320,6 @@ class PgOutputDecoder:
             case "Y":
                 xid = r.xid()
                 return TypeMessage(r.take(_U32), r.string(), r.string(), xid)
-            case "I":
-                xid = r.xid()
-                rel = r.take(_U32)
-                if r.byte() != "N":
-                    raise PgOutputError("Insert without a new tuple ('N')")
-                return Insert(rel, r.tuple_data(), xid)
-            case "U":
-                xid = r.xid()
-                rel = r.take(_U32)
-                marker = r.byte()
-                old = None
-                old_is_key = False
-                if marker in ("K", "O"):
-                    old_is_key = marker == "K"
-                    old = r.tuple_data()
-                    marker = r.byte()
-                if marker != "N":
-                    raise PgOutputError(f"Update without a new tuple (found {marker!r})")
-                return Update(rel, r.tuple_data(), old, old_is_key, xid)
-            case "D":
-                xid = r.xid()
-                rel = r.take(_U32)
-                marker = r.byte()
-                if marker not in ("K", "O"):
-                    raise PgOutputError(f"Delete without an old tuple (found {marker!r})")
-                return Delete(rel, r.tuple_data(), marker == "K", xid)
             case "T":
                 xid = r.xid()
                 n = r.take(_I32)

@@ -41,7 +41,7 @@ class SlotInfo:
     output_plugin: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class XLogData:
     data_start: int
     wal_end: int
@@ -110,13 +110,19 @@ class ReplicationConnection:
         start_lsn: int = 0,
         proto_version: int = 1,
         messages: bool = True,
+        streaming: bool = False,
     ) -> None:
-        """Start streaming from max(start_lsn, the slot's confirmed_flush_lsn)."""
+        """Start streaming from max(start_lsn, the slot's confirmed_flush_lsn).
+
+        `streaming` (proto 2) lets the server send large transactions before they commit.
+        """
         options = [
             f"proto_version {_quote_literal(str(proto_version))}",
             f"publication_names {_quote_literal(','.join(_quote_ident(p) for p in publications))}",
             f"messages {_quote_literal('true' if messages else 'false')}",
         ]
+        if streaming:
+            options.append("streaming 'on'")  # PostgreSQL 14+ (the task checks the version at start)
         command = f"START_REPLICATION SLOT {_quote_ident(slot)} LOGICAL {format_lsn(start_lsn)} ({', '.join(options)})"
         try:
             self._conn.execute(command)

@@ -59,6 +59,9 @@ class ColumnInfo:
     optional: bool
 
 
+_FRESH = object()  # stands for a fallback that must be built anew for each row ([] or {})
+
+
 @dataclass
 class TableSchema:
     schema_name: str
@@ -72,10 +75,26 @@ class TableSchema:
     placeholder: str
     relation_id: int = 0
     key_names: set[str] = field(default_factory=set)
+    id: str = field(init=False, default="")  # schema.table
 
-    @property
-    def id(self) -> str:
-        return f"{self.schema_name}.{self.table_name}"
+    def __post_init__(self) -> None:
+        self.id = f"{self.schema_name}.{self.table_name}"
+        self._key_plan = [self._plan(c) for c in self.key_columns]
+        self._value_plan = [self._plan(c) for c in self.value_columns]
+        self._width = max((c.index + 1 for c in (*self.key_columns, *self.value_columns)), default=0)
+
+    def _plan(self, col: ColumnInfo) -> tuple[int, Any, Any, Any, ColumnInfo]:
+        """(index, converter or None for text kept as is, value for null, value for unchanged TOAST, column)."""
+        null = None if col.optional else _fallback(col.schema)
+        if isinstance(null, (list, dict)):
+            null = _FRESH  # a new empty list/map per row: records must not share a mutable value
+        if col.schema.type is Type.STRING:
+            toast = self.placeholder
+        elif col.schema.type is Type.BYTES:
+            toast = self.placeholder.encode()
+        else:
+            toast = null
+        return (col.index, None if col.convert is str else col.convert, null, toast, col)
 
     def _get(self, col: ColumnInfo, values: tuple[object, ...]) -> Any:
         raw = values[col.index] if col.index < len(values) else None
@@ -89,23 +108,35 @@ class TableSchema:
             return None if col.optional else _fallback(col.schema)
         return col.convert(raw if isinstance(raw, str) else bytes(raw).decode())
 
+    def _row(self, plan: list[tuple[int, Any, Any, Any, ColumnInfo]], values: tuple[object, ...]) -> list[Any]:
+        """Converted values in field order: `_get` for every column, flattened (once per row and column)."""
+        out: list[Any] = []
+        append = out.append
+        for index, convert, null, toast, col in plan:
+            raw = values[index]
+            if raw.__class__ is str:
+                append(raw if convert is None else convert(raw))
+            elif raw is None:
+                append(null if null is not _FRESH else _fallback(col.schema))
+            elif raw is UNCHANGED_TOAST:
+                append(toast if toast is not _FRESH else _fallback(col.schema))
+            else:
+                append(self._get(col, values))
+        return out
+
     def key(self, values: tuple[object, ...]) -> Struct | None:
         if self.key_schema is None:
             return None
-        return Struct.from_values(self.key_schema, [self._get(col, values) for col in self.key_columns])
+        if len(values) < self._width:
+            return Struct.from_values(self.key_schema, [self._get(col, values) for col in self.key_columns])
+        return Struct.from_values(self.key_schema, self._row(self._key_plan, values))
 
     def value(self, values: tuple[object, ...], only_key: bool = False) -> Struct:
-        if only_key:
-            return Struct.from_values(
-                self.value_schema,
-                [
-                    self._get(col, values)
-                    if col.name in self.key_names
-                    else (None if col.optional else _fallback(col.schema))
-                    for col in self.value_columns
-                ],
-            )
-        return Struct.from_values(self.value_schema, [self._get(col, values) for col in self.value_columns])
+        """The row's Struct. A key-only old row ('K') holds the replica identity's columns (the primary key,
+        or the index of REPLICA IDENTITY INDEX) and nulls for the rest, which `_get` turns into fallbacks."""
+        if len(values) < self._width:
+            return Struct.from_values(self.value_schema, [self._get(col, values) for col in self.value_columns])
+        return Struct.from_values(self.value_schema, self._row(self._value_plan, values))
 
 
 class PostgresSchema:

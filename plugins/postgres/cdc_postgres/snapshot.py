@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 from psycopg.adapt import Loader
 
+from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
 from cdc_postgres.schema import PostgresSchema
@@ -50,13 +51,14 @@ class PostgresSnapshotChangeEventSource:
         emitter: PostgresChangeRecordEmitter,
         table_filter: Callable[[str], bool],
         fetch_size: int,
+        progress: SnapshotProgress | None = None,
     ) -> None:
         self.dsn = dsn
         self.schema = schema
         self.emitter = emitter
         self.table_filter = table_filter
         self.fetch_size = fetch_size
-        self.progress: dict[str, tuple[int, int]] = {}  # table → (rows done, estimate)
+        self.progress = progress if progress is not None else SnapshotProgress(log)
 
     def run(self, snapshot_name: str | None, consistent_point: int, should_stop: Callable[[], bool]) -> int:
         """Emit every captured row; returns the number of rows."""
@@ -73,11 +75,13 @@ class PostgresSnapshotChangeEventSource:
             }
             total = 0
             pending: tuple[Any, ...] | None = None  # one-row look-ahead for the snapshot markers
+            self.progress.begin(len(tables))
             ts_us = time.time_ns() // 1000
             for t_index, (oid, ns, name) in enumerate(tables):
                 table = self.schema.for_table(oid, ns, name)
                 cols = ", ".join(_quote(c.name) for c in table.value_columns)
-                done = 0
+                self.progress.start_table(table.id, estimates[oid])
+                progress = self.progress.tables[table.id]  # rows counted in place: no lookup per row
                 with conn.cursor(name=f"cdc_snapshot_{oid}") as cur:
                     cur.itersize = self.fetch_size
                     cur.execute(f"SELECT {cols} FROM {_quote(ns)}.{_quote(name)}")
@@ -94,10 +98,10 @@ class PostgresSnapshotChangeEventSource:
                         pending = (table, tuple(values), total == 0, first_in_table)
                         first_in_table = False
                         total += 1
-                        done += 1
-                        if done % 10_000 == 0:
-                            self._progress(table.id, done, estimates[oid])
-                self._progress(table.id, done, max(done, estimates[oid]))
+                        progress.rows += 1
+                        if progress.rows % 10_000 == 0:
+                            log.info("Snapshot of %s: %d of ~%d rows", table.id, progress.rows, progress.estimate)
+                self.progress.finish_table(table.id)
                 if pending is not None and pending[0] is table:
                     last_overall = t_index == len(tables) - 1
                     self._emit(
@@ -105,11 +109,8 @@ class PostgresSnapshotChangeEventSource:
                     )
                     pending = None
             conn.execute("COMMIT")
+        self.progress.complete()
         return total
-
-    def _progress(self, table: str, done: int, estimate: int) -> None:
-        self.progress[table] = (done, estimate)
-        log.info("Snapshot of %s: %d of ~%d rows", table, done, estimate)
 
     def _emit(
         self,

@@ -20,7 +20,9 @@ SOURCE_SCHEMA = (
 
 
 def sequence(lsn_commit: int | None, lsn: int | None) -> str:
-    """`["<last commit LSN>","<current LSN>"]`: Debezium's comparable position, as strings."""
+    """`["<last commit LSN>","<current LSN>"]`: Debezium's comparable position, as strings (JSON, compact)."""
+    if lsn_commit is not None and lsn is not None:
+        return f'["{lsn_commit}","{lsn}"]'  # the per-row case (integers), without json.dumps
     return json.dumps(
         [None if lsn_commit is None else str(lsn_commit), None if lsn is None else str(lsn)], separators=(",", ":")
     )

@@ -4,6 +4,11 @@ Every record carries its position: the commit LSN of its transaction (`lsn_commi
 own LSN and how many events before it share that LSN (COPY writes several rows in one WAL
 record). A restart asks the slot for `lsn_commit` and skips up to that position.
 The slot's flushed LSN moves only when `confirm()` is called with a stored offset.
+
+With `stream.in.progress.transactions` (proto 2), large transactions arrive in chunks before
+they commit; the chunks are kept per xid (stream_buffer) and emitted at Stream Commit as if
+the transaction had arrived whole, so events and offsets are the same as without streaming.
+No heartbeat is emitted while such a transaction is open.
 """
 
 from __future__ import annotations
@@ -25,12 +30,18 @@ from cdc_postgres.pgoutput import (
     Message,
     PgOutputDecoder,
     Relation,
+    StreamAbort,
+    StreamCommit,
+    StreamStart,
+    StreamStop,
     Truncate,
+    TypeMessage,
     Update,
     pg_timestamp,
 )
 from cdc_postgres.replication import ReplicationConnection
 from cdc_postgres.schema import PostgresSchema
+from cdc_postgres.stream_buffer import BUFFERED_KINDS, StreamedTransactions
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +50,8 @@ PG_EPOCH_US = 946_684_800_000_000
 
 class Position:
     """Where the stream stands, and where a restart must skip to."""
+
+    __slots__ = ("events", "lsn", "lsn_commit")
 
     def __init__(self, lsn_commit: int | None, lsn: int | None, events: int = 0) -> None:
         self.lsn_commit = lsn_commit
@@ -67,6 +80,7 @@ class PostgresStreamingChangeEventSource:
         heartbeat_query: Callable[[], None] | None = None,
         status_interval: float = 10.0,
         transactions: TransactionMonitor | None = None,
+        stream_spill_bytes: int | None = None,
     ) -> None:
         self.dsn = dsn
         self.slot = slot
@@ -89,6 +103,13 @@ class PostgresStreamingChangeEventSource:
         self._last_offset: dict[str, Any] = {}
         # The last emitted event, so a reconnect resumes right after it.
         self.emitted = Position(None, None)
+        self.connected = False  # the replication stream is open (the Connected metric)
+        # pgoutput proto 2 streaming of in-progress transactions: on when a memory bound is given.
+        self.stream_spill_bytes = stream_spill_bytes
+        self._streams = StreamedTransactions(stream_spill_bytes or 0)
+        self._tx: Begin | None = None
+        self._same_lsn = (0, 0)  # (lsn, events seen at it)
+        self._resume = Position(None, None)
 
     def confirm(self, lsn: int) -> None:
         """Called by the task once an offset holding `lsn` is stored (from another thread)."""
@@ -97,21 +118,31 @@ class PostgresStreamingChangeEventSource:
 
     def run(self, start_lsn: int, resume: Position, stop: threading.Event) -> None:
         rc = ReplicationConnection(self.dsn)
+        streaming = self.stream_spill_bytes is not None
+        # After a reconnect the server sends open transactions again from their start.
+        self._streams = StreamedTransactions(self.stream_spill_bytes or 0)
         try:
-            rc.start(self.slot, [self.publication], start_lsn)
+            rc.start(self.slot, [self.publication], start_lsn, proto_version=2 if streaming else 1, streaming=streaming)
+            self.connected = True
             self._loop(rc, resume, stop)
         finally:
+            self.connected = False
+            self._streams.close()
             rc.close()
 
     def _loop(self, rc: ReplicationConnection, resume: Position, stop: threading.Event) -> None:
         decoder = PgOutputDecoder()
-        tx: Begin | None = None
-        same_lsn = (0, 0)  # (lsn, events seen at it)
+        decode = decoder.decode
+        self._tx = None
+        self._same_lsn = (0, 0)
+        self._resume = resume
+        streams = self._streams
+        stream_xid: int | None = None  # between Stream Start and Stream Stop
         sent_confirm = 0
         last_status = time.monotonic()
+        event = self._event
         while not stop.is_set():
-            with self._confirm_lock:
-                confirm = self._confirm_lsn
+            confirm = self._confirm_lsn  # one int read: no lock needed (confirm() writes under it)
             now = time.monotonic()
             if confirm > sent_confirm or now - last_status >= self.status_interval:
                 rc.confirm(confirm)
@@ -121,89 +152,141 @@ class PostgresStreamingChangeEventSource:
                 # A keepalive's walEnd is the walsender's sent position: every transaction that
                 # committed before it has already arrived, so an idle heartbeat may stand there.
                 self.last_received_lsn = max(self.last_received_lsn, rc.received_lsn)
-                if self.heartbeat is not None and tx is None and self.heartbeat.due():
+                if self.heartbeat is not None and self._idle() and self.heartbeat.due():
                     rc.send_status(reply_requested=True)  # ask for a fresh keepalive
-                self._maybe_heartbeat(tx)
+                self._maybe_heartbeat()
                 continue
-            self.last_received_lsn = max(self.last_received_lsn, x.wal_end)
-            msg = decoder.decode(x.payload)
-            if isinstance(msg, Begin):
-                tx = msg
+            if x.wal_end > self.last_received_lsn:
+                self.last_received_lsn = x.wal_end
+            payload = x.payload
+            if stream_xid is not None and payload[0] in BUFFERED_KINDS:
+                streams.add(stream_xid, x.data_start, payload)  # decoded if and when it commits
                 continue
-            if isinstance(msg, Commit):
-                self.last_commit_lsn = msg.commit_lsn
-                if self.transactions is not None and self.transactions.active:
-                    # END carries the last event's position: it is covered, so never re-sent.
-                    self.emitter.emit(
-                        self.transactions.end(
-                            (msg.commit_ts + PG_EPOCH_US) // 1000, self.emitter.partition, dict(self._last_offset)
-                        )
-                    )
-                tx = None
-                self._maybe_heartbeat(None)
-                continue
-            if isinstance(msg, Relation):
+            msg = decode(payload)
+            cls = msg.__class__
+            if cls is Insert or cls is Update or cls is Delete or cls is Message or cls is Truncate:
+                event(msg, cls, x.data_start)
+            elif cls is Begin:
+                self._tx = msg
+            elif cls is Commit:
+                self._on_commit(msg)
+                self._tx = None
+                self._maybe_heartbeat()
+            elif cls is Relation:
                 if self.table_filter(f"{msg.namespace}.{msg.name}"):
                     self.schema.on_relation(msg)
-                continue
-            lsn = x.data_start
-            same_lsn = (lsn, same_lsn[1] + 1) if same_lsn[0] == lsn else (lsn, 1)
-            commit_lsn = tx.final_lsn if tx is not None else lsn
-            if isinstance(msg, Message):
-                if not self.message_filter(msg.prefix):
-                    continue
-                if tx is None:
-                    commit_lsn = lsn
-            if resume.covers(commit_lsn, lsn, same_lsn[1]):
-                continue
-            self.emitted = Position(commit_lsn, lsn, same_lsn[1])
-            pos = {
-                "lsn": lsn,
-                "lsn_commit": commit_lsn,
-                "tx_id": tx.xid if tx is not None else None,
-                "ts_us": (tx.commit_ts + PG_EPOCH_US) if tx is not None else time.time_ns() // 1000,
-            }
+            elif cls is StreamStart:
+                stream_xid = msg.xid
+            elif cls is StreamStop:
+                stream_xid = None
+            elif cls is StreamCommit:
+                self._stream_commit(msg)
+                self._maybe_heartbeat()
+            elif cls is StreamAbort:
+                streams.abort(msg.xid, msg.sub_xid)
+            # Origin, Type: nothing to emit
+
+    def _idle(self) -> bool:
+        """No transaction is open: a heartbeat offset may not skip any change."""
+        return self._tx is None and not self._streams
+
+    def _stream_commit(self, msg: StreamCommit) -> None:
+        """Emit a streamed transaction as if it had arrived whole: its events, at its commit LSN."""
+        decode = PgOutputDecoder(in_stream=True).decode
+        self._tx = Begin(msg.commit_lsn, msg.commit_ts, msg.xid)
+        for lsn, payload in self._streams.commit(msg.xid):
+            m = decode(payload)
+            cls = m.__class__
+            if cls is Relation:
+                if self.table_filter(f"{m.namespace}.{m.name}"):
+                    self.schema.on_relation(m)
+            elif cls is not TypeMessage:
+                self._event(m, cls, lsn)
+        self._on_commit(Commit(msg.flags, msg.commit_lsn, msg.end_lsn, msg.commit_ts))
+        self._tx = None
+
+    def _event(self, msg: Any, cls: type, lsn: int) -> None:
+        """One Insert/Update/Delete/Truncate/Message at `lsn` of the current transaction."""
+        tx = self._tx
+        same = self._same_lsn
+        count = same[1] + 1 if same[0] == lsn else 1
+        self._same_lsn = (lsn, count)
+        commit_lsn = tx.final_lsn if tx is not None else lsn
+        if cls is Message:
+            if not self.message_filter(msg.prefix):
+                return
+            if tx is None:
+                commit_lsn = lsn
+        resume = self._resume
+        if resume.lsn_commit is not None and resume.covers(commit_lsn, lsn, count):
+            return
+        self.emitted = Position(commit_lsn, lsn, count)
+        if tx is not None:
+            tx_id: int | None = tx.xid
+            ts_us = tx.commit_ts + PG_EPOCH_US
             offset = {
                 "lsn_proc": lsn,
                 "lsn": lsn,
                 "lsn_commit": commit_lsn,
-                "lsn_events_processed": same_lsn[1],
-                "ts_usec": pos["ts_us"],
+                "lsn_events_processed": count,
+                "ts_usec": ts_us,
+                "txId": tx_id,
             }
-            if pos["tx_id"] is not None:
-                offset["txId"] = pos["tx_id"]
-            if self.transactions is not None and tx is not None and not self.transactions.active:
-                # BEGIN sits just before the first event, so a resume never skips that event.
-                begin_offset = {**offset, "lsn_events_processed": same_lsn[1] - 1}
-                self.emitter.emit(
-                    self.transactions.begin(str(tx.xid), pos["ts_us"] // 1000, self.emitter.partition, begin_offset)
-                )
-            self._last_offset = offset
+        else:
+            tx_id = None
+            ts_us = time.time_ns() // 1000
+            offset = {
+                "lsn_proc": lsn,
+                "lsn": lsn,
+                "lsn_commit": commit_lsn,
+                "lsn_events_processed": count,
+                "ts_usec": ts_us,
+            }
+        pos = {"lsn": lsn, "lsn_commit": commit_lsn, "tx_id": tx_id, "ts_us": ts_us}
+        emitter = self.emitter
+        if self.transactions is not None and tx is not None and not self.transactions.active:
+            # BEGIN sits just before the first event, so a resume never skips that event.
+            begin_offset = {**offset, "lsn_events_processed": count - 1}
+            emitter.emit(self.transactions.begin(str(tx.xid), ts_us // 1000, emitter.partition, begin_offset))
+        self._last_offset = offset
+        if cls is Insert:
+            table = self.schema.by_relation.get(msg.relation_id)
+            if table is not None:  # None: filtered out, its Relation message was not accepted
+                emitter.create(table, msg.new.values, pos, offset)
+        elif cls is Update:
+            table = self.schema.by_relation.get(msg.relation_id)
+            if table is not None:
+                old = msg.old.values if msg.old is not None else None
+                emitter.update(table, old, msg.old_is_key, msg.new.values, pos, offset)
+        elif cls is Delete:
+            table = self.schema.by_relation.get(msg.relation_id)
+            if table is not None:
+                emitter.delete(table, msg.old.values, msg.old_is_key, pos, offset)
+        else:
             self._dispatch(msg, pos, offset)
 
+    def _on_commit(self, msg: Commit) -> None:
+        self.last_commit_lsn = msg.commit_lsn
+        if self.transactions is not None and self.transactions.active:
+            # END carries the last event's position: it is covered, so never re-sent.
+            self.emitter.emit(
+                self.transactions.end(
+                    (msg.commit_ts + PG_EPOCH_US) // 1000, self.emitter.partition, dict(self._last_offset)
+                )
+            )
+
     def _dispatch(self, msg: Any, pos: dict[str, Any], offset: dict[str, Any]) -> None:
+        """A logical decoding message or a truncate (row events take `_event`'s inline path)."""
         if isinstance(msg, Message):
             self.emitter.message(self.message_topic, msg.prefix, msg.content, pos, offset)
             return
-        if isinstance(msg, Truncate):
-            for rel in msg.relation_ids:
-                table = self.schema.by_relation.get(rel)
-                if table is not None:
-                    self.emitter.truncate(table, pos, offset)
-            return
-        table = self.schema.by_relation.get(msg.relation_id)
-        if table is None:
-            return  # filtered out: its Relation message was not accepted
-        if isinstance(msg, Insert):
-            self.emitter.create(table, msg.new.values, pos, offset)
-        elif isinstance(msg, Update):
-            old = msg.old.values if msg.old is not None else None
-            self.emitter.update(table, old, msg.old_is_key, msg.new.values, pos, offset)
-        elif isinstance(msg, Delete):
-            self.emitter.delete(table, msg.old.values, msg.old_is_key, pos, offset)
+        for rel in msg.relation_ids:
+            table = self.schema.by_relation.get(rel)
+            if table is not None:
+                self.emitter.truncate(table, pos, offset)
 
-    def _maybe_heartbeat(self, tx: Begin | None) -> None:
-        if self.heartbeat is None or tx is not None or not self.heartbeat.due():
+    def _maybe_heartbeat(self) -> None:
+        if self.heartbeat is None or not self._idle() or not self.heartbeat.due():
             return
         if self.heartbeat_query is not None:
             self.heartbeat_query()

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
+import time
 from typing import Any
 
 import psycopg
 
-from cdc.api import ConnectException, SourceRecord, SourceTask
+from cdc.api import ConnectException, SourceRecord, SourceTask, TaskMetrics
+from cdc.api.metrics import RETAINED_WAL_BYTES
 from cdc_debezium.config import skipped_operations
 from cdc_debezium.filters import include_exclude
 from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.metrics import StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
+from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.transaction import TransactionMonitor
-from cdc_postgres import __version__
+from cdc_postgres import __version__, replica_identity
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
 from cdc_postgres.config import PostgresConnectorConfig
 from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
@@ -30,6 +33,13 @@ from cdc_postgres.streaming import Position, PostgresStreamingChangeEventSource
 from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters
 
 log = logging.getLogger(__name__)
+
+WAL_SAMPLE_S = 4.0  # how often the slot's retained WAL is read for the metrics
+
+
+def _source_ts_ms(record: SourceRecord) -> int | None:
+    ts = (record.source_offset or {}).get("ts_usec")
+    return ts // 1000 if ts else None
 
 
 class PostgresConnectorTask(SourceTask):
@@ -46,6 +56,12 @@ class PostgresConnectorTask(SourceTask):
             c["max.batch.size"], c["max.queue.size"], c["poll.interval.ms"]
         )
         self.stop_event = threading.Event()
+        self.progress = SnapshotProgress(log)
+        self.stream_metrics = StreamingMetrics(_source_ts_ms)
+        self._wal_conn: PostgresConnection | None = None
+        self._wal_bytes: int | None = None
+        self._wal_next = 0.0
+        TaskMetrics.of(self.context).register(self._metrics)
         stored = PostgresOffsetContext.from_offset(self.context.offset_storage_reader().offset(self.partition))
         table_match = include_exclude(c.values, "table.include.list", "table.exclude.list")
         schema_match = include_exclude(c.values, "schema.include.list", "schema.exclude.list")
@@ -55,8 +71,10 @@ class PostgresConnectorTask(SourceTask):
         try:
             admin.check_wal_level()
             admin.check_replication_privilege()
+            if c["stream.in.progress.transactions"]:
+                admin.check_streaming_support()
             tables = captured_tables(admin.conn, self.table_filter)
-            self._apply_replica_identity(admin, tables)
+            replica_identity.apply(admin, c["replica.identity.autoset.values"], tables)
             self._check_identities(admin, tables)
             admin.ensure_publication(
                 c["publication.name"], c["publication.autocreate.mode"], [(ns, n) for _, ns, n in tables]
@@ -68,16 +86,6 @@ class PostgresConnectorTask(SourceTask):
         self._thread.start()
 
     # -- start-up decisions --------------------------------------------------------------------
-    def _apply_replica_identity(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
-        spec = self.config["replica.identity.autoset.values"]
-        if not spec:
-            return
-        for entry in spec.split(","):
-            pattern, _, identity = entry.strip().rpartition(":")
-            for _, ns, name in tables:
-                if re.fullmatch(pattern, f"{ns}.{name}"):
-                    admin.execute(f'ALTER TABLE "{ns}"."{name}" REPLICA IDENTITY {identity.strip().upper()}')
-
     def _check_identities(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
         for table, ident, has_pk in admin.replica_identities(tables):
             if ident == "d" and not has_pk:
@@ -190,7 +198,7 @@ class PostgresConnectorTask(SourceTask):
             c = self.config
             if needs_snapshot:
                 snap = PostgresSnapshotChangeEventSource(
-                    self.dsn, schema, emitter, self.table_filter, c["snapshot.fetch.size"]
+                    self.dsn, schema, emitter, self.table_filter, c["snapshot.fetch.size"], self.progress
                 )
                 snap.run(snapshot_name, consistent_point, self.stop_event.is_set)
                 if self._slot_conn is not None:
@@ -220,6 +228,7 @@ class PostgresConnectorTask(SourceTask):
                 TransactionMonitor(TopicNamingStrategy(self.server).transaction_topic())
                 if c["provide.transaction.metadata"]
                 else None,
+                c["stream.buffer.memory.bytes"] if c["stream.in.progress.transactions"] else None,
             )
             self._stream_with_reconnect(start_lsn, resume)
         except InterruptedError:
@@ -255,7 +264,49 @@ class PostgresConnectorTask(SourceTask):
 
     # -- SourceTask -------------------------------------------------------------------------------
     def poll(self) -> list[SourceRecord] | None:
-        return self.queue.poll()
+        batch = self.queue.poll()
+        if batch:
+            last = batch[-1].source_offset
+            if last is not None and not last.get("snapshot"):  # streaming: one check per batch
+                first = batch[0].source_offset
+                if first is not None and first.get("snapshot"):  # the batch where the snapshot ends
+                    self.stream_metrics.batch([r for r in batch if not (r.source_offset or {}).get("snapshot")])
+                else:
+                    self.stream_metrics.batch(batch)
+        return batch
+
+    # -- metrics -----------------------------------------------------------------------------------
+    def _metrics(self) -> dict[str, Any]:
+        """Debezium's snapshot and streaming metrics plus RetainedWalBytes; runs only when published."""
+        out = self.progress.metrics()
+        streaming = getattr(self, "streaming", None)
+        if streaming is not None:
+            out.update(self.stream_metrics.values(streaming.connected))
+        out[RETAINED_WAL_BYTES] = self._retained_wal()
+        return out
+
+    def _retained_wal(self) -> int | None:
+        """pg_current_wal_lsn() - the slot's restart_lsn, read at most every WAL_SAMPLE_S."""
+        now = time.monotonic()
+        if now < self._wal_next or self.stop_event.is_set():
+            return self._wal_bytes
+        self._wal_next = now + WAL_SAMPLE_S
+        try:
+            if self._wal_conn is None:
+                self._wal_conn = PostgresConnection(self.dsn, connect_timeout=5)
+            self._wal_bytes = self._wal_conn.retained_wal_bytes(self.config["slot.name"])
+        except (psycopg.Error, ConnectException) as e:  # e.g. a server restart: try again next time
+            log.debug("reading the retained WAL of slot %s failed: %s", self.config["slot.name"], e)
+            self._close_wal_conn()
+        return self._wal_bytes
+
+    def _close_wal_conn(self) -> None:
+        conn, self._wal_conn = self._wal_conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except psycopg.Error as e:
+                log.debug("closing the metrics connection: %s", e)
 
     def commit(self) -> None:
         # Only what is stored may be confirmed: the slot then lets PostgreSQL recycle older WAL.
@@ -274,6 +325,8 @@ class PostgresConnectorTask(SourceTask):
             thread.join(10)
         if getattr(self, "_slot_conn", None) is not None:
             self._slot_conn.close()
+        if getattr(self, "_wal_conn", None) is not None:
+            self._close_wal_conn()
         if getattr(self, "config", None) is not None and self.config["slot.drop.on.stop"]:
             try:
                 admin = PostgresConnection(self.dsn)

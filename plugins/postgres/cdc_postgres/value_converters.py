@@ -89,10 +89,30 @@ def _iso_time(micros: int) -> str:
     return text
 
 
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a day count since 1970-01-01, any year (H. Hinnant's inverse)."""
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
 def _zoned_timestamp(micros_utc: int) -> str:
     days, rest = divmod(micros_utc, tv.MICROS_PER_DAY)
-    date = datetime.date.fromordinal(719_163 + days)
-    return f"{date.isoformat()}T{_iso_time(rest)}Z"
+    if -719_162 <= days <= 2_932_896:  # years 1..9999: what datetime can hold
+        date = datetime.date.fromordinal(719_163 + days).isoformat()
+    else:
+        # Java's ISO_OFFSET_DATE_TIME (Debezium's format): years past 9999 get '+', BC years are
+        # astronomical (1 BC = 0000, 2 BC = -0001).
+        y, m, d = _civil_from_days(days)
+        year = f"+{y}" if y > 9999 else f"-{-y:04d}" if y < 0 else f"{y:04d}"
+        date = f"{year}-{m:02d}-{d:02d}"
+    return f"{date}T{_iso_time(rest)}Z"
 
 
 def _bits(text: str) -> bytes:
@@ -287,12 +307,13 @@ class PostgresValueConverters:
 
             return variable
         quantum = decimal.Decimal(1).scaleb(-ps[1])
+        context = decimal.Context(prec=1000)  # quantize must not round a wide value to 28 digits
 
         def fixed(x: str) -> Any:
             d = parse(x)
             if not d.is_finite():
                 return self._nan(column)
-            return d.quantize(quantum, context=decimal.Context(prec=1000))
+            return d.quantize(quantum, context=context)
 
         return fixed
 
@@ -360,6 +381,19 @@ class PostgresValueConverters:
 
     @staticmethod
     def _timestamptz(text: str) -> str:
+        # The connector's sessions run with TimeZone=UTC, so pgoutput writes `YYYY-MM-DD HH:MM:SS[.f]+00`,
+        # already Debezium's ISO text but for the 'T' and the 'Z'. Anything else takes the full parse.
+        n = len(text)
+        if (
+            22 <= n <= 29
+            and text[10] == " "
+            and text[4] == "-"
+            and text[13] == ":"
+            and text[16] == ":"
+            and text[-3:] == "+00"
+            and (n == 22 or (text[19] == "." and text[-4] != "0"))  # PostgreSQL trims fraction zeros
+        ):
+            return f"{text[:10]}T{text[11:-3]}Z"
         v = tv.parse_timestamp(text)
         return v if isinstance(v, str) else _zoned_timestamp(v)
 
