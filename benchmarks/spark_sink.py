@@ -14,10 +14,16 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
   key, same guard clauses) to an empty table: delta-rs `merge`, and psycopg COPY into a temp
   table + `INSERT … ON CONFLICT … DO UPDATE … WHERE`.
 - Not measured: SparkSession start and a 2,000-event warm-up batch (Python worker start-up).
-- Time: about 1m45s on 2 cores, 30 s of it producing the events; set CDC_BENCH_EVENTS lower
+- Time: about 2 minutes on 2 cores, 55 s of it producing the events; set CDC_BENCH_EVENTS lower
   (e.g. 250000) on a slower machine to stay under two minutes.
 - Figure: final rows applied per second (the same output for both sides); the ratio is ours
   over bare. Ours also pays for reading and decoding 5 events per final row.
+- Measured on 2 shared cores, load 1.4-2.3 (1M events, 3 runs): Delta 13.6-19.5 s
+  (10-15k rows/s, ratio 0.014-0.024), PostgreSQL 14.2-27.8 s (7-14k rows/s, ratio
+  0.06-0.11); the per-record Python decoding this replaced took 47.0 s and 32.8 s in the
+  same conditions. Where the time goes now, per 500k-event partition: ~4 s SQLite reading
+  the records (1.3 KB values overflow the embedded log's 4 KB pages), ~3 s Arrow decoding,
+  then Spark's job overhead and the driver's merge.
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ class Table:
     ) -> None:
         self.topic = topic
         self.columns = dict(columns or DEFAULT_COLUMNS)
-        self.key_schema = SchemaBuilder.struct().name(f"{topic}.Key").field("id", Schema.INT32_SCHEMA).build()
+        id_schema = self.columns.get("id", Schema.INT32_SCHEMA)
+        self.key_schema = SchemaBuilder.struct().name(f"{topic}.Key").field("id", id_schema).build()
         self.row_schema = _value_schema(topic, self.columns)
         self.envelope = (
             SchemaBuilder.struct()
@@ -118,13 +119,14 @@ def produce(
     records: list[tuple[bytes | None, bytes | None]],
     partitions: int = 1,
     partition: int | None = None,
+    headers: list[tuple[str, bytes | None]] | None = None,
 ) -> None:
     """Append records (by key with murmur2 unless `partition` is given) and wait until durable."""
     log.create_topics([TopicSpec(topic, partitions)])
     producer: LogProducer = log.producer()
     try:
         for key, value in records:
-            producer.send(topic, value, key=key, partition=partition)
+            producer.send(topic, value, key=key, partition=partition, headers=headers or ())
         assert producer.flush(30) == 0
     finally:
         producer.close()

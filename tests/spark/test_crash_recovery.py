@@ -11,11 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from cdc.log.embedded import EmbeddedLog
 from tests.spark.events import Table, produce
 from tests.spark.helpers import delta_rows
 
 ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow  # about a minute or more: scheduled first (tests/conftest.py)
 
 
 def _driver(args: list[str], log: Path) -> subprocess.Popen[bytes]:

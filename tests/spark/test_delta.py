@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 
 from cdc.api.data import Schema
 from cdc.log.embedded import EmbeddedLog
-from cdc_spark.apply import ChangeApplier, SchemaEvolutionError
+from cdc_spark.apply import ChangeApplier, SchemaEvolutionError, TypeWideningError
 from tests.spark.events import Table, produce
 from tests.spark.helpers import delta_rows, raw_frame, run_available_now, visible
 
@@ -124,6 +124,10 @@ def test_schema_evolution_adds_columns_keeps_dropped_and_refuses_type_changes(sp
     v3 = Table(TOPIC, {"id": Schema.INT32_SCHEMA, "name": Schema.OPTIONAL_INT64_SCHEMA})
     with pytest.raises(SchemaEvolutionError, match=r"table shop_inv_items: column 'name' changed type .*Fix:"):
         applier(raw_frame(spark, TOPIC, [v3.event("u", 1, {"name": 5}, 4)]), 2)
+    # int → bigint: lossless, but delta-rs cannot change a column type in place; the error says how to.
+    wide = Table(TOPIC, {"id": Schema.INT64_SCHEMA, "name": Schema.OPTIONAL_STRING_SCHEMA})
+    with pytest.raises(TypeWideningError, match=r"column 'id' widened from int32 to int64.*Fix: rewrite the table"):
+        applier(raw_frame(spark, TOPIC, [wide.event("u", 1, {"name": "w"}, 5)]), 2)
 
 
 def test_maintenance_compacts_and_forgets_old_tombstones(spark: Any, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,8 @@ from tests.spark.events import Table
 from tests.spark.helpers import delta_rows, iceberg_rows, postgres_rows, raw_frame
 
 Event = tuple[int, int, str, int]  # (seq, key, op, qty)
+
+pytestmark = pytest.mark.slow  # about a minute or more: scheduled first (tests/conftest.py)
 
 
 @st.composite

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cdc.log import TopicPartition
 from cdc.log.embedded import EmbeddedLog
 from cdc_spark.pipeline import start_query
 from tests.spark.events import Table, produce
@@ -28,7 +29,7 @@ def _poisoned_topic(tmp_path: Path) -> dict[str, str]:
         t.event("c", 5, {"name": "after the poison"}, 9),
     ]
     with EmbeddedLog(state) as log:
-        produce(log, TOPIC, records, partition=0)
+        produce(log, TOPIC, records, partition=0, headers=[("trace", b"t-1"), ("empty", None)])
     return {"state.dir": state, "topics": TOPIC}
 
 
@@ -40,6 +41,9 @@ def test_tolerance_all_dead_letters_and_goes_on(spark: Any, tmp_path: Path) -> N
         "path": str(tmp_path / "lake"),
         "errors.tolerance": "all",
         "errors.deadletterqueue.path": dlq,
+        "errors.deadletterqueue.topic.name": "dlq.items",
+        "errors.deadletterqueue.context.headers.enable": "true",
+        "app.id": "items-sink",
     }
     run_available_now(spark, source, sink, str(tmp_path / "ckpt"))
     assert visible(delta_rows(str(tmp_path / "lake" / "shop_inv_items"))) == {
@@ -52,6 +56,22 @@ def test_tolerance_all_dead_letters_and_goes_on(spark: Any, tmp_path: Path) -> N
     assert "without a record key" in dead[1]["error"]
     assert "unknown op 'z'" in dead[2]["error"]
     assert all(r["topic"] == TOPIC and r["batch_id"] == 0 for r in dead)
+    # The same three in the dead-letter topic: original bytes and headers, plus Kafka Connect's context.
+    with EmbeddedLog(source["state.dir"]) as log:
+        reader = log.reader()
+        reader.assign({TopicPartition("dlq.items", 0): 0})
+        records = reader.poll(100, 1.0)
+        reader.close()
+    assert [(r.key, r.value) for r in records] == [(d["key"] and d["key"].encode(), d["value"].encode()) for d in dead]
+    headers = [dict(r.headers) for r in records]
+    assert all(h["trace"] == b"t-1" and h["empty"] is None for h in headers)
+    assert [h["__connect.errors.offset"] for h in headers] == [b"1", b"2", b"3"]
+    assert [h["__connect.errors.stage"] for h in headers] == [b"VALUE_CONVERTER", b"TASK_PUT", b"TASK_PUT"]
+    first = headers[0]
+    assert first["__connect.errors.topic"] == TOPIC.encode() and first["__connect.errors.partition"] == b"0"
+    assert first["__connect.errors.connector.name"] == b"items-sink"
+    assert first["__connect.errors.exception.class.name"].endswith(b"DeserializeError")
+    assert b"malformed JSON" in first["__connect.errors.exception.message"]
 
 
 def test_tolerance_none_stops_with_the_event_named(spark: Any, tmp_path: Path) -> None:

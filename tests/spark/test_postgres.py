@@ -61,6 +61,11 @@ def test_soft_mode_truncate_and_schema_evolution(spark: Any, postgres_db: Any) -
         applier(raw_frame(spark, TOPIC, [v3.event("u", 3, {"name": 7}, 6)]), 2)
     assert "public.shop_inv_items" in str(info.value)
     assert SchemaEvolutionError.__name__ in str(info.value) or "changed type" in str(info.value)
+    # int → bigint (a key column) is widened in place with ALTER COLUMN … TYPE.
+    wide = Table(TOPIC, {"id": Schema.INT64_SCHEMA, "name": Schema.OPTIONAL_STRING_SCHEMA})
+    applier(raw_frame(spark, TOPIC, [wide.event("c", 2**40, {"name": "big"}, 7)]), 3)
+    rows = {r["id"]: r for r in postgres_rows(postgres_db.dsn, "shop_inv_items")}
+    assert rows[2**40]["name"] == "big" and rows[3]["name"] == "c"
 
 
 def test_topics_map_to_tables_by_format(spark: Any, postgres_db: Any, tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ import pytest
 
 from cdc.log.embedded import EmbeddedLog
 from cdc.log.kafka import KafkaLog
-from cdc_spark.source import SourceOptionError, SourceOptions
+from cdc_spark.decode import DECODED_SCHEMA, decode_batches
+from cdc_spark.source import CdcDataSource, SourceOptionError, SourceOptions
+from cdc_spark.source.reader import TopicPartitionRange, read_range
 from tests.spark.events import Table, produce
 from tests.spark.helpers import delta_rows, run_available_now, visible
 
@@ -79,14 +81,46 @@ def test_reads_a_kafka_protocol_broker(spark: Any, tansu: Any, tmp_path: Path) -
             t.topic,
             [t.event("c", i, {"name": "k", "qty": i}, i) for i in range(1, 11)] + [t.event("d", 3, None, 20)],
             partitions=2,
+            headers=[("h", b"\x00v")],
         )
     finally:
         log.close()
     # Tansu's high watermark is the last batch's base offset + 1: have the source read past it.
-    source = {"transport": "kafka", "bootstrap.servers": tansu.bootstrap, "topics": t.topic, "probeEndOffsets": "true"}
+    source = {
+        "transport": "kafka",
+        "bootstrap.servers": tansu.bootstrap,
+        "topics": t.topic,
+        "probeEndOffsets": "true",
+        "includeHeaders": "true",
+    }
     run_available_now(spark, source, {"target": "delta", "path": str(tmp_path / "lake")}, str(tmp_path / "ckpt"))
     rows = visible(delta_rows(str(tmp_path / "lake" / t.topic.replace(".", "_"))))
     assert sorted(rows) == [i for i in range(1, 11) if i != 3]
+    # The same range read the way a Spark task reads it, with the headers column.
+    options = SourceOptions.parse(source)
+    batches = [b for p in (0, 1) for b in read_range(TopicPartitionRange(t.topic, p, 0, 11, options))]
+    headers = [h for b in batches for h in b.column("headers").to_pylist()]
+    assert len(headers) == 11 and all(h == [{"key": "h", "value": b"\x00v"}] for h in headers)
+
+
+def test_headers_column_like_kafka_include_headers(tmp_path: Path) -> None:
+    """`includeHeaders=true` adds `headers array<struct<key,value>>` (raw and decoded), as Spark's Kafka source."""
+    t = Table("shop.inv.items")
+    state = str(tmp_path / "state")
+    with EmbeddedLog(state) as log:
+        produce(log, t.topic, [t.event("c", 1, {"name": "a"}, 1)], headers=[("a", b"1"), ("b", None)])
+        produce(log, t.topic, [t.event("c", 2, {"name": "b"}, 2)])
+    options = {"state.dir": state, "topics": t.topic, "includeHeaders": "true"}
+    assert CdcDataSource(options).schema().endswith("headers array<struct<key:string,value:binary>>")
+    decoded = CdcDataSource({**options, "decode": "debezium-json"}).schema()
+    assert decoded.startswith(DECODED_SCHEMA) and decoded.endswith("headers array<struct<key:string,value:binary>>")
+    opts = SourceOptions.parse(options)
+    (batch,) = read_range(TopicPartitionRange(t.topic, 0, 0, 2, opts))
+    assert batch.column("headers").to_pylist() == [[{"key": "a", "value": b"1"}, {"key": "b", "value": None}], []]
+    (decoded_batch,) = decode_batches(iter([batch]))
+    assert decoded_batch.column("headers").to_pylist() == batch.column("headers").to_pylist()
+    plain = SourceOptions.parse({**options, "includeHeaders": "false"})
+    assert "headers" not in next(read_range(TopicPartitionRange(t.topic, 0, 0, 2, plain))).schema.names
 
 
 @pytest.mark.parametrize(

@@ -25,12 +25,15 @@ def start_query(
     """Start the stream; `available_now=True` catches up to the current end and stops.
 
     The source decodes in its own tasks and, except for the Parquet changelog (which keeps
-    every event), forwards only each key's latest event per partition.
+    every event), forwards only each key's latest event per partition. A dead-letter topic
+    (errors.deadletterqueue.topic.name) is created in the topic log the stream reads.
     """
     register(spark)
-    applier = ChangeApplier(sink)
     options = {k: str(v) for k, v in source.items()}
+    applier = ChangeApplier(sink, log_options=options)
     lowered = {k.lower() for k in options}
+    if applier.config.deadletter_topic and "includeheaders" not in lowered:
+        options["includeHeaders"] = "true"  # dead-lettered records keep their original headers
     if "decode" not in lowered:
         options["decode"] = "debezium-json"
         if "latestperkey" not in lowered:

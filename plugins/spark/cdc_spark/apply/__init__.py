@@ -2,6 +2,13 @@
 
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.engine import ChangeApplier
-from cdc_spark.apply.errors import PoisonEventError, SchemaEvolutionError, SinkConfigError
+from cdc_spark.apply.errors import PoisonEventError, SchemaEvolutionError, SinkConfigError, TypeWideningError
 
-__all__ = ["ChangeApplier", "PoisonEventError", "SchemaEvolutionError", "SinkConfig", "SinkConfigError"]
+__all__ = [
+    "ChangeApplier",
+    "PoisonEventError",
+    "SchemaEvolutionError",
+    "SinkConfig",
+    "SinkConfigError",
+    "TypeWideningError",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -45,3 +46,18 @@ def for_lake(table: pa.Table) -> pa.Table:
         fields.append(pa.field(f.name, t, nullable=True))
     schema = pa.schema(fields)
     return table if schema == table.schema else table.cast(schema)
+
+
+def bytea_text(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Binary values as PostgreSQL's `\\x…` hex text for COPY, in one pass over the buffer."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    col = col.cast(pa.binary())
+    n = len(col)
+    offsets = np.frombuffer(col.buffers()[1], np.int32, n + 1, col.offset * 4)
+    data = col.buffers()[2]
+    raw = data[offsets[0] : offsets[-1]].to_pybytes() if data is not None else b""
+    spans = pa.py_buffer(((offsets - offsets[0]) * 2).astype(np.int32).tobytes())
+    hexed = pa.Array.from_buffers(pa.string(), n, [None, spans, pa.py_buffer(raw.hex().encode())])
+    text = pc.binary_join_element_wise("\\x", hexed, "")
+    return text if col.null_count == 0 else pc.if_else(pc.is_valid(col), text, pa.scalar(None, pa.string()))

@@ -1,24 +1,29 @@
-"""Poison events: a Parquet dead-letter table (errors.tolerance=all) or a clear stop (none)."""
+"""Poison events: a Parquet dead-letter table and/or a dead-letter topic (errors.tolerance=all),
+or a clear stop (none)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
+from cdc.log import TopicSpec
+from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import PoisonEventError
+from cdc_spark.source.options import SourceOptions
 
 DEADLETTER_COLUMNS = ("topic", "partition", "offset", "key", "value", "error", "batch_id", "failed_at")
 
 
-def stop_on_first(errors: DataFrame) -> None:
-    first = errors.orderBy("topic", "partition", "offset").limit(1).collect()
-    if first:
-        r = first[0]
-        raise PoisonEventError(
-            f"poison event at {r['topic']}-{r['partition']}@{r['offset']}: {r['__error']}. "
-            "Fix the producer, or set errors.tolerance=all with errors.deadletterqueue.path to route such "
-            "events to a dead-letter table and keep going."
-        )
+def stop_on_first(errors: Sequence[Row]) -> None:
+    """Raise for the earliest poison event of the batch (errors: the collected error rows)."""
+    r = min(errors, key=lambda e: (e["topic"], e["partition"], e["offset"]))
+    raise PoisonEventError(
+        f"poison event at {r['topic']}-{r['partition']}@{r['offset']}: {r['__error']}. "
+        "Fix the producer, or set errors.tolerance=all with errors.deadletterqueue.path (a table) or "
+        "errors.deadletterqueue.topic.name (a topic) to route such events there and keep going."
+    )
 
 
 def write(errors: DataFrame, path: str, batch_id: int) -> None:
@@ -37,3 +42,65 @@ def write(errors: DataFrame, path: str, batch_id: int) -> None:
         .write.mode("overwrite")
         .parquet(f"{path.rstrip('/')}/batch_id={batch_id}")
     )
+
+
+def _stage(error: str) -> tuple[str, str]:
+    """Kafka Connect's stage and exception class for a decode error message."""
+    head = error.split(":", 1)[0]
+    if "record key of topic" in head:
+        return "KEY_CONVERTER", "cdc_spark.decode.deserializer.DeserializeError"
+    if "record value of topic" in head:
+        return "VALUE_CONVERTER", "cdc_spark.decode.deserializer.DeserializeError"
+    return "TASK_PUT", "cdc_spark.apply.errors.PoisonEventError"
+
+
+def context_headers(row: Row, connector: str) -> list[tuple[str, bytes]]:
+    """The `__connect.errors.*` headers Kafka Connect's DeadLetterQueueReporter adds."""
+    stage, exc = _stage(row["__error"])
+    context = {
+        "topic": row["topic"],
+        "partition": str(row["partition"]),
+        "offset": str(row["offset"]),
+        "connector.name": connector,
+        "task.id": "0",
+        "stage": stage,
+        "class.name": "cdc_spark.apply.engine.ChangeApplier",
+        "exception.class.name": exc,
+        "exception.message": row["__error"],
+        "exception.stacktrace": f"{exc}: {row['__error']}",
+    }
+    return [(f"__connect.errors.{k}", v.encode()) for k, v in context.items()]
+
+
+def send(errors: DataFrame, log_options: SourceOptions, config: SinkConfig) -> int:
+    """The failed records, original key/value/headers, to the DLQ topic; returns how many.
+
+    At least once, like Kafka Connect's DLQ: a replayed batch sends its records again.
+    """
+    columns = ["topic", "partition", "offset", "raw_key", "value", "__error"]
+    if "headers" in errors.columns:
+        columns.append("headers")
+    rows = errors.select(*columns).orderBy("topic", "partition", "offset").collect()
+    if not rows:
+        return 0
+    topic = config.deadletter_topic or ""
+    log = log_options.open_log()
+    try:
+        log.create_topics([TopicSpec(topic, 1, replication_factor=config.deadletter_replication_factor)])
+        producer = log.producer()
+        try:
+            for r in rows:
+                headers = [(h["key"], h["value"]) for h in (r["headers"] or [])] if "headers" in columns else []
+                if config.deadletter_context_headers:
+                    headers += context_headers(r, config.app_id)
+                producer.send(topic, r["value"], key=r["raw_key"], headers=headers)
+            if producer.flush(60):
+                raise PoisonEventError(
+                    f"dead-letter topic {topic!r} did not acknowledge {len(rows)} records within 60 s; "
+                    "check the topic log (state.dir or bootstrap.servers) and retry the query"
+                )
+        finally:
+            producer.close()
+    finally:
+        log.close()
+    return len(rows)

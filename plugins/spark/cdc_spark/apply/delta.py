@@ -19,7 +19,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, hex_literal
-from cdc_spark.apply.config import SinkConfig
+from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.evolution import conform
 from cdc_spark.decode.flatten import FlatBatch
 
@@ -64,7 +64,12 @@ class DeltaTarget:
         path = self.path(table)
         dt = _open(path)
         if dt is None:
-            dt = DeltaTable.create(path, schema=source.schema.remove_metadata(), mode="ignore")
+            dt = DeltaTable.create(
+                path,
+                schema=source.schema.remove_metadata(),
+                mode="ignore",
+                partition_by=partition_columns(table, self.config.partition_by, source.schema.names),
+            )
         if not self._done(dt, batch_id):
             source, added = conform(table, _schema(dt), source)
             if added:

@@ -1,39 +1,61 @@
 """The foreachBatch engine: decode → dead-letter → latest per key → apply to the target.
 
-Decoding and the per-key reduction run in Spark, one task per topic partition and then
-one per shuffle partition. Delta and Iceberg commit once per table on the driver (their
-writers are single-committer); PostgreSQL upserts from every partition in parallel.
+Decoding and the per-partition reduction run in Spark, one task per topic partition.
+Delta and Iceberg commit once per table on the driver (their writers are single-committer),
+so their per-partition winners are collected and reduced across partitions in Arrow there;
+PostgreSQL shuffles by key and upserts from every partition in parallel.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdc_spark.apply import deadletter
 from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.latest import decode, latest_per_key, truncate_marks
+from cdc_spark.apply.errors import SinkConfigError
+from cdc_spark.apply.latest import decode, latest_per_key, latest_rows, truncate_marks
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
+from cdc_spark.decode.schemas import restore
+from cdc_spark.source.options import SourceOptions
 
 log = logging.getLogger(__name__)
-_WINNER_COLUMNS = ("topic", "key", "value", "__op", "__seq", "__source_ts_ms", "__deleted")
+_WINNER_COLUMNS = ("topic", "key", "value", "__op", "__seq", "__source_ts_ms", "__deleted", "schema_id")
+_LOOSE_COLUMNS = ("topic", "partition", "offset", "__op", "__seq", "__error", "schema_id", "value_schema")
 
 
 class ChangeApplier:
     """`query.foreachBatch(ChangeApplier(config))`: applies each micro-batch exactly once in effect."""
 
-    def __init__(self, config: SinkConfig | Mapping[str, Any], deserializer: Deserializer | None = None) -> None:
+    def __init__(
+        self,
+        config: SinkConfig | Mapping[str, Any],
+        deserializer: Deserializer | None = None,
+        log_options: SourceOptions | Mapping[str, str] | None = None,
+    ) -> None:
+        """`log_options`: the topic log the stream reads (source options), for the dead-letter topic."""
         self.config = config if isinstance(config, SinkConfig) else SinkConfig.parse(config)
+        if log_options is not None and not isinstance(log_options, SourceOptions):
+            log_options = SourceOptions.parse(log_options)
+        self.log_options = log_options
+        if self.config.deadletter_topic and log_options is None:
+            raise SinkConfigError(
+                "errors.deadletterqueue.topic.name needs the topic log to write to: start the query with "
+                "cdc_spark.pipeline.start_query, or pass log_options (the source options) to ChangeApplier"
+            )
         self.deserializer = deserializer or JsonDeserializer(self.config.schemas_enable)
         self._target: Any = None
         self._tables: set[str] = set()
+        self._schemas: dict[int, str] = {}  # this batch's value schemas by id
         self.last_batch_id: int | None = None
 
     @property
@@ -60,11 +82,14 @@ class ChangeApplier:
         # The changelog keeps every event; the other targets need only each key's latest.
         if "__seq" not in raw.columns:  # raw records (the source did not decode them)
             raw = decode(raw, self.deserializer, combine=self.config.keeps_only_latest)
-        events = raw.persist()
-        try:
-            self._apply(events, batch_id)
-        finally:
-            events.unpersist()
+        if self.config.target in ("delta", "iceberg") and self.config.mode == "scd1":
+            self._apply_collected(raw, batch_id)
+        else:
+            events = raw.persist()
+            try:
+                self._apply(events, batch_id)
+            finally:
+                events.unpersist()
         log.info("batch %d applied to %s in %.2fs", batch_id, self.config.target, time.perf_counter() - started)
         self.last_batch_id = batch_id
         every = self.config.maintenance_interval_batches
@@ -72,12 +97,18 @@ class ChangeApplier:
             self.maintain()
 
     def _apply(self, events: DataFrame, batch_id: int) -> None:
-        errors = events.filter(F.col("__error").isNotNull())
-        if self.config.errors_tolerance == "none":
-            deadletter.stop_on_first(errors)
-        elif errors.limit(1).count():
-            deadletter.write(errors, self.config.deadletter_path or "", batch_id)
-        log.debug("batch %d: decoded, poison handled", batch_id)
+        """PostgreSQL, the Parquet changelog and SCD2: Spark jobs over the persisted batch."""
+        t0 = time.perf_counter()
+        # Errors and truncates are the only keyless rows: one small collect finds both, and
+        # the value schemas the source cut off the records (decode/schemas.py).
+        if "value_schema" not in events.columns:  # decoded elsewhere: full values, no side channel
+            events = events.withColumn("schema_id", F.lit(None).cast("bigint"))
+            events = events.withColumn("value_schema", F.lit(None).cast("string"))
+        loose = events.filter(F.col("key").isNull() | F.col("value_schema").isNotNull())
+        loose = loose.select(*_LOOSE_COLUMNS).collect()
+        self._schemas = {r["schema_id"]: r["value_schema"] for r in loose if r["value_schema"] is not None}
+        self._handle_errors(loose, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
+        log.debug("batch %d: decoded, poison handled in %.2fs", batch_id, time.perf_counter() - t0)
         good = events.filter(F.col("__error").isNull())
         if self.config.target == "parquet":
             self.target.write(good, batch_id)
@@ -85,22 +116,50 @@ class ChangeApplier:
         if self.config.mode == "scd2":
             self._apply_scd2(good, batch_id)
             return
-        truncates = truncate_marks(good) if self.config.truncate_enabled else {}
-        winners = latest_per_key(good, truncates)
-        if self.config.target == "postgres":
-            self._apply_postgres(winners, truncates)
-        else:
-            self._apply_driver(winners, truncates, batch_id)
+        truncates = truncate_marks(loose) if self.config.truncate_enabled else {}
+        self._apply_postgres(latest_per_key(good, truncates), truncates)
 
-    def _apply_driver(self, winners: DataFrame, truncates: dict[str, bytes], batch_id: int) -> None:
+    def _handle_errors(self, loose: Sequence[Any], failed: Callable[[], DataFrame], batch_id: int) -> None:
+        """Stop on the first poison event (tolerance none) or dead-letter them all (all)."""
+        errors = [r for r in loose if r["__error"] is not None]
+        if errors and self.config.errors_tolerance == "none":
+            deadletter.stop_on_first(errors)
+        elif errors:
+            frame = failed()
+            if self.config.deadletter_path:
+                deadletter.write(frame, self.config.deadletter_path, batch_id)
+            if self.config.deadletter_topic and self.log_options is not None:
+                deadletter.send(frame, self.log_options, self.config)
+
+    def _apply_collected(self, events: DataFrame, batch_id: int) -> None:
+        """Delta/Iceberg commit on the driver: one collect of the batch (the source tasks already
+        kept each key's latest event per partition), then everything else in Arrow here."""
         t0 = time.perf_counter()
-        collected = winners.select(*_WINNER_COLUMNS).toArrow()
-        log.debug("batch %d: %d winners collected in %.2fs", batch_id, collected.num_rows, time.perf_counter() - t0)
+        batch = events.drop("raw_key", "headers").toArrow()
+        if "value_schema" not in batch.column_names:  # decoded elsewhere: full values, no side channel
+            batch = batch.append_column("schema_id", pa.nulls(batch.num_rows, pa.int64()))
+            batch = batch.append_column("value_schema", pa.nulls(batch.num_rows, pa.string()))
+        keyless = pc.is_null(batch["key"])
+        loose = batch.filter(pc.or_(keyless, pc.is_valid(batch["value_schema"]))).select(list(_LOOSE_COLUMNS))
+        rows = loose.to_pylist()
+        self._schemas = {r["schema_id"]: r["value_schema"] for r in rows if r["value_schema"] is not None}
+        self._handle_errors(rows, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
+        log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
+        truncates = truncate_marks(rows) if self.config.truncate_enabled else {}
+        changes = batch.filter(pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t")))
+        self._apply_winners(restore(latest_rows(changes, truncates), self._schemas), truncates, batch_id)
+
+    def _apply_winners(self, collected: pa.Table, truncates: dict[str, bytes], batch_id: int) -> None:
         for topic, seq in sorted(truncates.items()):
             self.target.truncate(self.config.table_for(topic), seq, batch_id)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
-            self.target.apply(table, flatten(topic, rows), batch_id)
+            t1 = time.perf_counter()
+            flat = flatten(topic, rows)
+            t2 = time.perf_counter()
+            self.target.apply(table, flat, batch_id)
+            t3 = time.perf_counter()
+            log.debug("batch %d: %s flattened in %.2fs, applied in %.2fs", batch_id, table, t2 - t1, t3 - t2)
             self._tables.add(table)
 
     def _apply_scd2(self, good: DataFrame, batch_id: int) -> None:
@@ -108,7 +167,7 @@ class ChangeApplier:
         from cdc_spark.apply.scd2 import Scd2Delta
 
         events = good.filter(F.col("__op") != "t").dropDuplicates(["topic", "key", "__seq"])
-        collected = events.select(*_WINNER_COLUMNS).toArrow()
+        collected = restore(events.select(*_WINNER_COLUMNS).toArrow(), self._schemas)
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
@@ -126,7 +185,7 @@ class ChangeApplier:
             finally:
                 writer.close()
         applied = winners.select(*_WINNER_COLUMNS).mapInArrow(
-            partial(apply_partition, config=self.config), "topic string, rows bigint"
+            partial(apply_partition, config=self.config, schemas=self._schemas), "topic string, rows bigint"
         )
         for row in applied.collect():
             self._tables.add(self.config.table_for(row["topic"]))

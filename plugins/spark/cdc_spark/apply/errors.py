@@ -22,3 +22,21 @@ class SchemaEvolutionError(RuntimeError):
             f"{column} TYPE <{new}>, or rewrite the Delta/Iceberg table with the new type), or route the "
             "topic to a new table with table.name.format; then restart the query from its checkpoint."
         )
+
+
+class TypeWideningError(SchemaEvolutionError):
+    """A lossless widening (int → bigint, float → double, decimal precision up) that the lake table
+    cannot apply in place: delta-rs has no ALTER COLUMN TYPE (Delta's typeWidening feature), and
+    pyiceberg promotions are not applied automatically here."""
+
+    def __init__(self, table: str, column: str, old: object, new: object) -> None:
+        self.table, self.column, self.old, self.new = table, column, old, new
+        RuntimeError.__init__(
+            self,
+            f"table {table}: column {column!r} widened from {old} to {new}. The values fit, but the table's "
+            f"column type must change first, and deltalake (delta-rs) cannot change a column type in place. "
+            f"Fix: rewrite the table with the wider type, e.g. for Delta: dt = DeltaTable(path); "
+            f"write_deltalake(path, dt.to_pyarrow_table().cast(<schema with {column}: {new}>), mode='overwrite', "
+            f"schema_mode='overwrite'), or for Iceberg: table.update_schema().update_column({column!r}, <{new} type>)"
+            ".commit(); then restart the query from its checkpoint (batches already applied stay skipped)."
+        )

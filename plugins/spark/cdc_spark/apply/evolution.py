@@ -1,11 +1,12 @@
 """Schema evolution rules shared by the targets: add new columns, keep dropped ones
-(nullable), widen safely, and refuse anything else with `SchemaEvolutionError`."""
+(nullable), take narrower values into wider columns, and refuse anything else with
+`SchemaEvolutionError` (`TypeWideningError` when only the lake cannot widen in place)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from cdc_spark.apply.errors import SchemaEvolutionError
+from cdc_spark.apply.errors import SchemaEvolutionError, TypeWideningError
 
 _INT_ORDER = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
 _FLOAT_ORDER = [pa.float32(), pa.float64()]
@@ -37,6 +38,17 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
     return False
 
 
+def is_widening(old: pa.DataType, new: pa.DataType) -> bool:
+    """int → a wider int, float → double, decimal(p,s) → decimal(p2>p,s): lossless, but a type change."""
+    old, new = _small(old), _small(new)
+    for order in (_INT_ORDER, _FLOAT_ORDER):
+        if old in order and new in order:
+            return order.index(new) > order.index(old)
+    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
+        return new.scale == old.scale and new.precision > old.precision
+    return False
+
+
 def conform(table_name: str, existing: pa.Schema, incoming: pa.Table) -> tuple[pa.Table, list[pa.Field]]:
     """`incoming` cast to the existing column types, plus the fields the target must add.
 
@@ -49,6 +61,8 @@ def conform(table_name: str, existing: pa.Schema, incoming: pa.Table) -> tuple[p
     for f in existing:
         if f.name in names:
             col = incoming.column(f.name)
+            if is_widening(f.type, col.type):
+                raise TypeWideningError(table_name, f.name, f.type, col.type)
             if not widens(f.type, col.type):
                 raise SchemaEvolutionError(table_name, f.name, f.type, col.type)
             arrays.append(col.cast(f.type) if col.type != f.type else col)

@@ -1,11 +1,15 @@
 """The Spark half of a micro-batch: decode in the source's partitions, then keep the latest
-event per key (one shuffle by key, so the work stays partition-parallel)."""
+event per key (one shuffle by key, so the work stays partition-parallel; or, for targets
+that commit on the driver, the last cross-partition step in Arrow there)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import partial
 
-from pyspark.sql import DataFrame, Window
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from cdc_spark.decode import DECODED_SCHEMA, Deserializer, decode_batches
@@ -16,13 +20,20 @@ def decode(raw: DataFrame, deserializer: Deserializer, combine: bool = True) -> 
 
     `combine` keeps only each key's latest event per source partition before the shuffle.
     """
-    return raw.mapInArrow(partial(decode_batches, des=deserializer, combine=combine), DECODED_SCHEMA)
+    from cdc_spark.source.reader import HEADERS_SCHEMA
+
+    schema = f"{DECODED_SCHEMA}, {HEADERS_SCHEMA}" if "headers" in raw.columns else DECODED_SCHEMA
+    return raw.mapInArrow(partial(decode_batches, des=deserializer, combine=combine), schema)
 
 
-def truncate_marks(good: DataFrame) -> dict[str, bytes]:
-    """topic → sequence of its latest truncate in the batch (few rows: collected)."""
-    rows = good.filter(F.col("__op") == "t").groupBy("topic").agg(F.max("__seq").alias("seq")).collect()
-    return {r["topic"]: bytes(r["seq"]) for r in rows}
+def truncate_marks(loose: Sequence[Row]) -> dict[str, bytes]:
+    """topic → sequence of its latest truncate in the batch (from the collected keyless rows)."""
+    marks: dict[str, bytes] = {}
+    for r in loose:
+        if r["__op"] == "t" and r["__error"] is None:
+            seq = bytes(r["__seq"])
+            marks[r["topic"]] = max(marks.get(r["topic"], seq), seq)
+    return marks
 
 
 def latest_per_key(good: DataFrame, truncates: dict[str, bytes]) -> DataFrame:
@@ -36,3 +47,28 @@ def latest_per_key(good: DataFrame, truncates: dict[str, bytes]) -> DataFrame:
         changes = changes.filter(~((F.col("topic") == topic) & (F.col("__seq") < F.lit(seq))))
     w = Window.partitionBy("topic", "key").orderBy(F.col("__seq").desc(), F.col("offset").desc())
     return changes.withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") == 1).drop("_rn")
+
+
+def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
+    """`latest_per_key` in Arrow, for rows already collected on the driver.
+
+    Delta and Iceberg commit on the driver, so their winners are collected anyway. The
+    source tasks already kept each key's latest event per partition; what is left is the
+    reduction across partitions, cheaper here than a Spark shuffle plus a sort.
+    """
+    for topic, seq in truncates.items():
+        rows = rows.filter(pc.invert(pc.and_(pc.equal(rows["topic"], topic), pc.less(rows["__seq"], seq))))
+    if rows.num_rows < 2:
+        return rows
+    order = pc.sort_indices(
+        rows.select(["topic", "key", "__seq", "offset"]),
+        sort_keys=[("topic", "ascending"), ("key", "ascending"), ("__seq", "descending"), ("offset", "descending")],
+    )
+    topics = rows["topic"].take(order).combine_chunks()
+    keys = rows["key"].take(order).combine_chunks()
+    n = len(keys)
+    same = pc.and_(
+        pc.equal(topics.slice(1), topics.slice(0, n - 1)), pc.equal(keys.slice(1), keys.slice(0, n - 1))
+    )
+    first = pa.concat_arrays([pa.array([True]), pc.invert(pc.fill_null(same, False))])
+    return rows.take(order.filter(first))

@@ -14,18 +14,20 @@ A replayed batch changes nothing: every statement is guarded by the sequence.
 from __future__ import annotations
 
 import io
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
 from psycopg import sql
 
-from cdc_spark.apply.arrowutil import by_topic
+from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import SchemaEvolutionError
 from cdc_spark.decode.flatten import FlatBatch, flatten
+from cdc_spark.decode.schemas import restore
 
 TOMBSTONE_SUFFIX = "__tombstones"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
@@ -55,6 +57,11 @@ def pg_type(t: pa.DataType) -> str:
     return "text"
 
 
+def _numeric(t: str) -> tuple[int, int] | None:
+    m = re.fullmatch(r"numeric\((\d+),(\d+)\)", t)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def _fits(existing: str, incoming: str) -> bool:
     if existing == incoming or existing == "text":
         return existing == incoming or incoming == "text"
@@ -62,7 +69,20 @@ def _fits(existing: str, incoming: str) -> bool:
         return _WIDER[incoming] <= _WIDER[existing]
     if existing == "double precision" and incoming in ("real", "smallint", "integer"):
         return True
-    return existing.startswith("numeric") and incoming.startswith("numeric")
+    old, new = _numeric(existing), _numeric(incoming)
+    if old and new:
+        return new[1] == old[1] and new[0] <= old[0]
+    return existing == "numeric" and incoming.startswith("numeric")  # unconstrained numeric takes any
+
+
+def _widens(existing: str, incoming: str) -> bool:
+    """A type change PostgreSQL applies in place without loss (ALTER COLUMN … TYPE)."""
+    if existing in _WIDER and incoming in _WIDER:
+        return _WIDER[incoming] > _WIDER[existing]
+    if existing == "real" and incoming == "double precision":
+        return True
+    old, new = _numeric(existing), _numeric(incoming)
+    return bool(old and new and new[1] == old[1] and new[0] > old[0])
 
 
 class PostgresWriter:
@@ -111,6 +131,8 @@ class PostgresWriter:
                             self.ident(table), sql.Identifier(c), sql.SQL(t)
                         )
                     )
+                elif _widens(existing[c], t):
+                    self._widen(table, c, t, keys)
                 elif not _fits(existing[c], t):
                     raise SchemaEvolutionError(f"{self.config.schema}.{table}", c, existing[c], t)
             if self.config.delete_mode == "hard":
@@ -125,6 +147,16 @@ class PostgresWriter:
                         sql.SQL(", ").join(map(sql.Identifier, keys)),
                     )
                 )
+
+    def _widen(self, table: str, column: str, wider: str, keys: list[str]) -> None:
+        """int → bigint, real → double precision, numeric(p,s) → numeric(p2,s): in place, keys too."""
+        tombs = table + TOMBSTONE_SUFFIX
+        for name in [table] + ([tombs] if column in keys and self._columns(tombs) else []):
+            self.conn.execute(
+                sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {}").format(
+                    self.ident(name), sql.Identifier(column), sql.SQL(wider)
+                )
+            )
 
     def truncate(self, table: str, seq: bytes) -> None:
         if self._columns(table):
@@ -194,7 +226,7 @@ def _copy(conn: psycopg.Connection, data: pa.Table) -> None:
     arrays = []
     for col in data.columns:
         if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
-            col = pa.array([None if b is None else "\\x" + b.hex() for b in col.to_pylist()], pa.string())
+            col = bytea_text(col)
         arrays.append(col)
     buf = io.BytesIO()
     pacsv.write_csv(
@@ -207,12 +239,14 @@ def _copy(conn: psycopg.Connection, data: pa.Table) -> None:
         cp.write(buf.getvalue())
 
 
-def apply_partition(batches: Iterator[pa.RecordBatch], config: SinkConfig) -> Iterator[pa.RecordBatch]:
+def apply_partition(
+    batches: Iterator[pa.RecordBatch], config: SinkConfig, schemas: Mapping[int, str] | None = None
+) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: this partition's winners, flattened per topic, upserted; yields counts."""
     received = list(batches)
     topics: list[str] = []
     counts: list[int] = []
-    rows = pa.Table.from_batches(received) if received else None
+    rows = restore(pa.Table.from_batches(received), schemas or {}) if received else None
     if rows is not None and rows.num_rows:
         writer = PostgresWriter(config)
         try:

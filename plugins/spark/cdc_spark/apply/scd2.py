@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 
 from cdc_spark.apply.arrowutil import for_lake
-from cdc_spark.apply.config import SinkConfig
+from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.evolution import conform
 from cdc_spark.decode.flatten import FlatBatch
 
@@ -51,7 +51,12 @@ class Scd2Delta:
         )
         dt = DeltaTable(path) if DeltaTable.is_deltatable(path) else None
         if dt is None:
-            dt = DeltaTable.create(path, schema=new.schema, mode="ignore")
+            dt = DeltaTable.create(
+                path,
+                schema=new.schema,
+                mode="ignore",
+                partition_by=partition_columns(table, self.config.partition_by, new.schema.names),
+            )
         if (dt.transaction_version(self.config.app_id) or -1) >= batch_id:
             return
         new, added = conform(table, pa.schema(dt.schema().to_arrow()), new)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_spark.decode import sequence
+from cdc_spark.decode import fast, schemas, sequence
 from cdc_spark.decode._json import canonical
 from cdc_spark.decode.deserializer import DeserializeError, Deserializer, JsonDeserializer
 
@@ -21,7 +22,8 @@ OPS = frozenset("curdt")
 SKIPPED_OPS = frozenset("m")  # logical decoding messages carry no row
 DECODED_SCHEMA = (
     "topic string, partition int, offset bigint, raw_key binary, key string, value binary, "
-    "__op string, __seq binary, __source_ts_ms bigint, __deleted boolean, __error string"
+    "__op string, __seq binary, __source_ts_ms bigint, __deleted boolean, __error string, "
+    "schema_id bigint, value_schema string"
 )
 DECODED_ARROW = pa.schema(
     [
@@ -36,6 +38,8 @@ DECODED_ARROW = pa.schema(
         ("__source_ts_ms", pa.int64()),
         ("__deleted", pa.bool_()),
         ("__error", pa.string()),
+        ("schema_id", pa.int64()),  # with latestPerKey: `value` is the payload, see schemas.py
+        ("value_schema", pa.string()),
     ]
 )
 
@@ -95,14 +99,16 @@ def keep_latest(table: pa.Table) -> pa.Table:
     """
     if table.num_rows < 2:
         return table
-    keyed = table.filter(pc.is_valid(table.column("key")))
-    loose = table.filter(pc.is_null(table.column("key")))
-    order = pc.sort_indices(keyed, sort_keys=[("key", "ascending"), ("__seq", "descending"), ("offset", "descending")])
-    keyed = keyed.take(order)
-    keys = keyed.column("key").combine_chunks()
-    first = pc.invert(pc.fill_null(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1)), False))
-    mask = pa.concat_arrays([pa.array([True]), first])
-    return pa.concat_tables([keyed.filter(mask), loose])
+    # Sort and compare only the small columns; the values are copied once, by the final take.
+    order = pc.sort_indices(
+        table.select(["key", "__seq", "offset"]),
+        sort_keys=[("key", "ascending", "at_end"), ("__seq", "descending"), ("offset", "descending")],
+    )
+    keys = table.column("key").take(order).combine_chunks()
+    first = pc.fill_null(pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)), True)
+    keep = pc.or_(pa.concat_arrays([pa.array([True]), first]), pc.is_null(keys))
+    kept = order.filter(keep)
+    return table.take(kept.take(pc.array_sort_indices(kept)))
 
 
 def decode_batches(
@@ -110,41 +116,108 @@ def decode_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The mapInArrow function: source rows in, `DECODED_SCHEMA` rows out.
 
-    `combine=True` holds the partition's events and emits only the latest per key.
+    `combine=True` holds the partition's events and emits only the latest per key, with
+    the schema cut off their values (schemas.py).
     """
-    if combine:
-        decoded = [b for b in decode_batches(batches, des) if b.num_rows]
-        if decoded:
-            yield from keep_latest(pa.Table.from_batches(decoded, schema=DECODED_ARROW)).to_batches()
-        return
     des = des or JsonDeserializer()
+    if not combine:
+        yield from _decode_each(batches, des, None)
+        return
+    texts: dict[int, str] = {}  # schema id → text, for the schemas cut off the values
+    kept = [b for b in _decode_each(batches, des, texts) if b.num_rows]
+    if kept:
+        latest = keep_latest(pa.Table.from_batches(kept, schema=kept[0].schema))
+        yield from schemas.mark_first(latest, texts).to_batches()
+
+
+def _decode_each(
+    batches: Iterator[pa.RecordBatch], des: Deserializer, texts: dict[int, str] | None
+) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        topics = batch.column("topic").to_pylist()
-        keys = batch.column("key").to_pylist()
-        values = batch.column("value").to_pylist()
-        keep: list[int] = []
-        cols: list[list[Any]] = [[] for _ in range(6)]
-        for i, (topic, k, v) in enumerate(zip(topics, keys, values, strict=True)):
-            out = decode_one(des, topic, k, v)
-            if out is None:
-                continue
-            keep.append(i)
-            for c, x in zip(cols, out, strict=True):
-                c.append(x)
-        idx = pa.array(keep, pa.int64())
-        yield pa.RecordBatch.from_arrays(
-            [
-                batch.column("topic").take(idx),
-                batch.column("partition").take(idx),
-                batch.column("offset").take(idx),
-                batch.column("key").take(idx),
-                pa.array(cols[0], pa.string()),
-                batch.column("value").take(idx),
-                pa.array(cols[1], pa.string()),
-                pa.array(cols[2], pa.binary()),
-                pa.array(cols[3], pa.int64()),
-                pa.array(cols[4], pa.bool_()),
-                pa.array(cols[5], pa.string()),
-            ],
-            schema=DECODED_ARROW,
-        )
+        fast = fast_decode(batch, des.schemas_enable, texts) if isinstance(des, JsonDeserializer) else None
+        yield _decode_rows(batch, des) if fast is None else fast
+
+
+def fast_decode(
+    batch: pa.RecordBatch, schemas_enable: bool | None, texts: dict[int, str] | None = None
+) -> pa.RecordBatch | None:
+    """The whole batch in Arrow (fast.py), or None when some record needs the per-record path.
+
+    With `texts`, enveloped values are cut down to their payload and their schema text is
+    recorded there by id (see schemas.py).
+    """
+    cols = fast.decode_events(batch, schemas_enable)
+    if cols is None:
+        return None
+    kept = cols["batch"]
+    n = kept.num_rows
+    value, ids = kept.column("value"), pa.nulls(n, pa.int64())
+    text = schemas.schema_of(cols["prefix"]) if texts is not None else None
+    if text is not None and texts is not None:
+        sid = schemas.schema_id(text)
+        texts[sid] = text
+        value, ids = cols["payload"].cast(pa.binary()), pa.array(np.full(n, sid, np.int64))
+    return _with_headers(
+        [
+            kept.column("topic"),
+            kept.column("partition"),
+            kept.column("offset"),
+            kept.column("key"),
+            cols["key"],
+            value,
+            cols["__op"],
+            cols["__seq"],
+            cols["__source_ts_ms"],
+            cols["__deleted"],
+            pa.nulls(n, pa.string()),
+            ids,
+            pa.nulls(n, pa.string()),
+        ],
+        kept,
+        None,
+    )
+
+
+def _decode_rows(batch: pa.RecordBatch, des: Deserializer) -> pa.RecordBatch:
+    """Record by record: slower, but it names every poison event."""
+    topics = batch.column("topic").to_pylist()
+    keys = batch.column("key").to_pylist()
+    values = batch.column("value").to_pylist()
+    keep: list[int] = []
+    cols: list[list[Any]] = [[] for _ in range(6)]
+    for i, (topic, k, v) in enumerate(zip(topics, keys, values, strict=True)):
+        out = decode_one(des, topic, k, v)
+        if out is None:
+            continue
+        keep.append(i)
+        for c, x in zip(cols, out, strict=True):
+            c.append(x)
+    idx = pa.array(keep, pa.int64())
+    return _with_headers(
+        [
+            batch.column("topic").take(idx),
+            batch.column("partition").take(idx),
+            batch.column("offset").take(idx),
+            batch.column("key").take(idx),
+            pa.array(cols[0], pa.string()),
+            batch.column("value").take(idx),
+            pa.array(cols[1], pa.string()),
+            pa.array(cols[2], pa.binary()),
+            pa.array(cols[3], pa.int64()),
+            pa.array(cols[4], pa.bool_()),
+            pa.array(cols[5], pa.string()),
+            pa.nulls(len(keep), pa.int64()),
+            pa.nulls(len(keep), pa.string()),
+        ],
+        batch,
+        idx,
+    )
+
+
+def _with_headers(arrays: list[pa.Array], raw: pa.RecordBatch, idx: pa.Array | None) -> pa.RecordBatch:
+    """The decoded columns, plus the records' `headers` when the source reads them (includeHeaders)."""
+    if "headers" not in raw.schema.names:
+        return pa.RecordBatch.from_arrays(arrays, schema=DECODED_ARROW)
+    headers = raw.column("headers")
+    arrays.append(headers if idx is None else headers.take(idx))
+    return pa.RecordBatch.from_arrays(arrays, schema=DECODED_ARROW.append(raw.schema.field("headers")))

@@ -32,7 +32,18 @@ class FlatBatch:
 
 
 def flatten(topic: str, winners: pa.Table) -> FlatBatch:
-    """`winners` has the decoded columns (key, value, __op, __seq, __source_ts_ms, __deleted)."""
+    """`winners` has the decoded columns (key, value, __op, __seq, __source_ts_ms, __deleted).
+
+    Enveloped records with plain column types are parsed in Arrow (`columns.py`); anything
+    else (schemaless JSON, nested types) goes row by row.
+    """
+    from cdc_spark.decode.columns import flatten_enveloped
+
+    return flatten_enveloped(topic, winners) or flatten_rows(topic, winners)
+
+
+def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:
+    """The row-by-row flattening: any JSON shape, with or without schemas."""
     cols: dict[str, tuple[pa.DataType | None, Convert]] = {}
     rows: list[dict[str, Any]] = []
     key_columns: list[str] = []

@@ -29,6 +29,7 @@ class SourceOptions:
     decode: str = "none"  # "debezium-json": emit decoded change rows (DECODED_SCHEMA) instead of raw records
     latest_per_key: bool = False  # with decode: only each key's latest event per partition and batch
     schemas_enable: bool | None = None
+    include_headers: bool = False  # a `headers` column, as Spark's Kafka source with includeHeaders=true
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -81,6 +82,7 @@ class SourceOptions:
             decode=decode,
             latest_per_key=latest,
             schemas_enable=None if schemas is None else str(schemas).lower() == "true",
+            include_headers=str(opts.get("includeheaders", "false")).lower() == "true",
         )
 
     def open_log(self) -> TopicLog:

@@ -17,6 +17,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from cdc.log import TopicLog, TopicPartition
+from cdc.log._headers import decode_headers
+from cdc.log.embedded import EmbeddedLog
 from cdc_spark.source import offsets as off
 from cdc_spark.source.options import SourceOptions
 
@@ -32,6 +34,8 @@ ARROW_SCHEMA = pa.schema(
         ("timestamp_ms", pa.int64()),
     ]
 )
+HEADERS_SCHEMA = "headers array<struct<key:string,value:binary>>"
+HEADERS_ARROW = pa.field("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
 _BATCH = 10_000
 
 
@@ -52,11 +56,13 @@ class CdcDataSource(DataSource):
         return "cdc"
 
     def schema(self) -> str:
-        if SourceOptions.parse(self.options).decode != "none":
+        options = SourceOptions.parse(self.options)
+        schema = SCHEMA
+        if options.decode != "none":
             from cdc_spark.decode.events import DECODED_SCHEMA
 
-            return DECODED_SCHEMA
-        return SCHEMA
+            schema = DECODED_SCHEMA
+        return f"{schema}, {HEADERS_SCHEMA}" if options.include_headers else schema
 
     def streamReader(self, schema: Any) -> CdcStreamReader:
         return CdcStreamReader(SourceOptions.parse(self.options))
@@ -164,11 +170,55 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def read_range(r: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
     """Yield the range as Arrow batches (far cheaper than tuples across the Python worker)."""
     log = r.options.open_log()
+    if isinstance(log, EmbeddedLog):
+        return _read_embedded(r, log)
+    return _read_log(r, log)
+
+
+def _read_embedded(r: TopicPartitionRange, log: EmbeddedLog) -> Iterator[pa.RecordBatch]:
+    """The embedded log's rows straight into columns: no per-record objects on the hot path."""
+    with_headers = r.options.include_headers
+    schema = ARROW_SCHEMA.append(HEADERS_ARROW) if with_headers else ARROW_SCHEMA
+    conn = log.connect()
+    # Reads through a memory map skip SQLite's page copies (twice as fast on large values).
+    conn.execute("PRAGMA mmap_size=2147418112")
+    try:
+        position = r.start
+        while position < r.end:
+            rows = conn.execute(
+                f"SELECT offset, timestamp, key, value{', headers' if with_headers else ''} FROM records "
+                "WHERE topic=? AND partition=? AND offset>=? AND offset<? ORDER BY offset LIMIT ?",
+                (r.topic, r.partition, position, r.end, _BATCH),
+            ).fetchall()
+            if not rows:
+                break  # compaction or retention left a gap up to the end mark
+            columns = list(zip(*rows, strict=True))
+            n = len(rows)
+            arrays = [
+                pa.array([r.topic] * n, pa.string()),
+                pa.array([r.partition] * n, pa.int32()),
+                pa.array(columns[0], pa.int64()),
+                pa.array(columns[2], pa.binary()),
+                pa.array(columns[3], pa.binary()),
+                pa.array(columns[1], pa.int64()),
+            ]
+            if with_headers:
+                arrays.append(_headers_array([decode_headers(h) for h in columns[4]]))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+            position = columns[0][-1] + 1
+    finally:
+        conn.close()
+        log.close()
+
+
+def _read_log(r: TopicPartitionRange, log: TopicLog) -> Iterator[pa.RecordBatch]:
     reader = log.reader()
     tp = TopicPartition(r.topic, r.partition)
+    with_headers = r.options.include_headers
+    width = 7 if with_headers else 6
     try:
         reader.assign({tp: r.start})
-        cols: list[list[Any]] = [[] for _ in range(6)]
+        cols: list[list[Any]] = [[] for _ in range(width)]
         timeout = r.options.poll_timeout
         position = r.start
         while position < r.end:
@@ -201,11 +251,25 @@ def read_range(r: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
                 cols[3].append(rec.key)
                 cols[4].append(rec.value)
                 cols[5].append(rec.timestamp)
+                if with_headers:
+                    cols[6].append(rec.headers)
             if len(cols[0]) >= _BATCH:
-                yield pa.RecordBatch.from_arrays(cols, schema=ARROW_SCHEMA)
-                cols = [[] for _ in range(6)]
+                yield _raw_batch(cols)
+                cols = [[] for _ in range(width)]
         if cols[0]:
-            yield pa.RecordBatch.from_arrays(cols, schema=ARROW_SCHEMA)
+            yield _raw_batch(cols)
     finally:
         reader.close()
         log.close()
+
+
+def _headers_array(headers: list[tuple[tuple[str, bytes | None], ...]]) -> pa.Array:
+    return pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], HEADERS_ARROW.type)
+
+
+def _raw_batch(cols: list[list[Any]]) -> pa.RecordBatch:
+    arrays = [pa.array(c, f.type) for c, f in zip(cols[:6], ARROW_SCHEMA, strict=True)]
+    if len(cols) > 6:
+        arrays.append(_headers_array(cols[6]))
+        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA.append(HEADERS_ARROW))
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)

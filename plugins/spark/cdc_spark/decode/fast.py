@@ -1,0 +1,221 @@
+"""Vectorized decoding: a whole Arrow batch of JsonConverter records parsed in Arrow's C++.
+
+Records of one topic repeat the same schema text byte for byte, so the payloads are cut
+out of the values with Arrow string kernels, joined into newline-delimited JSON and read
+by `pyarrow.json` with an explicit schema. Per-record Python runs only for the distinct
+keys (their canonical text). Anything unusual (malformed JSON, an unknown op, a missing
+key, a second schema, a type the reader cannot convert) makes these functions return
+None, and the caller decodes that batch record by record, which names the poison event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from cdc_spark.decode._json import canonical, loads
+from cdc_spark.decode.envelope import EnvelopeReader
+
+_SOURCE = pa.struct(
+    [
+        ("file", pa.string()),
+        ("pos", pa.int64()),
+        ("event", pa.int64()),
+        ("row", pa.int64()),
+        ("lsn", pa.int64()),
+        ("lsn_commit", pa.int64()),
+        ("sequence", pa.string()),
+        ("ts_ms", pa.int64()),
+    ]
+)
+# Only what ordering needs; `after: struct<>` tells an object from null without parsing it.
+EVENT_SCHEMA = pa.schema([("op", pa.string()), ("source", _SOURCE), ("after", pa.struct([]))])
+_FAST_OPS = pa.array(["c", "u", "r", "d", "m"])
+# A key like {"id":42} or {"code":"a-1"}: its JSON text is what `canonical` would write.
+_ONE_PLAIN_FIELD = r'^\{"[A-Za-z0-9_$]+":(-?(0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*")\}$'
+
+
+def read_ndjson(payloads: pa.Array, schema: pa.Schema) -> pa.Table | None:
+    """One JSON object per element → a table of `schema`, or None if any element does not fit."""
+    if len(payloads) == 0 or payloads.null_count:
+        return None
+    try:
+        lines = pc.binary_join_element_wise(payloads.view(pa.string()), "", "\n")
+    except pa.ArrowInvalid:
+        return None
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, len(lines) + 1, lines.offset * 4)
+    data = lines.buffers()[2][offsets[0] : offsets[-1]]
+    try:
+        table = pajson.read_json(
+            pa.BufferReader(data),
+            read_options=pajson.ReadOptions(use_threads=False, block_size=max(1 << 20, data.size + 1)),
+            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
+        return None
+    return table if table.num_rows == len(payloads) else None
+
+
+def _prefix_of(sample: bytes) -> bytes | None:
+    """The schema prefix `{"schema":…,"payload":` of an enveloped record, learned from one full parse."""
+    reader = EnvelopeReader()
+    try:
+        enveloped, _, _ = reader.read(sample)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return reader._prefix if enveloped else b""
+
+
+def payloads(values: pa.Array, schemas_enable: bool | None) -> pa.Array | None:
+    """The payload of every record when all share the first one's envelope (or none has one)."""
+    split = split_envelopes(values, schemas_enable)
+    return None if split is None else split[1]
+
+
+def split_envelopes(values: pa.Array, schemas_enable: bool | None) -> tuple[bytes, pa.Array] | None:
+    """(the shared `{"schema":…,"payload":` prefix or b"", the payloads), or None."""
+    if len(values) == 0 or values.null_count:
+        return None
+    prefix = _prefix_of(values[0].as_py())
+    if prefix is None or (schemas_enable is True and not prefix) or (schemas_enable is False and prefix):
+        return None
+    if not prefix:
+        return prefix, values
+    try:
+        text = values.cast(pa.string())
+    except pa.ArrowInvalid:  # not UTF-8: the per-record path names the record
+        return None
+    same = pc.and_(pc.starts_with(text, prefix.decode()), pc.ends_with(text, "}"))
+    if not pc.all(same).as_py():
+        return None
+    return prefix, pc.binary_slice(values, len(prefix), -1)
+
+
+def canonical_keys(keys: pa.Array, schemas_enable: bool | None) -> pa.Array | None:
+    """The grouping text of each key (sorted-field JSON), computed once per distinct key."""
+    body = payloads(keys, schemas_enable)
+    if body is None:
+        return None
+    text = body.cast(pa.string())
+    plain = pc.match_substring_regex(text, _ONE_PLAIN_FIELD)
+    if pc.all(plain).as_py():
+        return text  # already canonical: one field, an integer or an escape-free string
+    encoded = body.dictionary_encode()
+    texts: list[str] = []
+    for raw in encoded.dictionary.to_pylist():
+        try:
+            key = loads(raw)
+        except ValueError:
+            return None
+        if key is None:
+            return None
+        texts.append(canonical(key))
+    return pa.DictionaryArray.from_arrays(encoded.indices, pa.array(texts, pa.string())).cast(pa.string())
+
+
+def _pack(fields: list[pa.Array]) -> pa.Array:
+    """Four unsigned 64-bit columns → the 32-byte big-endian `__seq` (see sequence.py)."""
+    n = len(fields[0])
+    packed = np.empty((n, 4), dtype=">u8")
+    for i, f in enumerate(fields):
+        packed[:, i] = f.to_numpy(zero_copy_only=False)
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), n, [None, pa.py_buffer(packed.tobytes())])
+    return fixed.cast(pa.binary())
+
+
+def _pg_positions(source: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
+    """(commit LSN, LSN) per row; Debezium's `sequence` text ["commit","lsn"] overrides both."""
+    lsn = source.field("lsn")
+    commit = pc.coalesce(source.field("lsn_commit"), lsn)
+    seq = source.field("sequence")
+    if seq.null_count == len(seq):
+        return (commit, lsn) if lsn.null_count == 0 else None
+    commits, lsns = commit.to_pylist(), lsn.to_pylist()
+    for i, text in enumerate(seq.to_pylist()):
+        if not text:
+            continue
+        try:
+            pair = loads(text)
+            if isinstance(pair, list) and len(pair) == 2:
+                if pair[0] is not None:
+                    commits[i] = int(pair[0])
+                if pair[1] is not None:
+                    lsns[i] = int(pair[1])
+        except (ValueError, TypeError):
+            return None
+    if any(x is None for x in lsns):
+        return None
+    return pa.array([c if c is not None else x for c, x in zip(commits, lsns, strict=True)], pa.int64()), pa.array(
+        lsns, pa.int64()
+    )
+
+
+def sequences(source: pa.StructArray) -> pa.Array | None:
+    """`__seq` of every event (sequence.from_source, vectorized); None if any row needs the slow path."""
+    if source.null_count:
+        return None
+    is_pg = pc.or_(pc.is_valid(source.field("lsn")), pc.is_valid(source.field("sequence")))
+    if pc.all(is_pg).as_py():
+        pos = _pg_positions(source)
+        if pos is None:
+            return None
+        zero = pa.array(np.zeros(len(source), np.int64))
+        fields = [pos[0], pos[1], zero, zero]
+    elif not pc.any(is_pg).as_py():
+        file_no = pc.struct_field(pc.extract_regex(source.field("file"), r"(?P<n>\d+)$"), [0])
+        if pc.any(pc.is_null(file_no)).as_py() or source.field("pos").null_count:
+            return None
+        fields = [
+            file_no.cast(pa.int64()),
+            source.field("pos"),
+            pc.fill_null(source.field("event"), 0),
+            pc.fill_null(source.field("row"), 0),
+        ]
+    else:
+        return None  # MySQL and PostgreSQL events in one batch: let the per-record path decide
+    if any(pc.any(pc.less(f, 0)).as_py() for f in fields):
+        return None
+    return _pack(fields)
+
+
+def decode_events(batch: pa.RecordBatch, schemas_enable: bool | None) -> dict[str, Any] | None:
+    """Columns of the decoded rows of a raw batch (see events.DECODED_SCHEMA), or None."""
+    batch = batch.filter(pc.is_valid(batch.column("value")))  # Kafka tombstones are not changes
+    if batch.num_rows == 0:
+        return None
+    split = split_envelopes(batch.column("value"), schemas_enable)
+    events = None if split is None else read_ndjson(split[1], EVENT_SCHEMA)
+    if split is None or events is None:
+        return None
+    prefix, body = split
+    op = events.column("op").combine_chunks()
+    if op.null_count or not pc.all(pc.is_in(op, _FAST_OPS)).as_py():
+        return None
+    keep = pc.not_equal(op, "m")
+    if not pc.all(keep).as_py():
+        batch, events, op, body = batch.filter(keep), events.filter(keep), op.filter(keep), body.filter(keep)
+        if batch.num_rows == 0:
+            return None
+    deleted = pc.equal(op, "d")
+    has_row = pc.is_valid(events.column("after").combine_chunks())
+    if not pc.all(pc.or_(deleted, has_row)).as_py():
+        return None
+    raw_key = batch.column("key")
+    keys = canonical_keys(raw_key, schemas_enable)
+    seq = sequences(events.column("source").combine_chunks())
+    if keys is None or seq is None:
+        return None
+    return {
+        "batch": batch,
+        "prefix": prefix,
+        "payload": body,
+        "key": keys,
+        "__op": op,
+        "__seq": seq,
+        "__source_ts_ms": pc.struct_field(events.column("source").combine_chunks(), [7]),
+        "__deleted": deleted,
+    }
