@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint
+.PHONY: install test lint demo
 
 # In-tree plugins are installed editable so their tests import them; plugins/file is not:
 # the plugin.path tests install it the way a user drops it in.
@@ -17,8 +17,14 @@ $(BIN)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
 
 install: $(BIN)/.installed
 
+# Two pytest workers, a test file each at a time: most tests wait on servers, Spark or a
+# subprocess, so two files in flight use the 2 cores far better than one.
 test: install
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: install
 	$(BIN)/ruff check .
+
+# The README's one-command demo: a private MariaDB shop streamed into Delta tables in ./lake.
+demo: install
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python examples/demo/run.py

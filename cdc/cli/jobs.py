@@ -1,4 +1,4 @@
-"""Job commands: `cdc validate job.yaml` (more arrive with `cdc run`)."""
+"""Job commands: `cdc validate`, `cdc run` and `cdc status`, each on a job .yaml."""
 
 from __future__ import annotations
 
@@ -65,3 +65,29 @@ def run(job_file: str, until_caught_up: bool) -> None:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         sys.exit(runner.run())
+
+
+@click.command("status")
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the table.")
+def status(job_file: str, as_json: bool) -> None:
+    """Show where a job stands, per table: snapshot progress, events in the log, what the
+    sink has applied (and up to which source position), and end-to-end lag.
+
+    Reads only what the job persists (lock, status and offset topics, the log, the Spark
+    checkpoint), so it works while `cdc run` runs in another process, and after it stopped.
+    Lag is the age of the oldest change the sink has not applied yet; 0 means caught up.
+    """
+    import json
+
+    from cdc.cli._common import friendly_errors
+    from cdc.jobs.load import load_job
+    from cdc.jobs.status import collect, render
+
+    with friendly_errors():
+        result = collect(load_job(job_file, inspect_only=True))
+        if as_json:
+            click.echo(json.dumps(result.to_json(), default=str))
+        else:
+            for line in render(result):
+                click.echo(line)

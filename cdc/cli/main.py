@@ -6,32 +6,47 @@ offending key; runtime failures exit with status 1.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import click
 
 from cdc import __version__
-from cdc.cli._common import decode_bytes, echo_json, env_default, fail, friendly_errors, load_worker, setup_logging
-from cdc.cli.jobs import run, validate
+from cdc.cli._common import (
+    EXIT_RUNTIME,
+    decode_bytes,
+    echo_json,
+    env_default,
+    fail,
+    friendly_errors,
+    load_worker,
+    setup_logging,
+)
+from cdc.cli.jobs import run, status, validate
+from cdc.cli.verify import verify
 from cdc.config.files import load_connector_config
+from cdc.jobs.load import load_job
+from cdc.jobs.spec import JobSpec
 from cdc.log.base import TopicPartition
 from cdc.rest.server import RestBindError, RestServer
 from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
 from cdc.runtime.transport import cluster_id, open_log, open_offset_store, open_status_store
 from cdc.runtime.worker import Worker
-from cdc.storage.offsets import describe_offsets
+from cdc.runtime.worker_config import WorkerConfig
+from cdc.storage.offsets import OffsetBackingStore, describe_offsets
 
 WORKER_OPTION = click.option(
     "--worker",
     "worker_path",
-    required=True,
     type=click.Path(dir_okay=False),
-    help="Worker .properties file whose transport and stores to use.",
+    help="A worker .properties file whose transport and stores to use (instead of a job file).",
 )
 
 
@@ -173,28 +188,52 @@ def plugins_list(plugin_path: tuple[str, ...], worker_path: str | None, as_json:
             click.echo(f"warning: {err.location}: {err.entry_point} {err.message}".replace("  ", " "), err=True)
 
 
-# -- topics ----------------------------------------------------------------------------------
+# -- topics ---------------------------------------------------------------------------------
+def _open_target(job_file: str | None, worker_path: str | None) -> tuple[WorkerConfig, JobSpec | None]:
+    """The transport of a job file or of a worker .properties file (exactly one of them)."""
+    if (job_file is None) == (worker_path is None):
+        fail("give a job file (cdc … JOB_FILE) or --worker WORKER_PROPERTIES, exactly one of them")
+    if job_file is not None:
+        job = load_job(job_file, inspect_only=True)
+        return WorkerConfig(job.worker_config()), job
+    assert worker_path is not None
+    return load_worker(worker_path)[0], None
+
+
+def _split_topic_args(args: tuple[str, ...], worker_path: str | None) -> tuple[str | None, str]:
+    want = 1 if worker_path else 2
+    if len(args) != want:
+        fail("usage: cdc topics read JOB_FILE TOPIC, or cdc topics read --worker WORKER_PROPERTIES TOPIC")
+    return (None, args[0]) if worker_path else (args[0], args[1])
+
+
 @cli.group()
 def topics() -> None:
-    """List and read the topics of a worker's transport."""
+    """List and read the topics of a job's (or a worker's) transport."""
 
 
 @topics.command("list")
+@click.argument("job_file", required=False, type=click.Path(dir_okay=False))
 @WORKER_OPTION
-def topics_list(worker_path: str) -> None:
-    """Print each topic with its partition count and end offsets."""
+def topics_list(job_file: str | None, worker_path: str | None) -> None:
+    """Print each topic with its partition count and record count.
+
+    JOB_FILE is a job .yaml (its transport and state.dir are used); or give --worker with a
+    worker .properties file instead.
+    """
     with friendly_errors():
-        config, _ = load_worker(worker_path)
+        config, _ = _open_target(job_file, worker_path)
         with open_log(config) as log_:
             for name, desc in sorted(log_.list_topics().items()):
-                ends = log_.end_offsets([TopicPartition(name, p) for p in range(desc.partitions)])
-                total = sum(ends.values())
-                click.echo(f"{name}\tpartitions={desc.partitions}\tend_offsets={total}")
+                tps = [TopicPartition(name, p) for p in range(desc.partitions)]
+                ends, begins = log_.end_offsets(tps), log_.beginning_offsets(tps)
+                records = sum(ends[tp] - begins[tp] for tp in tps)
+                click.echo(f"{name}\tpartitions={desc.partitions}\trecords={records}\tend_offsets={sum(ends.values())}")
 
 
 @topics.command("read")
+@click.argument("args", nargs=-1, metavar="[JOB_FILE] TOPIC")
 @WORKER_OPTION
-@click.argument("topic")
 @click.option("--from-beginning", is_flag=True, help="Start at the earliest offset (default: only new records).")
 @click.option("--max", "max_records", type=click.IntRange(min=1), help="Exit after this many records.")
 @click.option("--partition", type=click.IntRange(min=0), help="Only this partition.")
@@ -208,8 +247,8 @@ def topics_list(worker_path: str) -> None:
     help="With --follow: exit when no record arrives for this long.",
 )
 def topics_read(
-    worker_path: str,
-    topic: str,
+    args: tuple[str, ...],
+    worker_path: str | None,
     from_beginning: bool,
     max_records: int | None,
     partition: int | None,
@@ -218,15 +257,18 @@ def topics_read(
 ) -> None:
     """Print records as JSON lines: {topic, partition, offset, key, value, headers, timestamp}.
 
-    Keys, values and header values are decoded as JSON where they are JSON, else as text
-    (binary data as {"base64": ...}).
+    `cdc topics read JOB_FILE TOPIC` reads the job's transport; `cdc topics read --worker
+    WORKER_PROPERTIES TOPIC` a worker's. Keys, values and header values are decoded as JSON
+    where they are JSON, else as text (binary data as {"base64": ...}).
     """
     with friendly_errors():
-        config, _ = load_worker(worker_path)
+        job_file, topic = _split_topic_args(args, worker_path)
+        config, _ = _open_target(job_file, worker_path)
         follow = (not from_beginning) if follow is None else follow
         with open_log(config) as log_:
             if log_.describe_topic(topic) is None:
-                fail(f"topic {topic!r} does not exist in the {config.transport} transport; see `cdc topics list`")
+                where = f"cdc topics list {job_file}" if job_file else f"cdc topics list --worker {worker_path}"
+                fail(f"topic {topic!r} does not exist in the {config.transport} transport; see `{where}`")
             tps = log_.partitions(topic)
             if partition is not None:
                 if partition >= len(tps):
@@ -274,31 +316,76 @@ def topics_read(
 # -- offsets ---------------------------------------------------------------------------------
 @cli.group()
 def offsets() -> None:
-    """Inspect stored source offsets."""
+    """Inspect and reset stored source offsets."""
+
+
+@contextlib.contextmanager
+def _offset_store(config: WorkerConfig) -> Iterator[OffsetBackingStore | None]:
+    """The started offset store, or None when its topic does not exist yet (nothing stored)."""
+    with open_log(config) as log_:
+        store = open_offset_store(config, log_)
+        if hasattr(store, "refresh") and log_.describe_topic(config.get("offset.storage.topic")) is None:
+            yield None
+            return
+        store.start()
+        try:
+            yield store
+        finally:
+            store.stop()
 
 
 @offsets.command("show")
+@click.argument("job_file", required=False, type=click.Path(dir_okay=False))
 @WORKER_OPTION
-@click.option("--connector", help="Only this connector's offsets.")
-def offsets_show(worker_path: str, connector: str | None) -> None:
-    """Print each stored offset as JSON: {connector, partition, offset, key}."""
+@click.option("--connector", help="Only this connector's offsets (a job's own connector by default).")
+def offsets_show(job_file: str | None, worker_path: str | None, connector: str | None) -> None:
+    """Print each stored offset as JSON: {connector, partition, offset, key}.
+
+    JOB_FILE is a job .yaml; or give --worker with a worker .properties file instead.
+    """
     with friendly_errors():
-        config, _ = load_worker(worker_path)
-        with open_log(config) as log_:
-            store = open_offset_store(config, log_)
-            if hasattr(store, "refresh") and log_.describe_topic(config.get("offset.storage.topic")) is None:
+        config, job = _open_target(job_file, worker_path)
+        connector = connector or (job.name if job else None)
+        with _offset_store(config) as store:
+            for row in describe_offsets(store) if store is not None else []:
+                if connector is None or row["connector"] == connector:
+                    echo_json(row)
+
+
+@offsets.command("reset")
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def offsets_reset(job_file: str, yes: bool) -> None:
+    """Forget a job's source offsets, so its next run starts over (with a new snapshot).
+
+    Only while the job is stopped: a running `cdc run` holds the job's lock and the reset
+    refuses. Like Kafka Connect's DELETE /connectors/{name}/offsets, the offsets are
+    tombstoned in the offset topic; the events already in the log and the sink's tables stay,
+    and the new snapshot's rows overwrite them (they rank after everything applied before).
+    """
+    from cdc.jobs.lock import JobLock
+
+    with friendly_errors():
+        job = load_job(job_file, inspect_only=True)
+        config = WorkerConfig(job.worker_config())
+        with JobLock(config.get("state.dir"), job.name).acquire("reset its offsets"), _offset_store(config) as store:
+            rows = [r for r in describe_offsets(store) if r["connector"] == job.name] if store is not None else []
+            if not rows:
+                click.echo(f"{job.name}: no stored offsets; nothing to reset")
                 return
-            store.start()
-            try:
-                for row in describe_offsets(store):
-                    if connector is None or row["connector"] == connector:
-                        echo_json(row)
-            finally:
-                store.stop()
+            for row in rows:
+                click.echo(f"{job.name}: {json.dumps(row['partition'])} → {json.dumps(row['offset'])}")
+            if not yes and not click.confirm(f"reset {len(rows)} offset(s) of job {job.name!r}?", err=True):
+                fail("not reset", EXIT_RUNTIME)
+            assert store is not None
+            store.set({row["key"].encode(): None for row in rows})
+            click.echo(f"{job.name}: {len(rows)} offset(s) reset; the next `cdc run {job_file}` starts over")
 
 
 cli.add_command(validate)
 cli.add_command(run)
+cli.add_command(status)
+cli.add_command(verify)
 
 
 def main() -> None:

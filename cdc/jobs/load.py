@@ -112,16 +112,19 @@ def _schema_message(error: jsonschema.ValidationError) -> tuple[tuple[str | int,
     return path, error.message
 
 
-def _resolve_providers(data: Any, path: tuple[str | int, ...], transformer: ConfigTransformer, out: _Collector) -> Any:
+def _resolve_providers(
+    data: Any, path: tuple[str | int, ...], transformer: ConfigTransformer, out: _Collector, lenient: bool = False
+) -> Any:
     if isinstance(data, dict):
-        return {k: _resolve_providers(v, (*path, k), transformer, out) for k, v in data.items()}
+        return {k: _resolve_providers(v, (*path, k), transformer, out, lenient) for k, v in data.items()}
     if isinstance(data, list):
-        return [_resolve_providers(v, (*path, i), transformer, out) for i, v in enumerate(data)]
+        return [_resolve_providers(v, (*path, i), transformer, out, lenient) for i, v in enumerate(data)]
     if isinstance(data, str) and "${" in data:
         try:
             return transformer.transform({"value": data}).data["value"]
         except ConfigException as e:
-            out.add(path, str(e).removeprefix("value: "))
+            if not (lenient and path[:1] == ("source",)):
+                out.add(path, str(e).removeprefix("value: "))
     return data
 
 
@@ -162,6 +165,23 @@ def _check_dsn(job: dict[str, Any], out: _Collector) -> None:
         out.add(("sink", "dsn"), f"not a valid PostgreSQL DSN ({str(e).strip()}); e.g. postgresql://user@host:5432/db")
 
 
+def _check_sink(job: dict[str, Any], out: _Collector) -> None:
+    """The Spark sink's own checks (tolerance without a dead-letter target, partitioning a
+    target that cannot be partitioned, …) at validate time rather than mid-run."""
+    try:
+        from cdc_spark.apply.config import SinkConfig
+        from cdc_spark.apply.errors import SinkConfigError
+    except ImportError:
+        return  # no Spark plugin here: `cdc run` reports that itself
+    from cdc.jobs.run import sink_config
+
+    spec = JobSpec(job["name"], job["source"], [], job.get("transport") or {}, job["sink"], job.get("spark") or {})
+    try:
+        SinkConfig.parse(sink_config(spec))
+    except (SinkConfigError, ConfigException) as e:
+        out.add(("sink",), str(e))
+
+
 def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
     from cdc.runtime.plugins import CONNECTOR_KINDS
     from cdc.runtime.validation import ConnectorValidator
@@ -197,8 +217,15 @@ def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
 
 
 def validate_job_text(
-    text: str, filename: str = "job.yaml", check_connectivity: bool = True, registry: Any = None
+    text: str,
+    filename: str = "job.yaml",
+    check_connectivity: bool = True,
+    registry: Any = None,
+    inspect_only: bool = False,
 ) -> tuple[JobSpec | None, list[JobProblem]]:
+    """The job and its problems. `inspect_only` is for commands that read the job's state
+    (status, offsets, topics): they never touch the database, so unresolved ${…} in `source`
+    and the connector's own config checks do not stop them."""
     try:
         data, lines = _parse(text)
     except yaml.YAMLError as e:
@@ -210,7 +237,7 @@ def validate_job_text(
     if not isinstance(data, dict):
         return None, [JobProblem((), "a job must be a YAML mapping with name, source and sink", 1)]
     with ConfigTransformer.from_worker_config({}) as transformer:
-        data = _resolve_providers(data, (), transformer, out)
+        data = _resolve_providers(data, (), transformer, out, lenient=inspect_only)
     validator = jsonschema.Draft202012Validator(job_schema())
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         if error.validator in ("if", "allOf"):
@@ -219,6 +246,8 @@ def validate_job_text(
         out.add(path, message)
     _check_dsn(data, out)
     if not out.problems:
+        _check_sink(data, out)
+    if not out.problems and not inspect_only:
         if registry is None:
             from cdc.runtime.plugins import PluginRegistry
 
@@ -241,13 +270,15 @@ def validate_job_text(
     )
 
 
-def load_job(path: str | Path, check_connectivity: bool = False, registry: Any = None) -> JobSpec:
+def load_job(
+    path: str | Path, check_connectivity: bool = False, registry: Any = None, inspect_only: bool = False
+) -> JobSpec:
     p = Path(path)
     try:
         text = p.read_text()
     except OSError as e:
         raise ConfigException(f"{path}: cannot read the job file ({e.strerror}); check the path") from None
-    job, problems = validate_job_text(text, str(path), check_connectivity, registry)
+    job, problems = validate_job_text(text, str(path), check_connectivity, registry, inspect_only)
     if problems:
         raise JobError(str(path), problems)
     assert job is not None

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.api.errors import ConfigException, ConnectException
+from cdc.jobs.lock import JobLock
 from cdc.jobs.spec import JobSpec
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
@@ -103,6 +104,16 @@ def data_topic_pattern(prefix: str) -> str:
     return re.escape(prefix) + r"\.[^.]+\.[^.]+"
 
 
+def checkpoint_dir(job: JobSpec) -> str:
+    """The Spark checkpoint of the job's sink query (`spark.checkpoint`, else under state.dir)."""
+    given = (job.spark or {}).get("checkpoint")
+    return os.path.abspath(given or os.path.join(job.worker_config()["state.dir"], "spark-checkpoints", job.name))
+
+
+def topic_prefix(job: JobSpec) -> str:
+    return str(job.source.get("topic.prefix") or job.source.get("database.server.name") or job.name)
+
+
 def sink_config(job: JobSpec) -> dict[str, Any]:
     s = job.sink
     conf: dict[str, Any] = {"target": s["type"], "app.id": f"cdc-{job.name}"}
@@ -123,8 +134,16 @@ def sink_config(job: JobSpec) -> dict[str, Any]:
         conf["errors.tolerance"] = s["errors.tolerance"]
     if "errors.deadletter.table" in s:
         conf["errors.deadletterqueue.path"] = s["errors.deadletter.table"]
+    if "errors.deadletterqueue.topic.name" in s:
+        conf["errors.deadletterqueue.topic.name"] = s["errors.deadletterqueue.topic.name"]
+        conf["errors.deadletterqueue.context.headers.enable"] = str(
+            s.get("errors.deadletterqueue.context.headers.enable", False)
+        ).lower()
     conf["truncate.enabled"] = str(s.get("truncate", "apply") == "apply").lower()
     tables = job.tables
+    prefix = topic_prefix(job)
+    conf["table.names"] = {f"{prefix}.{t.source}": t.target for t in tables if t.target}
+    conf["partition.by"] = {f"{prefix}.{t.source}": list(t.partition_by) for t in tables if t.partition_by}
     for attr, key in (("mode", "mode"), ("delete_mode", "delete.mode")):
         values = {getattr(t, attr) for t in tables}
         if len(values) > 1:
@@ -174,8 +193,7 @@ class JobRunner:
 
     def _source(self) -> dict[str, str]:
         worker = self.job.worker_config()
-        prefix = self.job.source.get("topic.prefix") or self.job.source.get("database.server.name") or self.job.name
-        src = {"transport": worker["transport"], "topic.pattern": data_topic_pattern(str(prefix))}
+        src = {"transport": worker["transport"], "topic.pattern": data_topic_pattern(topic_prefix(self.job))}
         if worker["transport"] == "embedded":
             src["state.dir"] = os.path.abspath(worker["state.dir"])
         else:
@@ -186,13 +204,15 @@ class JobRunner:
         return src
 
     def _checkpoint(self) -> str:
-        given = (self.job.spark or {}).get("checkpoint")
-        state = self.job.worker_config()["state.dir"]
-        return os.path.abspath(given or os.path.join(state, "spark-checkpoints", self.job.name))
+        return checkpoint_dir(self.job)
 
     def run(self) -> int:
         connector = self._connector_config()
         sink = sink_config(self.job)
+        with JobLock(self.job.worker_config()["state.dir"], self.job.name).acquire("start it again"):
+            return self._run(connector, sink)
+
+    def _run(self, connector: dict[str, str], sink: dict[str, Any]) -> int:
         config = WorkerConfig(self.job.worker_config())
         log_ = open_log(config)
         worker = Worker(
@@ -247,6 +267,7 @@ class JobRunner:
                 processing_time=processing or "2 seconds",
                 name=self.job.name,
             )
+            self.progress(f"sink query started: {sink['target']}, checkpoint {self._checkpoint()}")
             while not self.stop_requested.is_set():
                 if query.awaitTermination(1):
                     break

@@ -98,7 +98,14 @@ class JobSpec:
     def worker_config(self) -> dict[str, str]:
         """Worker properties for the job's transport."""
         t = self.transport
-        props = {"transport": self.transport_type, "state.dir": _str(t.get("state.dir", ".cdc"))}
+        props = {
+            "transport": self.transport_type,
+            "state.dir": _str(t.get("state.dir", ".cdc")),
+            # Kafka's JsonConverter writes a column's DEFAULT in place of a NULL unless told not to
+            # (KIP-581); a lake must get the NULL the database holds.
+            "key.converter.replace.null.with.default": "false",
+            "value.converter.replace.null.with.default": "false",
+        }
         if self.transport_type == "kafka":
             props["bootstrap.servers"] = _str(t["bootstrap.servers"])
             props["offset.storage.topic"] = f"{self.name}-offsets"

@@ -102,7 +102,7 @@ def test_standalone_embedded(plugin_path: Path, tmp_path: Path) -> None:
 
     res = run_cdc("topics", "list", "--worker", wp)
     assert res.returncode == 0, res.stderr
-    assert "lines\tpartitions=1\tend_offsets=500" in res.stdout.splitlines()
+    assert "lines\tpartitions=1\trecords=500\tend_offsets=500" in res.stdout.splitlines()
     assert any(line.startswith("connect-offsets\tpartitions=25") for line in res.stdout.splitlines())
 
     res = run_cdc("topics", "read", "--worker", wp, "lines", "--from-beginning", "--max", "3")

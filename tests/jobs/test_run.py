@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import decimal
+import json
 from pathlib import Path
 
+import pytest
 from deltalake import DeltaTable
 
 from tests.mysql.harness import connector_props
 from tests.support.proc import run_cdc
+
+pytestmark = pytest.mark.slow  # about a minute or more: scheduled first (tests/conftest.py)
 
 
 def _job(tmp_path: Path, mariadb_db) -> Path:
@@ -26,7 +30,7 @@ sink:
   type: delta
   path: {tmp_path / "lake"}
   tables:
-    {mariadb_db.database}.items: {{keys: [id]}}
+    {mariadb_db.database}.items: {{keys: [id], target: items, partition.by: [kind]}}
 spark:
   master: local[2]
 """
@@ -41,14 +45,19 @@ def _source_rows(server) -> dict[int, tuple]:
 
 
 def _lake_rows(tmp_path: Path, db: str) -> dict[int, tuple]:
-    table = DeltaTable(str(tmp_path / "lake" / f"dbserver1_{db}_items"))
+    table = DeltaTable(str(tmp_path / "lake" / "items"))  # the job's `target`
+    assert table.metadata().partition_columns == ["kind"]
     return {r["id"]: (r["name"], r["price"]) for r in table.to_pyarrow_table().to_pylist() if not r["__deleted"]}
 
 
 def test_run_until_caught_up_twice(tmp_path: Path, mariadb_db) -> None:
     with mariadb_db.connect() as conn, conn.cursor() as cur:
-        cur.execute("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DECIMAL(10,2))")
-        cur.execute("INSERT INTO items VALUES " + ", ".join(f"({i}, 'item{i}', {i}.25)" for i in range(1, 51)))
+        cur.execute(
+            "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DECIMAL(10,2), kind CHAR(1))"
+        )
+        cur.execute(
+            "INSERT INTO items VALUES " + ", ".join(f"({i}, 'item{i}', {i}.25, '{'abc'[i % 3]}')" for i in range(1, 51))
+        )
     job = _job(tmp_path, mariadb_db)
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -60,12 +69,23 @@ def test_run_until_caught_up_twice(tmp_path: Path, mariadb_db) -> None:
         cur.execute("UPDATE items SET price = price + 1 WHERE id <= 10")
         cur.execute("DELETE FROM items WHERE id > 40")
         cur.execute("UPDATE items SET id = 100 WHERE id = 20")  # primary-key change
-        cur.execute("INSERT INTO items VALUES (200, 'new', 9.99)")
+        cur.execute("INSERT INTO items VALUES (200, 'new', 9.99, 'a')")
+        cur.execute("UPDATE items SET kind = 'b' WHERE id = 3")  # moves the row to another partition
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     source = _source_rows(mariadb_db)
     assert source[1] == ("item1", decimal.Decimal("2.25")) and 41 not in source
     assert _lake_rows(tmp_path, mariadb_db.database) == source
+
+    # `cdc status` on the real state: everything in the log is applied, and up to where.
+    res = run_cdc("status", str(job), "--json")
+    assert res.returncode == 0, res.stderr
+    status = json.loads(res.stdout)
+    (table,) = status["tables"]
+    assert table["table"] == f"{mariadb_db.database}.items" and table["pending_events"] == 0
+    assert table["applied_events"] == table["log_events"] > 50 and table["lag_ms"] == 0
+    assert table["applied_position"].startswith("mysql-bin.") and status["checkpoint_batch"] == 1
+    assert status["source_offset"]["file"].startswith("mysql-bin.") and not status["running"]
 
 
 def test_run_until_caught_up_from_postgres(tmp_path: Path, postgres_db) -> None:

@@ -67,7 +67,12 @@ def test_good_job_converts_to_connect_configs(tmp_path: Path) -> None:
     c = job.connector_config()
     assert c["name"] == "shop" and c["transforms"] == "route"
     assert c["transforms.route.replacement"] == "lake.$1" and c["count"] == "10"
-    assert job.worker_config() == {"transport": "embedded", "state.dir": ".cdc"}
+    assert job.worker_config() == {
+        "transport": "embedded",
+        "state.dir": ".cdc",
+        "key.converter.replace.null.with.default": "false",
+        "value.converter.replace.null.with.default": "false",
+    }
     assert job.tables[0].keys == ("id",)
 
 
@@ -195,3 +200,35 @@ def test_load_job_raises_first_problem_with_count(tmp_path: Path) -> None:
     f.write_text(GOOD.replace("type: delta", "type: hudi").replace("spark:", "sprak:"))
     with pytest.raises(JobError, match="and 1 more"):
         load_job(f)
+
+
+def test_partitioning_a_target_that_cannot_be_partitioned(tmp_path: Path) -> None:
+    text = GOOD.replace("type: delta\n  path: ./lake", "type: parquet\n  path: ./lake").replace(
+        "      mode: scd1\n", "      mode: scd1\n      partition.by: [day]\n"
+    )
+    line = one_error(tmp_path, text, "--offline")
+    assert "sink: partition.by (" in line and "target=delta" in line
+
+
+def test_tolerating_errors_without_a_dead_letter_target(tmp_path: Path) -> None:
+    text = GOOD.replace("  path: ./lake\n", "  path: ./lake\n  errors.tolerance: all\n")
+    line = one_error(tmp_path, text, "--offline")
+    assert "sink: errors.tolerance=all needs" in line and "errors.deadletterqueue.topic.name" in line
+
+
+def test_dead_letter_topic_and_per_table_options_reach_the_sink(tmp_path: Path) -> None:
+    from cdc.jobs.run import sink_config
+
+    text = GOOD.replace(
+        "  path: ./lake\n",
+        "  path: ./lake\n  errors.tolerance: all\n  errors.deadletterqueue.topic.name: shop-dlq\n"
+        "  errors.deadletterqueue.context.headers.enable: true\n",
+    ).replace("      mode: scd1\n", "      mode: scd1\n      target: orders\n      partition.by: [day]\n")
+    code, lines = run(tmp_path, text, "--offline")
+    assert code == 0, lines
+    conf = sink_config(load_job(tmp_path / "job.yaml"))
+    assert conf["errors.deadletterqueue.topic.name"] == "shop-dlq"
+    assert conf["errors.deadletterqueue.context.headers.enable"] == "true"
+    # The source's topic prefix is the job name here (the generator has no topic.prefix).
+    assert conf["table.names"] == {"shop.shop.orders": "orders"}
+    assert conf["partition.by"] == {"shop.shop.orders": ["day"]}

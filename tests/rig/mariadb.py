@@ -215,14 +215,29 @@ def _container() -> Iterator[MariaDbServer]:
         yield server
 
 
+def local_binaries() -> tuple[str, str] | None:
+    """mariadbd and mariadb-install-db from this machine, if both are installed."""
+    mariadbd, install_db = _binary("mariadbd"), _binary("mariadb-install-db")
+    return (mariadbd, install_db) if mariadbd and install_db else None
+
+
+@contextmanager
+def spawn_local() -> Iterator[MariaDbServer]:
+    """A private server from the local binaries, whatever the environment says (the demo's)."""
+    binaries = local_binaries()
+    if binaries is None:
+        raise RuntimeError("mariadbd/mariadb-install-db not found; install mariadb-server")
+    with _spawn(*binaries) as server:
+        yield server
+
+
 @contextmanager
 def provide() -> Iterator[MariaDbServer]:
     if url := os.environ.get(ENV_URL):
         yield _from_url(url)
         return
-    mariadbd, install_db = _binary("mariadbd"), _binary("mariadb-install-db")
-    if mariadbd and install_db:
-        with _spawn(mariadbd, install_db) as server:
+    if binaries := local_binaries():
+        with _spawn(*binaries) as server:
             yield server
     elif docker_available():
         with _container() as server:

@@ -1,0 +1,300 @@
+"""`cdc status job.yaml`: where a job stands, read from outside the process that runs it.
+
+Everything comes from what the job persists, so it works while `cdc run` runs, after it
+stopped, or after it was killed:
+
+- the job lock (running or not, and the pid);
+- the status topic: the source task's state and its latest metrics (snapshot progress per
+  table, events seen, how far behind the database it is);
+- the offset topic: the source position stored last;
+- the log: events per table topic;
+- the Spark checkpoint: the log offsets of the last batch the sink committed. Spark writes a
+  commit only after the batch is in the target, so "applied" means durable there.
+
+End-to-end lag per table is the age (in source time) of the oldest change in the log that
+the sink has not applied yet: 0 when the sink is caught up with the log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cdc.jobs.lock import JobLock, JobRunningError
+from cdc.jobs.run import checkpoint_dir, data_topic_pattern, topic_prefix
+from cdc.jobs.spec import JobSpec
+from cdc.log.base import LogRecord, TopicLog, TopicPartition
+from cdc.runtime.transport import open_log, open_offset_store, open_status_store
+from cdc.runtime.worker_config import WorkerConfig
+from cdc.storage.offsets import describe_offsets
+
+
+@dataclass
+class TableStatus:
+    table: str
+    topic: str
+    log_events: int = 0
+    applied_events: int = 0
+    pending_events: int = 0
+    applied_position: str | None = None  # the source position of the last applied change
+    lag_ms: int | None = None  # age of the oldest unapplied change; 0 when caught up
+    snapshot_rows: int | None = None
+    snapshot_estimate: int | None = None
+
+
+@dataclass
+class JobStatus:
+    name: str
+    transport: str
+    running: bool
+    pid: int | None = None
+    task_state: str | None = None
+    task_trace: str | None = None
+    source_offset: dict[str, Any] | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics_age_ms: int | None = None
+    checkpoint_batch: int | None = None
+    tables: list[TableStatus] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- the Spark checkpoint ----------------------------------------------------------------------
+def committed_offsets(checkpoint: str | Path) -> tuple[int | None, dict[TopicPartition, int]]:
+    """The last committed batch id and its end offsets (`{topic: {partition: next offset}}`)."""
+    root = Path(checkpoint)
+    commits = [int(p.name) for p in (root / "commits").glob("[0-9]*") if p.name.isdigit()]
+    if not commits:
+        return None, {}
+    batch = max(commits)
+    lines = (root / "offsets" / str(batch)).read_text().splitlines()
+    # Spark's offset log: "v1", the batch metadata, then one JSON line per source.
+    out: dict[TopicPartition, int] = {}
+    for line in lines[2:]:
+        data = json.loads(line) if line.strip() not in ("", "-") else {}
+        for topic, parts in (data or {}).items():
+            for p, o in parts.items():
+                out[TopicPartition(topic, int(p))] = int(o)
+    return batch, out
+
+
+# -- records -------------------------------------------------------------------------------
+def _source_block(record: LogRecord | None) -> dict[str, Any]:
+    if record is None or record.value is None:
+        return {}
+    try:
+        value = json.loads(record.value)
+    except ValueError:
+        return {}
+    if isinstance(value, dict) and "payload" in value and "schema" in value:
+        value = value["payload"]
+    source = value.get("source") if isinstance(value, dict) else None
+    return source if isinstance(source, dict) else {}
+
+
+def _format_lsn(lsn: int) -> str:
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def source_position(source: dict[str, Any]) -> str | None:
+    """`mysql-bin.000003:1547` (MySQL/MariaDB) or `0/1A2B3C4` (PostgreSQL LSN)."""
+    if source.get("file"):
+        return f"{source['file']}:{source.get('pos', 0)}"
+    if source.get("lsn") is not None:
+        return _format_lsn(int(source["lsn"]))
+    return None
+
+
+def _records(log_: TopicLog, tp: TopicPartition, start: int, end: int) -> list[LogRecord]:
+    """The records in [start, end) (fewer where compaction removed some)."""
+    reader = log_.reader()
+    out: list[LogRecord] = []
+    try:
+        reader.assign({tp: start})
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (not out or out[-1].offset < end - 1):
+            batch = reader.poll(end - start, 0.5)
+            out.extend(r for r in batch if r.offset < end)
+            if batch and batch[-1].offset >= end - 1:
+                break
+        return out
+    finally:
+        reader.close()
+
+
+def _last_source(log_: TopicLog, tp: TopicPartition, begin: int, end: int) -> dict[str, Any]:
+    """The `source` block of the last change before `end` (tombstones carry none: look back a little)."""
+    for r in reversed(_records(log_, tp, max(begin, end - 8), end)):
+        if src := _source_block(r):
+            return src
+    return {}
+
+
+# -- collecting ----------------------------------------------------------------------------
+def _table_of(topic: str, prefix: str) -> str:
+    return topic[len(prefix) + 1 :] if topic.startswith(prefix + ".") else topic
+
+
+def _snapshot_counts(metrics: dict[str, Any], table: str) -> tuple[int | None, int | None]:
+    scanned = metrics.get("RowsScanned") or {}
+    estimated = metrics.get("RowsEstimated") or {}
+    return scanned.get(table), estimated.get(table)
+
+
+def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    config = WorkerConfig(job.worker_config())
+    status = JobStatus(job.name, config.transport, running=False)
+    try:
+        JobLock(config.get("state.dir"), job.name).acquire().release()
+    except JobRunningError as e:
+        status.running = True
+        m = re.search(r"pid (\d+)", str(e))
+        status.pid = int(m.group(1)) if m else None
+
+    if config.transport == "embedded" and not (Path(config.get("state.dir")) / "cdc.db").exists():
+        return status  # never ran: no log to open (and opening would create one)
+    with open_log(config) as log_:
+        _collect_stores(job, config, log_, status, now_ms)
+        _collect_tables(job, log_, status, now_ms)
+    return status
+
+
+def _collect_stores(job: JobSpec, config: WorkerConfig, log_: TopicLog, status: JobStatus, now_ms: int) -> None:
+    topics = log_.list_topics()
+    if config.get("offset.storage.topic") in topics or config.transport == "embedded":
+        store = open_offset_store(config, log_)
+        store.start()
+        try:
+            for row in describe_offsets(store):
+                if row["connector"] == job.name:
+                    status.source_offset = row["offset"]
+        finally:
+            store.stop()
+    if config.get("status.storage.topic") in topics or config.transport == "embedded":
+        statuses = open_status_store(config, log_)
+        statuses.start()
+        try:
+            task = statuses.get_task(job.name, 0)
+            if task is not None and status.running:
+                status.task_state = task.state.value
+                status.task_trace = (task.trace or "").strip().splitlines()[-1] if task.trace else None
+            report = statuses.get_task_metrics(job.name, 0)
+            if report is not None:
+                status.metrics = dict(report.metrics)
+                status.metrics_age_ms = max(0, now_ms - report.timestamp) if report.timestamp else None
+        finally:
+            statuses.stop()
+
+
+def _collect_tables(job: JobSpec, log_: TopicLog, status: JobStatus, now_ms: int) -> None:
+    prefix = topic_prefix(job)
+    pattern = re.compile(data_topic_pattern(prefix))
+    batch, applied = committed_offsets(checkpoint_dir(job))
+    status.checkpoint_batch = batch
+    wanted = {t.source for t in job.tables}
+    for topic, desc in sorted(log_.list_topics().items()):
+        if not pattern.fullmatch(topic):
+            continue
+        table = _table_of(topic, prefix)
+        if wanted and table not in wanted:
+            continue
+        tps = [TopicPartition(topic, p) for p in range(desc.partitions)]
+        ends, begins = log_.end_offsets(tps), log_.beginning_offsets(tps)
+        t = TableStatus(table, topic)
+        t.log_events = sum(ends[tp] - begins[tp] for tp in tps)
+        oldest_pending: int | None = None
+        last_applied: dict[str, Any] = {}
+        for tp in tps:
+            done = min(max(applied.get(tp, begins[tp]), begins[tp]), ends[tp])
+            t.applied_events += done - begins[tp]
+            t.pending_events += ends[tp] - done
+            if done > begins[tp]:
+                src = _last_source(log_, tp, begins[tp], done)
+                if src and int(src.get("ts_ms") or 0) >= int(last_applied.get("ts_ms") or 0):
+                    last_applied = src
+            if done < ends[tp]:
+                first = _records(log_, tp, done, done + 1)
+                ts = _source_block(first[0] if first else None).get("ts_ms")
+                if ts is not None:
+                    oldest_pending = int(ts) if oldest_pending is None else min(oldest_pending, int(ts))
+        t.applied_position = source_position(last_applied)
+        if t.pending_events == 0:
+            t.lag_ms = 0
+        elif oldest_pending is not None:
+            t.lag_ms = max(0, now_ms - oldest_pending)
+        t.snapshot_rows, t.snapshot_estimate = _snapshot_counts(status.metrics, table)
+        status.tables.append(t)
+
+
+# -- rendering -----------------------------------------------------------------------------
+def _duration(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{ms} ms"
+    s = ms / 1000
+    return f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def _snapshot_cell(t: TableStatus, metrics: dict[str, Any], offset: dict[str, Any] | None) -> str:
+    if t.snapshot_rows is None:
+        # A later run streams only; its stored offset says the snapshot finished long ago.
+        finished = metrics.get("SnapshotCompleted") or (offset and str(offset.get("snapshot", "false")) == "false")
+        return "done" if finished else "-"
+    est = f"/{t.snapshot_estimate}" if t.snapshot_estimate is not None else ""
+    running = metrics.get("SnapshotRunning") and not metrics.get("SnapshotCompleted")
+    return f"{'running' if running else 'done'} {t.snapshot_rows}{est}"
+
+
+def render(status: JobStatus) -> list[str]:
+    state = f"running (pid {status.pid})" if status.running else "stopped"
+    lines = [f"job {status.name}: {state}, transport {status.transport}"]
+    if status.task_state:
+        lines.append(f"source task: {status.task_state}" + (f": {status.task_trace}" if status.task_trace else ""))
+    m = status.metrics
+    if m:
+        parts = []
+        if m.get("SnapshotRunning"):
+            total, remaining = m.get("TotalTableCount"), m.get("RemainingTableCount")
+            parts.append(f"snapshot running ({(total or 0) - (remaining or 0)}/{total} tables done)")
+        elif m.get("SnapshotCompleted"):
+            parts.append("snapshot completed")
+        if m.get("MilliSecondsBehindSource") is not None:
+            parts.append(f"{_duration(int(m['MilliSecondsBehindSource']))} behind the database")
+        if m.get("TotalNumberOfEventsSeen") is not None:
+            parts.append(f"{m['TotalNumberOfEventsSeen']} events seen")
+        if m.get("RetainedWalBytes") is not None:
+            parts.append(f"slot retains {int(m['RetainedWalBytes']) / 1048576:.1f} MiB of WAL")
+        if parts:
+            lines.append(f"source: {', '.join(parts)} (metrics from {_duration(status.metrics_age_ms)} ago)")
+    offset = status.source_offset
+    lines.append(f"source offset: {json.dumps(offset) if offset else 'none stored yet'}")
+    batch = status.checkpoint_batch
+    lines.append(f"sink: {'no batch committed yet' if batch is None else f'last committed batch {batch}'}")
+    header = ("table", "snapshot", "log events", "applied", "pending", "applied up to", "lag")
+    rows = [
+        (
+            t.table,
+            _snapshot_cell(t, m, status.source_offset),
+            str(t.log_events),
+            str(t.applied_events),
+            str(t.pending_events),
+            t.applied_position or "-",
+            "0 (caught up)" if t.lag_ms == 0 else _duration(t.lag_ms),
+        )
+        for t in status.tables
+    ]
+    if not rows:
+        lines.append("no table topics in the log yet")
+        return lines
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return lines
+

@@ -1,0 +1,193 @@
+"""`cdc verify`: which tables to check, which columns and keys, then compare each table."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from cdc.api.errors import ConfigException
+from cdc.jobs.spec import JobSpec
+from cdc.jobs.verify.compare import TableResult, compare
+from cdc.jobs.verify.normalize import Column
+from cdc.jobs.verify.source import SourceReader, SourceTable, filters, open_source
+from cdc.jobs.verify.target import TargetReader, open_target
+
+_MAPPED = re.compile(r"^column\.(mask\.with\.\d+\.chars|mask\.hash\..+|truncate\.to\.\d+\.chars)$")
+
+
+def _prefix(job: JobSpec) -> str:
+    return str(job.source.get("topic.prefix") or job.source.get("database.server.name") or job.name)
+
+
+def _regex(pattern: str, key: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern.strip(), re.IGNORECASE)
+    except re.error as e:
+        raise ConfigException(f"source.{key}: {pattern!r} is not a valid regular expression ({e})", key) from None
+
+
+def _mapped_columns(config: dict[str, str]) -> list[re.Pattern[str]]:
+    """Columns the connector masks or truncates (their values differ from the source by design)."""
+    out: list[re.Pattern[str]] = []
+    for key, value in config.items():
+        if _MAPPED.match(key):
+            out.extend(_regex(p, key) for p in value.split(",") if p.strip())
+    return out
+
+
+def _message_keys(config: dict[str, str]) -> list[tuple[re.Pattern[str], list[str]]]:
+    """`message.key.columns`: `<table regex>:<col>,<col>;…`."""
+    out: list[tuple[re.Pattern[str], list[str]]] = []
+    for part in (config.get("message.key.columns") or "").split(";"):
+        if ":" in part:
+            table, cols = part.rsplit(":", 1)
+            keys = [c.strip() for c in cols.split(",") if c.strip()]
+            out.append((_regex(table, "message.key.columns"), keys))
+    return out
+
+
+class Verifier:
+    def __init__(self, job: JobSpec, progress: Callable[[str], None] = lambda m: None) -> None:
+        self.job = job
+        self.config = job.connector_config()
+        self.progress = progress
+        self.prefix = _prefix(job)
+        self.specs = {t.source: t for t in job.tables}
+        self.source: SourceReader = open_source(self.config)
+        try:
+            self.target: TargetReader = open_target(job)
+        except BaseException:
+            self.source.close()
+            raise
+
+    def close(self) -> None:
+        self.source.close()
+        self.target.close()
+
+    def __enter__(self) -> Verifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def target_table(self, table: SourceTable) -> str:
+        spec = self.specs.get(table.qualified)
+        if spec is not None and spec.target:
+            return spec.target
+        return self.target.name_for(f"{self.prefix}.{table.qualified}")
+
+    def tables(self, only: list[str] | None = None) -> tuple[list[SourceTable], list[str]]:
+        """The tables to check, and the captured ones passed over because they have no target."""
+        passed: list[str] = []
+        if self.specs:
+            for name in self.specs:
+                if "." not in name:
+                    raise ConfigException(
+                        f"sink.tables.{name}: name the source table as <database>.<table> (MySQL) or "
+                        "<schema>.<table> (PostgreSQL)",
+                        f"sink.tables.{name}",
+                    )
+            chosen = [SourceTable(*name.split(".", 1)) for name in self.specs]
+        elif only:
+            chosen = self.source.tables()  # a table asked for by name is checked even without a target
+        else:
+            chosen = []
+            for t in self.source.tables():
+                if self.target.columns(self.target_table(t)) is None:
+                    passed.append(t.qualified)
+                else:
+                    chosen.append(t)
+        if only:
+            by_name = {t.qualified.lower(): t for t in chosen}
+            unknown = [n for n in only if n.lower() not in by_name]
+            if unknown:
+                raise ConfigException(
+                    f"--table {unknown[0]}: not a table of the job (known: {', '.join(sorted(by_name)) or 'none'})",
+                    "--table",
+                )
+            chosen = [by_name[n.lower()] for n in only]
+        return chosen, passed
+
+    def keys_for(self, table: SourceTable) -> list[str]:
+        spec = self.specs.get(table.qualified)
+        if spec is not None and spec.keys:
+            return list(spec.keys)
+        for pattern, cols in _message_keys(self.config):
+            if pattern.fullmatch(table.qualified):
+                return cols
+        return self.source.primary_key(table)
+
+    def verify_table(self, table: SourceTable, max_diffs: int) -> TableResult:
+        target = self.target_table(table)
+        result = TableResult(table.qualified, self.target.describe(target))
+        all_columns = self.source.columns(table)
+        if not all_columns:
+            raise ConfigException(
+                f"sink.tables: {table.qualified} does not exist in the source database; fix the table name",
+                f"sink.tables.{table.qualified}",
+            )
+        column_filter = filters(self.config)["column"]
+        mapped = _mapped_columns(self.config)
+        excluded = [c.name for c in all_columns if not column_filter(f"{table.qualified}.{c.name}")]
+        masked = [c.name for c in all_columns if any(p.fullmatch(f"{table.qualified}.{c.name}") for p in mapped)]
+        captured = [c for c in all_columns if c.name not in excluded]
+        target_columns = self.target.columns(target)
+        keys = self.keys_for(table)
+        if not keys:
+            result.skipped = "no primary key and no sink.tables.<table>.keys, so rows cannot be matched"
+            return result
+        missing_keys = [k for k in keys if k not in {c.name for c in captured}]
+        if missing_keys:
+            raise ConfigException(
+                f"sink.tables.{table.qualified}.keys: column {missing_keys[0]!r} is not a captured column of the "
+                "source table",
+                f"sink.tables.{table.qualified}.keys",
+            )
+        exists = target_columns is not None
+        lake = [c for c in target_columns or [] if not c.startswith("__")]
+        not_compared = [c for c in captured if c.kind is None and c.name not in keys]
+        columns: list[Column] = [
+            c for c in captured if c.kind is not None and c.name not in masked and (c.name in lake or not exists)
+        ]
+        if not exists:
+            result.notes.append("the target table does not exist (yet)")
+        if excluded:
+            result.notes.append(f"not captured (column include/exclude lists): {', '.join(excluded)}")
+        if masked:
+            result.notes.append(f"masked or truncated by the connector, not compared: {', '.join(masked)}")
+        if not_compared:
+            result.notes.append("types not compared: " + ", ".join(f"{c.name} ({c.type})" for c in not_compared))
+        skip = {*masked, *(c.name for c in not_compared)}
+        absent = [c.name for c in captured if exists and c.name not in lake and c.name not in skip]
+        if absent:
+            result.notes.append(f"not in the target: {', '.join(absent)}")
+        source_names = {c.name for c in all_columns}
+        extra = [c for c in lake if c not in source_names]
+        if extra:
+            result.notes.append(f"only in the target (dropped from the source?): {', '.join(extra)}")
+        unmatched = [k for k in keys if k not in {c.name for c in columns}]
+        if unmatched:
+            result.skipped = f"key column {unmatched[0]!r} is not in the target, so rows cannot be matched"
+            return result
+        self.progress(f"{table.qualified}: comparing {len(columns)} columns by key ({', '.join(keys)})")
+        names = [c.name for c in columns]
+        return compare(
+            result,
+            columns,
+            keys,
+            lambda: self.source.rows(table, columns),
+            (lambda: self.target.rows(target, names)) if exists else (lambda: iter(())),
+            max_diffs,
+        )
+
+
+def verify_job(
+    job: JobSpec,
+    only: list[str] | None = None,
+    max_diffs: int = 20,
+    progress: Callable[[str], None] = lambda m: None,
+) -> tuple[list[TableResult], list[str]]:
+    """Each table's result, and the captured tables passed over for lack of a target."""
+    with Verifier(job, progress) as v:
+        tables, passed = v.tables(only)
+        return [v.verify_table(t, max_diffs) for t in tables], passed

@@ -1,0 +1,372 @@
+"""Reading the source database: captured tables, their columns (as `Column` kinds), keys and rows.
+
+Rows stream through server-side cursors, so a table of any size reads in bounded memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cdc.api.errors import ConfigException
+from cdc.jobs.verify.normalize import Column, literal_default
+
+FETCH = 5000
+_MYSQL_SYSTEM = {"mysql", "information_schema", "performance_schema", "sys"}
+_PG_SYSTEM = {"pg_catalog", "information_schema", "pg_toast"}
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    schema: str  # the MySQL database or the PostgreSQL schema
+    name: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+class SourceReader(Protocol):
+    family: str
+
+    def tables(self) -> list[SourceTable]: ...
+
+    def columns(self, table: SourceTable) -> list[Column]: ...
+
+    def primary_key(self, table: SourceTable) -> list[str]: ...
+
+    def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]: ...
+
+    def close(self) -> None: ...
+
+
+def _list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    items = value if isinstance(value, list) else str(value).split(",")
+    return [str(i).strip() for i in items if str(i).strip()]
+
+
+def filters(source: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's include/exclude lists as predicates (Debezium's anchored, case-insensitive regexes)."""
+    from cdc_debezium.filters import include_exclude
+
+    props = {
+        k: _list(source.get(k))
+        for k in (
+            "database.include.list",
+            "database.exclude.list",
+            "schema.include.list",
+            "schema.exclude.list",
+            "table.include.list",
+            "table.exclude.list",
+            "column.include.list",
+            "column.exclude.list",
+        )
+    }
+    return {
+        "database": include_exclude(props, "database.include.list", "database.exclude.list"),
+        "schema": include_exclude(props, "schema.include.list", "schema.exclude.list"),
+        "table": include_exclude(props, "table.include.list", "table.exclude.list"),
+        "column": include_exclude(props, "column.include.list", "column.exclude.list"),
+    }
+
+
+def family(connector_class: str) -> str:
+    c = connector_class.lower()
+    if "mysql" in c or "mariadb" in c:
+        return "mysql"
+    if "postgres" in c:
+        return "postgres"
+    raise ConfigException(
+        f"cdc verify reads MySQL/MariaDB and PostgreSQL sources, not {connector_class!r}", "source.connector.class"
+    )
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e.args[1] if len(e.args) > 1 and isinstance(e.args[1], str) else e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _q(name: str, quote: str) -> str:
+    return quote + name.replace(quote, quote * 2) + quote
+
+
+# -- MySQL / MariaDB ------------------------------------------------------------------------------
+class MySqlSource:
+    family = "mysql"
+
+    def __init__(self, source: Mapping[str, Any]) -> None:
+        import pymysql
+
+        self.source = source
+        self.time_mode = str(source.get("time.precision.mode", "adaptive_time_microseconds")).lower()
+        self.decimal_mode = str(source.get("decimal.handling.mode", "precise")).lower()
+        self.binary_mode = str(source.get("binary.handling.mode", "bytes")).lower()
+        host = str(source.get("database.hostname", "localhost"))
+        port = int(source.get("database.port") or 3306)
+        try:
+            self.conn = pymysql.connect(
+                host=host,
+                port=port,
+                user=str(source.get("database.user", "")),
+                password=str(source.get("database.password", "")),
+                charset="utf8mb4",
+                connect_timeout=10,
+                init_command="SET time_zone = '+00:00'",  # TIMESTAMP values in UTC, as Debezium emits them
+            )
+        except pymysql.Error as e:
+            raise ConfigException(
+                f"cannot connect to the source database at {host}:{port} ({_first_line(e)}); check "
+                "source.database.hostname/port/user/password and that the server is running",
+                "source.database.hostname",
+            ) from None
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+
+    def tables(self) -> list[SourceTable]:
+        f = filters(self.source)
+        rows = self._query(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_type = 'BASE TABLE' ORDER BY table_schema, table_name"
+        )
+        return [
+            SourceTable(db, t)
+            for db, t in rows
+            if db.lower() not in _MYSQL_SYSTEM and f["database"](db) and f["table"](f"{db}.{t}")
+        ]
+
+    def columns(self, table: SourceTable) -> list[Column]:
+        rows = self._query(
+            "SELECT column_name, data_type, column_type, is_nullable, numeric_precision, datetime_precision, "
+            "column_default, extra FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+            "ORDER BY ordinal_position",
+            (table.schema, table.name),
+        )
+        return [self._column(*r) for r in rows]
+
+    def _column(
+        self, name: str, dtype: str, ctype: str, nullable: str, precision: Any, fsp: Any, default: Any, extra: Any
+    ) -> Column:
+        dtype = dtype.lower()
+        kind: str | None
+        unit = "us"
+        if dtype in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"):
+            kind = "int"
+        elif dtype in ("decimal", "numeric"):
+            kind = "decimal"
+        elif dtype == "float":
+            kind = "float32"
+        elif dtype in ("double", "real"):
+            kind = "float"
+        elif dtype == "bit":
+            kind = "bool" if int(precision or 1) == 1 else "bits"
+        elif dtype in ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"):
+            kind = "text"
+        elif dtype == "set":
+            kind = "set"
+        elif dtype in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"):
+            kind = "bytes"
+        elif dtype == "json":
+            kind = "json"
+        elif dtype == "date":
+            kind = "date"
+        elif dtype == "datetime":
+            kind = "datetime"
+            if self.time_mode == "connect" or (self.time_mode != "isostring" and int(fsp or 0) <= 3):
+                unit = "ms"
+        elif dtype == "timestamp":
+            kind = "timestamptz"
+        elif dtype == "time":
+            kind = "time"
+            unit = "ms" if self.time_mode == "connect" else "us"
+        else:
+            kind = None  # geometry and friends
+        generated = "DEFAULT_GENERATED" in str(extra or "").upper()
+        return Column(
+            name,
+            kind,
+            ctype,
+            nullable == "YES",
+            unit,
+            self.decimal_mode,
+            self.binary_mode,
+            default=literal_default(default, generated),
+        )
+
+    def primary_key(self, table: SourceTable) -> list[str]:
+        rows = self._query(
+            "SELECT column_name FROM information_schema.key_column_usage WHERE table_schema = %s "
+            "AND table_name = %s AND constraint_name = 'PRIMARY' ORDER BY ordinal_position",
+            (table.schema, table.name),
+        )
+        return [r[0] for r in rows]
+
+    def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]:
+        import pymysql.cursors
+
+        cols = ", ".join(_q(c.name, "`") for c in columns)
+        with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
+            cur.execute(f"SELECT {cols} FROM {_q(table.schema, '`')}.{_q(table.name, '`')}")
+            while batch := cur.fetchmany(FETCH):
+                yield from batch
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# -- PostgreSQL -------------------------------------------------------------------------------------
+_PG_TEXT = {"bpchar", "varchar", "text", "name", "char"}  # not cast: char(n)::text drops the padding
+_PG_AS_TEXT = {
+    "citext",
+    "xml",
+    "uuid",
+    "ltree",
+    "inet",
+    "cidr",
+    "macaddr",
+    "macaddr8",
+    "int4range",
+    "int8range",
+    "numrange",
+    "tsrange",
+    "tstzrange",
+    "daterange",
+}
+
+
+class PostgresSource:
+    family = "postgres"
+
+    def __init__(self, source: Mapping[str, Any]) -> None:
+        import psycopg
+
+        self.source = source
+        self.time_mode = str(source.get("time.precision.mode", "adaptive")).lower()
+        self.decimal_mode = str(source.get("decimal.handling.mode", "precise")).lower()
+        self.binary_mode = str(source.get("binary.handling.mode", "bytes")).lower()
+        host = str(source.get("database.hostname", "localhost"))
+        port = int(source.get("database.port") or 5432)
+        try:
+            self.conn = psycopg.connect(
+                host=host,
+                port=port,
+                user=str(source.get("database.user", "")),
+                password=str(source.get("database.password") or "") or None,
+                dbname=str(source.get("database.dbname", "")),
+                connect_timeout=10,
+                autocommit=True,
+            )
+        except psycopg.Error as e:
+            raise ConfigException(
+                f"cannot connect to the source database at {host}:{port} ({_first_line(e)}); check "
+                "source.database.hostname/port/user/password/dbname and that the server is running",
+                "source.database.hostname",
+            ) from None
+
+    def tables(self) -> list[SourceTable]:
+        f = filters(self.source)
+        rows = self.conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_type = 'BASE TABLE' ORDER BY 1, 2"
+        ).fetchall()
+        return [
+            SourceTable(s, t)
+            for s, t in rows
+            if s not in _PG_SYSTEM and not s.startswith("pg_") and f["schema"](s) and f["table"](f"{s}.{t}")
+        ]
+
+    def _regclass(self, table: SourceTable) -> str:
+        return f"{_q(table.schema, chr(34))}.{_q(table.name, chr(34))}"
+
+    def columns(self, table: SourceTable) -> list[Column]:
+        rows = self.conn.execute(
+            "SELECT a.attname, t.typname, t.typtype, t.typcategory, a.atttypmod, NOT a.attnotnull, "
+            "format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a "
+            "JOIN pg_type t ON t.oid = a.atttypid "
+            "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+            "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (self._regclass(table),),
+        ).fetchall()
+        return [self._column(*r) for r in rows]
+
+    def _column(
+        self, name: str, typ: str, typtype: str, cat: str, typmod: int, nullable: bool, fmt: str, default: str | None
+    ) -> Column:
+        kind: str | None
+        unit = "us"
+        select = None
+        ident = _q(name, '"')
+        fsp = typmod if typmod is not None and typmod >= 0 else 6
+        if typtype == "e":
+            kind, select = "text", f"{ident}::text"
+        elif cat == "A":
+            kind = "array"
+        elif typ in ("int2", "int4", "int8", "oid"):
+            kind = "int"
+        elif typ == "float4":
+            kind = "float32"
+        elif typ == "float8":
+            kind = "float"
+        elif typ == "numeric":
+            kind = "decimal"
+        elif typ == "money":
+            kind, select = "decimal", f"{ident}::numeric"
+        elif typ == "bool":
+            kind = "bool"
+        elif typ in ("bit", "varbit"):
+            kind = "bool" if typ == "bit" and typmod == 1 else "bits"
+            select = f"{ident}::text"
+        elif typ in _PG_TEXT:
+            kind = "text"
+        elif typ in _PG_AS_TEXT:
+            kind, select = "text", f"{ident}::text"
+        elif typ == "bytea":
+            kind = "bytes"
+        elif typ in ("json", "jsonb"):
+            kind, select = "json", f"{ident}::text"
+        elif typ == "date":
+            kind = "date"
+        elif typ == "time":
+            kind = "time"
+            unit = "ms" if self.time_mode == "connect" or (self.time_mode == "adaptive" and fsp <= 3) else "us"
+        elif typ == "timestamp":
+            kind = "datetime"
+            unit = "ms" if self.time_mode == "connect" or fsp <= 3 else "us"
+        elif typ == "timestamptz":
+            kind = "timestamptz"
+        elif typ == "timetz":
+            kind = "timetz"
+        else:
+            kind = None  # interval, point, hstore, domains...
+        return Column(
+            name, kind, fmt, bool(nullable), unit, self.decimal_mode, self.binary_mode, select, literal_default(default)
+        )
+
+    def primary_key(self, table: SourceTable) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary "
+            "ORDER BY array_position(i.indkey::int2[], a.attnum)",
+            (self._regclass(table),),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]:
+        cols = ", ".join(c.select or _q(c.name, '"') for c in columns)
+        with self.conn.transaction(), self.conn.cursor(name="cdc_verify") as cur:
+            cur.itersize = FETCH
+            cur.execute(f"SELECT {cols} FROM {self._regclass(table)}")  # type: ignore[arg-type]
+            yield from cur
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_source(source: Mapping[str, Any]) -> SourceReader:
+    fam = family(str(source.get("connector.class", "")))
+    return MySqlSource(source) if fam == "mysql" else PostgresSource(source)

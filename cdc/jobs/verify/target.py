@@ -1,0 +1,272 @@
+"""Reading the current rows of a sink's tables: Delta (delta-rs), Iceberg (pyiceberg), the
+Parquet changelog (reduced to each key's latest event) and PostgreSQL (psycopg).
+
+Current means what a reader of the table should see: rows marked `__deleted` are left
+out, and of SCD2 history only the open version (`__valid_to IS NULL`) counts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc.api.errors import ConfigException
+from cdc.jobs.spec import JobSpec
+
+BATCH = 20_000
+DELETED, VALID_TO = "__deleted", "__valid_to"
+
+
+def table_name(topic: str) -> str:
+    """The sink's table for a topic (SinkConfig.table_for with the default `${topic}` format)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", topic)
+
+
+class TargetReader(Protocol):
+    kind: str
+
+    def name_for(self, topic: str) -> str: ...
+
+    def describe(self, table: str) -> str: ...
+
+    def columns(self, table: str) -> list[str] | None:
+        """All column names, or None when the table does not exist."""
+        ...
+
+    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]: ...
+
+    def close(self) -> None: ...
+
+
+def _current_mask(batch: pa.RecordBatch | pa.Table) -> pa.Array | None:
+    mask = None
+    names = batch.schema.names
+    if DELETED in names:
+        mask = pc.invert(pc.fill_null(batch.column(DELETED), False))
+    if VALID_TO in names:
+        open_ = pc.is_null(batch.column(VALID_TO))
+        mask = open_ if mask is None else pc.and_(mask, open_)
+    return mask
+
+
+def _arrow_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    for batch in batches:
+        mask = _current_mask(batch)
+        if mask is not None:
+            batch = batch.filter(mask)
+        if batch.num_rows:
+            yield from zip(*(batch.column(c).to_pylist() for c in columns), strict=True)
+
+
+def _with_meta(columns: list[str], available: list[str]) -> list[str]:
+    return list(dict.fromkeys([*columns, *(m for m in (DELETED, VALID_TO) if m in available)]))
+
+
+class DeltaReader:
+    name_for = staticmethod(table_name)
+    kind = "delta"
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def describe(self, table: str) -> str:
+        return os.path.join(self.root, table)
+
+    def columns(self, table: str) -> list[str] | None:
+        from deltalake import DeltaTable
+
+        path = self.describe(table)
+        if not DeltaTable.is_deltatable(path):
+            return None
+        return list(pa.schema(DeltaTable(path).schema().to_arrow()).names)
+
+    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        from deltalake import DeltaTable
+
+        dataset = DeltaTable(self.describe(table)).to_pyarrow_dataset()
+        wanted = _with_meta(columns, dataset.schema.names)
+        return _arrow_rows(dataset.to_batches(columns=wanted, batch_size=BATCH), columns)
+
+    def close(self) -> None:
+        pass
+
+
+class IcebergReader:
+    name_for = staticmethod(table_name)
+    kind = "iceberg"
+
+    def __init__(self, catalog: dict[str, str], namespace: str) -> None:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        uri = catalog.get("uri", "")
+        missing = uri.startswith("sqlite:///") and not os.path.exists(uri.removeprefix("sqlite:///"))
+        # No catalog file yet means no tables yet (opening it would create one).
+        self.catalog = None if missing else SqlCatalog("cdc", **catalog)
+        self.namespace = namespace
+
+    def describe(self, table: str) -> str:
+        return f"{self.namespace}.{table}"
+
+    def _load(self, table: str) -> Any:
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        if self.catalog is None:
+            return None
+        try:
+            return self.catalog.load_table((self.namespace, table))
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+
+    def columns(self, table: str) -> list[str] | None:
+        tbl = self._load(table)
+        return None if tbl is None else list(tbl.schema().as_arrow().names)
+
+    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        tbl = self._load(table)
+        wanted = _with_meta(columns, tbl.schema().as_arrow().names)
+        reader = tbl.scan(selected_fields=tuple(wanted)).to_arrow_batch_reader()
+        return _arrow_rows(iter(reader), columns)
+
+    def close(self) -> None:
+        pass
+
+
+class ParquetChangelogReader:
+    """The changelog keeps every event; the current row of a key is its latest event's row.
+
+    The winners of a topic are decoded with the sink's own flattening (cdc_spark.decode),
+    so the columns and types are those a Delta table of the same topic would have.
+    """
+
+    kind = "parquet"
+
+    @staticmethod
+    def name_for(topic: str) -> str:
+        return topic  # the changelog is partitioned by the topic itself
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._cache: dict[str, list[pa.Table] | None] = {}
+
+    def describe(self, table: str) -> str:
+        return f"{self.root} (topic {table})"
+
+    def _flat(self, topic: str) -> list[pa.Table] | None:
+        if topic not in self._cache:
+            self._cache[topic] = self._read(topic)
+        return self._cache[topic]
+
+    def _read(self, topic: str) -> list[pa.Table] | None:
+        import pyarrow.dataset as ds
+
+        if not os.path.isdir(self.root):
+            return None
+        dataset = ds.dataset(self.root, format="parquet", partitioning="hive")
+        if "topic" not in dataset.schema.names:
+            return None
+        cols = ["key", "value", "__op", "__seq", "__source_ts_ms", "__deleted"]
+        events = dataset.to_table(columns=[*cols, "batch_id"], filter=ds.field("topic") == topic)
+        if events.num_rows == 0:
+            return None
+        truncates = events.filter(pc.equal(events.column("__op"), "t"))
+        if truncates.num_rows:
+            last = pc.max(truncates.column("__seq"))
+            events = events.filter(pc.greater(events.column("__seq"), last))
+        events = events.filter(pc.not_equal(events.column("__op"), "t"))
+        order = pc.sort_indices(
+            events, sort_keys=[("key", "ascending"), ("__seq", "descending"), ("batch_id", "descending")]
+        )
+        events = events.take(order)
+        keys = events.column("key").combine_chunks()
+        # Sorted by key, then newest first: a key's winner is the first row of its run.
+        first = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))
+        winners = events.filter(pa.concat_arrays([pa.array([True]), first]))
+        winners = winners.filter(pc.invert(pc.fill_null(winners.column("__deleted"), False)))
+        winners = winners.select(cols).set_column(1, "value", winners.column("value").cast(pa.binary()))
+        from cdc_spark.decode.flatten import flatten
+
+        return [flatten(topic, winners.slice(i, BATCH)).table for i in range(0, winners.num_rows, BATCH)]
+
+    def columns(self, table: str) -> list[str] | None:
+        flat = self._flat(table)
+        if flat is None:
+            return None
+        return list(dict.fromkeys(n for t in flat for n in t.column_names))
+
+    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        for t in self._flat(table) or []:
+            present = [t.column(c).to_pylist() if c in t.column_names else [None] * t.num_rows for c in columns]
+            yield from zip(*present, strict=True)
+
+    def close(self) -> None:
+        self._cache.clear()
+
+
+class PostgresReader:
+    name_for = staticmethod(table_name)
+    kind = "postgres"
+
+    def __init__(self, dsn: str, schema: str) -> None:
+        import psycopg
+
+        self.schema = schema
+        try:
+            self.conn = psycopg.connect(dsn, connect_timeout=10, autocommit=True)
+        except psycopg.Error as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ConfigException(
+                f"cannot connect to the sink database ({first}); check sink.dsn", "sink.dsn"
+            ) from None
+
+    def describe(self, table: str) -> str:
+        return f"{self.schema}.{table}"
+
+    def columns(self, table: str) -> list[str] | None:
+        rows = self.conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+            "ORDER BY ordinal_position",
+            (self.schema, table),
+        ).fetchall()
+        return [r[0] for r in rows] or None
+
+    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        from psycopg import sql
+
+        available = self.columns(table) or []
+        where = [sql.SQL("{} IS NOT TRUE").format(sql.Identifier(DELETED))] if DELETED in available else []
+        if VALID_TO in available:
+            where.append(sql.SQL("{} IS NULL").format(sql.Identifier(VALID_TO)))
+        query = sql.SQL("SELECT {} FROM {}{}").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            sql.Identifier(self.schema, table),
+            sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""),
+        )
+        with self.conn.transaction(), self.conn.cursor(name="cdc_verify_target") as cur:
+            cur.itersize = BATCH
+            cur.execute(query)
+            yield from cur
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_target(job: JobSpec) -> TargetReader:
+    from cdc.jobs.run import sink_config
+
+    s = job.sink
+    kind = s["type"]
+    if kind == "delta":
+        return DeltaReader(str(s["path"]))
+    if kind == "parquet":
+        return ParquetChangelogReader(str(s["path"]))
+    if kind == "iceberg":
+        conf = sink_config(job)
+        return IcebergReader(conf["catalog"], conf["namespace"])
+    if kind == "postgres":
+        return PostgresReader(str(s["dsn"]), str(s.get("schema", "public")))
+    raise ConfigException(f"sink.type {kind!r}: cdc verify reads delta, iceberg, parquet and postgres", "sink.type")
