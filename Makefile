@@ -17,8 +17,8 @@ $(BIN)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
 
 install: $(BIN)/.installed
 
-# Two pytest workers, a test file each at a time: most tests wait on servers, Spark or a
-# subprocess, so two files in flight use the 2 cores far better than one.
+# Two pytest workers, a test file each at a time: the suite is CPU-bound on 2 cores, and two
+# files in flight keep both busy while one waits on a server, Spark or a subprocess.
 test: install
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 

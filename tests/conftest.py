@@ -55,14 +55,6 @@ def kafka_mock() -> Iterator[KafkaBroker]:
         yield broker
 
 
-# --- The slowest tests first: with `-n 2 --dist loadfile` (make test) they then run beside the
-# many short ones instead of holding one worker at the end.
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept otherwise
-
-
 # --- Under CI=true a skipped test is a failure: nothing may pass by not running.
 
 

@@ -27,7 +27,7 @@ from tests.support.proc import REPO, cdc_argv, run_cdc
 
 KILLS = 10
 
-pytestmark = pytest.mark.slow  # about a minute or more: scheduled first (tests/conftest.py)
+pytestmark = pytest.mark.slow  # a minute or more: `pytest -m 'not slow'` for a quick local run
 
 
 def _job(tmp_path: Path, server, db: str) -> Path:

@@ -24,7 +24,7 @@ from cdc.jobs.verify.normalize import Column, canon
 from tests.mysql.harness import connector_props
 from tests.support.proc import run_cdc
 
-pytestmark = pytest.mark.slow  # about a minute or more: scheduled first (tests/conftest.py)
+pytestmark = pytest.mark.slow  # a minute or more: `pytest -m 'not slow'` for a quick local run
 
 
 def _verify(*args: str) -> Result:

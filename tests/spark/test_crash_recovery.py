@@ -19,7 +19,7 @@ from tests.spark.helpers import delta_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.slow  # about a minute or more: scheduled first (tests/conftest.py)
+pytestmark = pytest.mark.slow  # a minute or more: `pytest -m 'not slow'` for a quick local run
 
 
 def _driver(args: list[str], log: Path) -> subprocess.Popen[bytes]:

@@ -21,7 +21,7 @@ from tests.spark.helpers import delta_rows, iceberg_rows, postgres_rows, raw_fra
 
 Event = tuple[int, int, str, int]  # (seq, key, op, qty)
 
-pytestmark = pytest.mark.slow  # about a minute or more: scheduled first (tests/conftest.py)
+pytestmark = pytest.mark.slow  # a minute or more: `pytest -m 'not slow'` for a quick local run
 
 
 @st.composite
