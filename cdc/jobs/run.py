@@ -174,6 +174,33 @@ def _spark_session(job: JobSpec) -> Any:
     return builder.getOrCreate()
 
 
+class _SparkStarter:
+    """Starts the SparkSession on a thread: the JVM's start-up (seconds) overlaps the source's catch-up."""
+
+    def __init__(self, job: JobSpec) -> None:
+        self._session: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, args=(job,), name="spark-start", daemon=True)
+        self._thread.start()
+
+    def _start(self, job: JobSpec) -> None:
+        try:
+            self._session = _spark_session(job)
+        except BaseException as e:  # handed to the caller of get()
+            self._error = e
+
+    def get(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._session
+
+    def stop(self) -> None:
+        self._thread.join()
+        if self._session is not None:
+            self._session.stop()
+
+
 class JobRunner:
     def __init__(self, job: JobSpec, until_caught_up: bool = False, progress: Callable[[str], None] = log.info) -> None:
         self.job = job
@@ -232,34 +259,33 @@ class JobRunner:
             target = (_mysql_position if family == "mysql" else _postgres_position)(connector)
             self.progress(f"source position at start: {target}")
         herder.start()
-        spark = None
+        spark: _SparkStarter | None = None
         try:
             herder.put_connector_config(connector)
+            spark = _SparkStarter(self.job)
             if self.until_caught_up:
                 self._wait_for_source(worker, connector["name"], family, target)
                 # The source has everything up to the start position in the log: stop it, then
                 # let the sink apply the whole log and stop (Trigger.AvailableNow).
                 herder.stop()
                 herder = None
-                spark = _spark_session(self.job)
                 from cdc_spark.pipeline import start_query
 
                 self.progress("source caught up; applying the log to the sink")
                 query = start_query(
-                    spark, self._source(), sink, self._checkpoint(), available_now=True, name=self.job.name
+                    spark.get(), self._source(), sink, self._checkpoint(), available_now=True, name=self.job.name
                 )
                 query.awaitTermination()
                 if query.exception() is not None:
                     raise ConnectException(f"the sink failed: {query.exception()}")
                 self.progress("caught up: every change up to the start position is applied")
                 return 0
-            spark = _spark_session(self.job)
             from cdc_spark.pipeline import start_query
 
             trigger = (self.job.spark or {}).get("trigger")
             processing = trigger.get("processingTime") if isinstance(trigger, dict) else None
             query = start_query(
-                spark,
+                spark.get(),
                 self._source(),
                 sink,
                 self._checkpoint(),

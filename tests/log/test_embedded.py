@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -124,3 +125,25 @@ def test_unwritable_state_dir_is_explained(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(LogError, match=r"state\.dir"):
         EmbeddedLog(blocker / "sub")
+
+
+def test_new_log_uses_16k_pages_and_an_existing_log_keeps_its_own(tmp_path: Path) -> None:
+    # 16 KB pages keep ~1-3 KB Debezium JSON records in the b-tree instead of overflow pages.
+    with EmbeddedLog(tmp_path / "new") as fresh:
+        assert fresh._conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+    old = tmp_path / "old"
+    old.mkdir()
+    conn = sqlite3.connect(old / "cdc.db")
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    with EmbeddedLog(old) as lg:  # a log written before 16 KB pages: opened and used as it is
+        assert lg._conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        lg.create_topics([TopicSpec("t", 1)])
+        p = lg.producer()
+        p.send("t", b"v" * 3000, key=b"k")
+        p.flush()
+        tp = TopicPartition("t", 0)
+        reader = lg.reader()
+        reader.assign({tp: 0})
+        assert [r.value for r in reader.read_to_end([tp], lg)] == [b"v" * 3000]
