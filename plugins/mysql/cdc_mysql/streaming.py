@@ -42,6 +42,7 @@ from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.offset_context import MySqlOffsetContext
+from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
 from cdc_mysql.schema_change import classify, is_ddl
 from cdc_mysql.source_info import SourceInfo
@@ -112,6 +113,7 @@ class MySqlStreamingChangeEventSource:
         offset.transaction = {}
         self._reader: BinLogStreamReader | None = None
         self.reconnects = 0
+        self.row_decoders = RowDecoders()
 
     # -- life cycle ----------------------------------------------------------------------------
     def execute(self) -> Iterator[None]:
@@ -261,6 +263,7 @@ class MySqlStreamingChangeEventSource:
         # Room for the largest burst one row can add (BEGIN, delete, tombstone, create).
         max_buffer = max(1, self.config.max_queue_size - 4)
         captures = self.config.captures_table
+        decode_rows = self.row_decoders.rows
         change, buffer = dispatcher.change, dispatcher.buffer
         from_values, source_schema, row_index = Struct.from_values, source_info.schema, source_info.row_index
         try:
@@ -280,7 +283,7 @@ class MySqlStreamingChangeEventSource:
                         if ts is None:
                             off.event, off.row = events_in_tx, 0
                             continue
-                        rows = ev.rows
+                        rows = decode_rows(ev)
                         first_row = skip_rows if first_tx and events_in_tx == skip_events + 1 else 0
                         ts_ms = ev.timestamp * 1000
                         server_id = packet.server_id
