@@ -137,3 +137,23 @@ def test_headers_column_like_kafka_include_headers(tmp_path: Path) -> None:
 def test_option_errors_say_what_to_set(options: dict[str, str], needle: str) -> None:
     with pytest.raises(SourceOptionError, match=needle):
         SourceOptions.parse(options)
+
+
+def test_null_and_empty_keys_and_values_survive_the_arrow_read(tmp_path: Path) -> None:
+    """Nulls stay nulls and b"" stays b"", also when a whole first read batch is null (type inference)."""
+    from cdc_spark.source.reader import _BATCH
+
+    state = str(tmp_path / "state")
+    sent = [(None, None)] * (_BATCH + 5) + [(b"k", b""), (b"", b"v"), (None, b"x"), (b"k2", None)]
+    with EmbeddedLog(state) as log:
+        producer = log.producer()
+        for key, value in sent:
+            producer.send("t.null", value, key=key, headers=[("h", None)] if value == b"x" else ())
+        producer.flush()
+    opts = SourceOptions.parse({"state.dir": state, "topics": "t.null", "includeHeaders": "true"})
+    batches = list(read_range(TopicPartitionRange("t.null", 0, 0, len(sent), opts)))
+    got = [(k, v) for b in batches for k, v in zip(b.column("key").to_pylist(), b.column("value").to_pylist())]
+    assert got == sent
+    headers = [h for b in batches for h in b.column("headers").to_pylist()]
+    assert headers[-2] == [{"key": "h", "value": None}] and headers[0] == []
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(len(sent)))
