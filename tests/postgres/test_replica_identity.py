@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cdc.api import ConfigException
@@ -10,6 +12,7 @@ from cdc_postgres.config import validate
 from cdc_postgres.connection import PostgresConnectorError
 from cdc_postgres.replica_identity import parse, rule_for
 from tests.postgres.test_connector import _failed_trace, connector_for, herder, values, wait_until
+from tests.support.logs import topic_records
 
 __all__ = ["herder"]  # the fixture, imported for the tests below
 
@@ -80,8 +83,8 @@ def test_autoset_applies_identities_and_full_before(herder: StandaloneHerder, po
     sql.execute("INSERT INTO orders VALUES (1, 'a', 10, 'new'); UPDATE orders SET v = 'b', st = 'paid' WHERE id = 1")
     sql.execute("DELETE FROM orders WHERE id = 1")
     sql.execute("INSERT INTO nokey_audit VALUES (7, 'x'); UPDATE nokey_audit SET v = 'y'; DELETE FROM nokey_audit")
-    sql.execute("INSERT INTO keyed VALUES (1, 'k1', 'a'); DELETE FROM keyed")
-    wait_until(lambda: len(values(herder, "srv.public.keyed")) == 3, what="the keyed events")
+    sql.execute("INSERT INTO keyed VALUES (1, 'k1', 'a'); UPDATE keyed SET code = 'k2'")
+    wait_until(lambda: len(values(herder, "srv.public.keyed")) == 2, what="the keyed events")
     wait_until(lambda: len(values(herder, "srv.public.orders")) == 4, what="the orders events")  # + tombstone
     _, update, delete, tombstone = values(herder, "srv.public.orders")
     assert update["before"] == {"id": 1, "v": "a", "n": 10, "st": "new"}
@@ -91,7 +94,18 @@ def test_autoset_applies_identities_and_full_before(herder: StandaloneHerder, po
     assert [e and e["op"] for e in audit] == ["c", "u", "d", None]
     assert audit[1]["before"] == {"id": 7, "v": "x"} and audit[2]["before"] == {"id": 7, "v": "y"}
     # INDEX: the old row carries the index's columns only; the others fall back as under DEFAULT.
-    assert values(herder, "srv.public.keyed")[1]["before"] == {"id": 0, "code": "k1", "v": None}
+    # Its made-up id 0 is not taken for a key change: one update, keyed by the new row's id.
+    keyed = [
+        (json.loads(r.key)["payload"], json.loads(r.value)["payload"])
+        for r in topic_records(herder.worker.log, "srv.public.keyed")
+    ]
+    assert [(k, v["op"]) for k, v in keyed] == [({"id": 1}, "c"), ({"id": 1}, "u")]
+    assert keyed[1][1]["before"] == {"id": 0, "code": "k1", "v": None}
+    # A delete's key would be that id 0: the task stops and says what to change instead.
+    sql.execute("DELETE FROM keyed")
+    trace = _failed_trace(herder)
+    assert "A DELETE on public.keyed cannot be keyed" in trace and "message key column(s) id" in trace
+    assert "REPLICA IDENTITY FULL" in trace and "message.key.columns=public.keyed:" in trace
 
 
 def test_autoset_without_ownership_is_explained(herder: StandaloneHerder, postgres_db) -> None:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cdc.api import Headers, Schema, SchemaBuilder, SourceRecord, Struct
+from cdc.api import ConnectException, Headers, Schema, SchemaBuilder, SourceRecord, Struct
 from cdc_debezium.envelope import Envelope, Operation
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
 from cdc_postgres.schema import TableSchema
@@ -19,6 +19,21 @@ MESSAGE_KEY_SCHEMA = (
     .field("prefix", Schema.STRING_SCHEMA)
     .build()
 )
+
+
+def _lacks_key(table: TableSchema, old: tuple, old_is_key: bool) -> bool:
+    """True for a key-only old row (REPLICA IDENTITY INDEX) without a value for some required key column.
+
+    Such columns are not part of the identity index; their nulls would become fallback values
+    (0, "") in the key, as Debezium does, and a wrong key deletes or moves the wrong row.
+    """
+    if not old_is_key or table.key_schema is None:
+        return False
+    return any(not c.optional and _absent(old, c.index) for c in table.key_columns)
+
+
+def _absent(row: tuple, index: int) -> bool:
+    return index >= len(row) or row[index] is None
 
 
 def _message_block_schema(binary_mode: str) -> Schema:
@@ -120,7 +135,7 @@ class PostgresChangeRecordEmitter:
         offset: dict[str, Any],
     ) -> None:
         new_key = table.key(new)
-        old_key = table.key(old) if old is not None else None
+        old_key = table.key(old) if old is not None and not _lacks_key(table, old, old_is_key) else None
         if old_key is not None and new_key is not None and old_key != new_key:
             # A primary-key change: delete (+ tombstone) of the old key, then create of the new one.
             self.delete(table, old, old_is_key, pos, offset, Headers().add(NEW_KEY_HEADER, new_key, table.key_schema))
@@ -149,6 +164,15 @@ class PostgresChangeRecordEmitter:
     ) -> None:
         if "d" in self.skipped:
             return
+        if _lacks_key(table, old, old_is_key):
+            missing = ", ".join(c.name for c in table.key_columns if not c.optional and _absent(old, c.index))
+            raise ConnectException(
+                f"A DELETE on {table.id} cannot be keyed: its old row holds only the replica identity's "
+                f"columns, not the message key column(s) {missing}, so the event would carry a made-up key and "
+                f"consumers would delete the wrong row. Use REPLICA IDENTITY FULL or DEFAULT, an identity index "
+                f"that contains {missing}, or key the topic by the index: "
+                f"message.key.columns={table.id}:<index columns>"
+            )
         key = table.key(old)
         value = table.envelope.make(
             "d", table.value(old, only_key=old_is_key), None, self._source(table, pos), self.tx_block(table.id)
