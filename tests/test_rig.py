@@ -265,3 +265,17 @@ def test_zombie_producer_fencing_is_as_the_flags_say(broker: KafkaBroker) -> Non
     except KafkaException:
         fenced = True
     assert fenced == broker.fences_zombies
+
+
+def test_a_taken_port_is_never_mistaken_for_the_new_server(postgres: PostgresServer, monkeypatch) -> None:
+    # The first "free" port is the session server's: the new server must not take that one
+    # for itself (its readiness check compares data directories) and must start on another.
+    from tests.rig import _common
+
+    ports = iter([postgres.port])
+    real = _common.free_port
+    monkeypatch.setattr(_common, "free_port", lambda: next(ports, None) or real())
+    with postgres_rig.provide({"max_connections": "20"}) as fresh:
+        assert fresh.port != postgres.port
+        with fresh.connect(dbname="postgres") as conn:
+            assert conn.execute("SHOW max_connections").fetchone()[0] == "20"

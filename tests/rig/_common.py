@@ -50,6 +50,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_on_free_port(daemon_for: Callable[[int], Daemon], attempts: int = 5) -> tuple[int, Daemon]:
+    """Start a daemon on a free port, trying another port if the chosen one was taken meanwhile.
+
+    A port found free can be taken before the server binds it (by a server the other pytest
+    worker starts, or an outgoing connection). The daemon's `ready` check must confirm it
+    reached *this* server (its data directory), so a neighbour on the port is never mistaken
+    for it; the daemon then exits on the bind error and the next port is tried.
+    """
+    for attempt in range(1, attempts + 1):
+        port = free_port()
+        daemon = daemon_for(port)
+        try:
+            daemon.start()
+            return port, daemon
+        except RuntimeError:
+            if attempt == attempts or "in use" not in log_tail(daemon.log).lower():
+                raise
+    raise AssertionError("unreachable")
+
+
 def port_open(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):

@@ -18,7 +18,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import pymysql
 
-from ._common import Daemon, docker_available, free_port, run_checked, temp_dir, unavailable, unique_name
+from ._common import Daemon, docker_available, run_checked, start_on_free_port, temp_dir, unavailable, unique_name
 
 ENV_URL = "CDC_TEST_MYSQL_URL"
 
@@ -131,9 +131,13 @@ def _provision(server: MariaDbServer) -> None:
         cur.execute(f"GRANT {CDC_GRANTS} ON *.* TO %s@'%%'", (server.cdc_user,))
 
 
-def _ping(server: MariaDbServer) -> bool:
-    server.connect(connect_timeout=1).close()
-    return True
+def _ping(server: MariaDbServer, datadir: Path | None = None) -> bool:
+    """The server answers; with `datadir`, it is the one serving that directory (not a neighbour on the port)."""
+    with server.connect(connect_timeout=1) as conn, conn.cursor() as cur:
+        if datadir is None:
+            return True
+        cur.execute("SELECT @@datadir")
+        return Path(cur.fetchone()[0]).resolve() == datadir.resolve()
 
 
 def _from_url(url: str) -> MariaDbServer:
@@ -154,7 +158,6 @@ def _binary(name: str) -> str | None:
 def _spawn(mariadbd: str, install_db: str) -> Iterator[MariaDbServer]:
     with temp_dir("cdc-mariadb-") as tmp:
         datadir, sock, log = tmp / "data", tmp / "mysqld.sock", tmp / "mariadbd.log"
-        port = free_port()
         # mariadbd refuses to run as root unless told to; for anyone else --user only warns.
         user_flag = ["--user=root"] if os.geteuid() == 0 else []
         # The default 96M redo log would make each datadir ~114 MB instead of ~34 MB.
@@ -172,25 +175,30 @@ def _spawn(mariadbd: str, install_db: str) -> Iterator[MariaDbServer]:
             ],
             log,
         )
-        argv = [
-            mariadbd,
-            "--no-defaults",
-            *user_flag,
-            f"--datadir={datadir}",
-            f"--port={port}",
-            "--bind-address=127.0.0.1",
-            f"--socket={sock}",
-            f"--pid-file={tmp / 'mariadbd.pid'}",
-            "--skip-name-resolve",
-            *small,
-            *SERVER_FLAGS,
-        ]
-        # Root over TCP works because install-db with normal auth and
-        # --skip-name-resolve creates root@127.0.0.1 with an empty password.
-        probe = MariaDbServer("127.0.0.1", port, "root", "", CDC_USER, CDC_PASSWORD)
-        daemon = Daemon("mariadbd", argv, log, lambda: _ping(probe), cwd=tmp)
-        server = replace(probe, socket=sock, datadir=datadir, _daemon=daemon)
-        daemon.start()
+
+        def daemon_for(port: int) -> Daemon:
+            argv = [
+                mariadbd,
+                "--no-defaults",
+                *user_flag,
+                f"--datadir={datadir}",
+                f"--port={port}",
+                "--bind-address=127.0.0.1",
+                f"--socket={sock}",
+                f"--pid-file={tmp / 'mariadbd.pid'}",
+                "--skip-name-resolve",
+                *small,
+                *SERVER_FLAGS,
+            ]
+            # Root over TCP works because install-db with normal auth and
+            # --skip-name-resolve creates root@127.0.0.1 with an empty password.
+            probe = MariaDbServer("127.0.0.1", port, "root", "", CDC_USER, CDC_PASSWORD)
+            return Daemon("mariadbd", argv, log, lambda: _ping(probe, datadir), cwd=tmp)
+
+        port, daemon = start_on_free_port(daemon_for)
+        server = MariaDbServer(
+            "127.0.0.1", port, "root", "", CDC_USER, CDC_PASSWORD, socket=sock, datadir=datadir, _daemon=daemon
+        )
         try:
             _provision(server)
             yield server

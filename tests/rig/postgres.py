@@ -25,8 +25,8 @@ from ._common import (
     Daemon,
     RunAs,
     docker_available,
-    free_port,
     run_checked,
+    start_on_free_port,
     temp_dir,
     unavailable,
     unique_name,
@@ -156,9 +156,13 @@ def _bindir() -> Path | None:
     return max(found, key=lambda p: int(p.parts[-3])).parent if found else None
 
 
-def _ping(server: PostgresServer) -> bool:
-    server.connect(dbname="postgres", connect_timeout=2).close()
-    return True
+def _ping(server: PostgresServer, datadir: Path | None = None) -> bool:
+    """The server answers; with `datadir`, it is the one serving that directory (not a neighbour on the port)."""
+    with server.connect(dbname="postgres", connect_timeout=2) as conn:
+        if datadir is None:
+            return True
+        row = conn.execute("SHOW data_directory").fetchone()
+        return Path(row[0]).resolve() == datadir.resolve()
 
 
 @contextmanager
@@ -166,7 +170,6 @@ def _spawn(bindir: Path, overrides: dict[str, str] | None = None) -> Iterator[Po
     run_as = RunAs.for_postgres()
     with temp_dir("cdc-pg-", run_as) as tmp:
         datadir, log = tmp / "data", tmp / "postgres.log"
-        port = free_port()
         run_checked(
             [
                 str(bindir / "initdb"),
@@ -183,29 +186,33 @@ def _spawn(bindir: Path, overrides: dict[str, str] | None = None) -> Iterator[Po
             cwd=tmp,
         )
         (datadir / "pg_hba.conf").write_text(HBA)
-        settings = {
-            **SETTINGS,
-            **(overrides or {}),
-            "port": str(port),
-            "listen_addresses": "127.0.0.1",
-            "unix_socket_directories": str(tmp),
-        }
-        argv = [str(bindir / "postgres"), "-D", str(datadir)]
-        for key, value in settings.items():
-            argv += ["-c", f"{key}={value}"]
+
+        def daemon_for(port: int) -> Daemon:
+            settings = {
+                **SETTINGS,
+                **(overrides or {}),
+                "port": str(port),
+                "listen_addresses": "127.0.0.1",
+                "unix_socket_directories": str(tmp),
+            }
+            argv = [str(bindir / "postgres"), "-D", str(datadir)]
+            for key, value in settings.items():
+                argv += ["-c", f"{key}={value}"]
+            probe = PostgresServer("127.0.0.1", port, "postgres", "", "cdc", tmp, datadir)
+            # SIGQUIT is what `pg_ctl stop -m immediate` sends: no checkpoint, the
+            # fastest teardown; restart() then runs a short crash recovery.
+            return Daemon(
+                "postgres",
+                argv,
+                log,
+                lambda: _ping(probe, datadir),
+                cwd=tmp,
+                run_as=run_as,
+                stop_signal=signal.SIGQUIT,
+            )
+
+        port, daemon = start_on_free_port(daemon_for)
         server = PostgresServer("127.0.0.1", port, "postgres", "", "cdc", tmp, datadir)
-        # SIGQUIT is what `pg_ctl stop -m immediate` sends: no checkpoint, the
-        # fastest teardown; restart() then runs a short crash recovery.
-        daemon = Daemon(
-            "postgres",
-            argv,
-            log,
-            lambda: _ping(server),
-            cwd=tmp,
-            run_as=run_as,
-            stop_signal=signal.SIGQUIT,
-        )
-        daemon.start()
         try:
             with server.connect(dbname="postgres") as conn:
                 conn.execute("CREATE DATABASE cdc")
