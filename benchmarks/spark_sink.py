@@ -116,10 +116,10 @@ def produce(state: Path) -> pa.Table:
     )
 
 
-def bare_delta(final: pa.Table, path: str) -> float:
+def _guarded_merge(final: pa.Table, path: str) -> None:
+    """The bare delta-rs merge of a deduplicated batch into a new table, with the sink's guards."""
     from deltalake import DeltaTable
 
-    t0 = time.perf_counter()
     dt = DeltaTable.create(path, schema=final.schema)
     (
         dt.merge(final, 't."id" = s."id"', source_alias="s", target_alias="t")
@@ -128,6 +128,11 @@ def bare_delta(final: pa.Table, path: str) -> float:
         .when_not_matched_insert_all(predicate="NOT s.__deleted")
         .execute()
     )
+
+
+def bare_delta(final: pa.Table, path: str) -> float:
+    t0 = time.perf_counter()
+    _guarded_merge(final, path)
     return time.perf_counter() - t0
 
 
@@ -161,7 +166,6 @@ def bare_pipeline(state: Path, path: str) -> float:
     import adbc_driver_sqlite.dbapi as adbc
     import pyarrow.compute as pc
     import pyarrow.json as pajson
-    from deltalake import DeltaTable
 
     from cdc_spark.decode import sequence
 
@@ -196,14 +200,7 @@ def bare_pipeline(state: Path, path: str) -> float:
             "__deleted": gone,
         }
     )
-    dt = DeltaTable.create(path, schema=final.schema)
-    (
-        dt.merge(final, 't."id" = s."id"', source_alias="s", target_alias="t")
-        .when_matched_delete(predicate="s.__deleted AND s.__seq > t.__seq")
-        .when_matched_update_all(predicate="NOT s.__deleted AND s.__seq > t.__seq")
-        .when_not_matched_insert_all(predicate="NOT s.__deleted")
-        .execute()
-    )
+    _guarded_merge(final, path)
     return time.perf_counter() - t0
 
 
