@@ -193,8 +193,8 @@ def _read_embedded(r: TopicPartitionRange, log: EmbeddedLog) -> Iterator[pa.Reco
         columns += ", COALESCE(headers, x'')"  # no headers decode as none
     log.close()  # only its path is needed
     conn = adbc.connect(str(log.path))
+    cur = conn.cursor()
     try:
-        cur = conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={log.busy_timeout_ms}")
         cur.execute("PRAGMA mmap_size=2147418112")  # reads through a memory map skip SQLite's page copies
         cur.adbc_statement.set_options(**{StatementOptions.BATCH_ROWS.value: str(_BATCH)})
@@ -219,15 +219,16 @@ def _read_embedded(r: TopicPartitionRange, log: EmbeddedLog) -> Iterator[pa.Reco
                 arrays.append(_headers_array([decode_headers(h) for h in raw_headers]))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
     finally:
+        cur.close()
         conn.close()
 
 
 def _nullable(values: pa.Array, is_null: pa.Array) -> pa.Array:
     """`values` with nulls where the IS NULL flag is set (no copy when there is none)."""
-    values = values.cast(pa.binary())
-    if not pc.any(pc.cast(is_null, pa.bool_())).as_py():
+    values, mask = values.cast(pa.binary()), pc.cast(is_null, pa.bool_())
+    if not pc.any(mask).as_py():
         return values
-    return pc.if_else(pc.cast(is_null, pa.bool_()), pa.scalar(None, pa.binary()), values)
+    return pc.if_else(mask, pa.scalar(None, pa.binary()), values)
 
 
 def _read_log(r: TopicPartitionRange, log: TopicLog) -> Iterator[pa.RecordBatch]:
