@@ -62,7 +62,7 @@ def _identity(sql, table: str) -> tuple[str, str | None]:
     ).fetchone()
 
 
-def test_autoset_applies_identities_and_full_before(herder: StandaloneHerder, postgres_db) -> None:
+def test_autoset_applies_identities_and_full_before(herder: StandaloneHerder, postgres_db, caplog) -> None:
     sql = postgres_db.connect()
     sql.execute("CREATE TYPE state AS ENUM ('new', 'paid')")  # a user type: pgoutput sends a Type message
     sql.execute("CREATE TABLE orders(id int PRIMARY KEY, v text, n int, st state)")
@@ -101,6 +101,9 @@ def test_autoset_applies_identities_and_full_before(herder: StandaloneHerder, po
     ]
     assert [(k, v["op"]) for k, v in keyed] == [({"id": 1}, "c"), ({"id": 1}, "u")]
     assert keyed[1][1]["before"] == {"id": 0, "code": "k1", "v": None}
+    # Said at start already, for this table only.
+    warned = [r.getMessage() for r in caplog.records if "old rows carry only" in r.getMessage()]
+    assert warned and all(m.startswith("public.keyed: old rows carry only the identity index (code)") for m in warned)
     # A delete's key would be that id 0: the task stops and says what to change instead.
     sql.execute("DELETE FROM keyed")
     trace = _failed_trace(herder)

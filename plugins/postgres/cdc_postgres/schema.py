@@ -35,6 +35,17 @@ WHERE i.indrelid = %s AND i.indisprimary ORDER BY array_position(i.indkey, a.att
 """
 
 
+# The columns an old row carries under the table's replica identity (DEFAULT: the primary key;
+# INDEX: that index's); none for FULL (every column) and NOTHING (no old row).
+_IDENTITY_SQL = """
+SELECT c.relreplident, ARRAY(
+    SELECT a.attname FROM pg_index i
+    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+    WHERE i.indrelid = c.oid AND CASE c.relreplident WHEN 'i' THEN i.indisreplident ELSE i.indisprimary END)
+FROM pg_class c WHERE c.oid = %s
+"""
+
+
 def _fallback(schema: Schema) -> Any:
     """The value Debezium emits for a NOT NULL column whose value the WAL did not carry."""
     if schema.name == ConnectDecimal.LOGICAL_NAME:
@@ -157,6 +168,7 @@ class PostgresSchema:
         self.key_overrides = key_overrides or {}
         self.types = TypeRegistry.load(conn)
         self.by_relation: dict[int, TableSchema] = {}
+        self._identity_checked: set[int] = set()
 
     def on_relation(self, rel: Relation) -> TableSchema:
         columns = [(c.name, c.type_oid, c.type_modifier) for c in rel.columns]
@@ -167,6 +179,21 @@ class PostgresSchema:
     def for_table(self, oid: int, schema_name: str, table_name: str) -> TableSchema:
         rows = self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()
         return self.build(oid, schema_name, table_name, [(n, t, m) for n, t, m, _ in rows])
+
+    def _warn_if_identity_lacks_key(self, oid: int, table_id: str, key: list[str]) -> None:
+        """Say at start what would otherwise surface at the first DELETE: old rows will lack the key."""
+        row = self.conn.execute(_IDENTITY_SQL, (oid,)).fetchone()
+        if row is None or row[0] not in ("d", "i"):
+            return
+        missing = [k for k in key if k not in set(row[1] or [])]
+        if missing:
+            identity = "the primary key" if row[0] == "d" else f"the identity index ({', '.join(row[1] or [])})"
+            log.warning(
+                "%s: old rows carry only %s, not the message key column(s) %s; a DELETE on it will stop the "
+                "task, since its key cannot be known. Use REPLICA IDENTITY FULL, an identity index containing "
+                "%s, or a message.key.columns entry within the identity",
+                table_id, identity, ", ".join(missing), ", ".join(missing),
+            )  # fmt: skip
 
     def build(self, oid: int, schema_name: str, table_name: str, columns: list[tuple[str, int, int]]) -> TableSchema:
         notnull = {n: nn for n, _t, _m, nn in self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()}
@@ -212,6 +239,9 @@ class PostgresSchema:
                 )
                 key_b.field(name, key_schema)
                 key_cols.append(ColumnInfo(name, index, key_schema, info.convert, False))
+        if key_cols and oid not in self._identity_checked:
+            self._identity_checked.add(oid)
+            self._warn_if_identity_lacks_key(oid, table_id, [c.name for c in key_cols])
         value_schema = value_b.build()
         envelope = Envelope.define(self.topics.envelope_schema_name(topic), value_schema, SOURCE_SCHEMA)
         return TableSchema(
