@@ -115,11 +115,11 @@ def test_sigkill_ten_times_during_the_demo_workload(tmp_path: Path, mariadb_db) 
             )
         if i % 2 == 0:
             # Early: during start-up, the snapshot or streaming, before or while Spark starts.
-            time.sleep(rng.uniform(1.0, 10.0))
+            time.sleep(rng.uniform(1.0, 6.0))
         elif _wait_for(log, start, "sink query started", proc):
             # Inside the sink: its first micro-batch (reading the backlog, decoding, MERGE, the
             # checkpoint commit) or the one after it is under way.
-            time.sleep(rng.uniform(0.5, 10.0))
+            time.sleep(rng.uniform(0.5, 5.0))  # batches run every second: several are in reach
             batch_kills += 1
         assert proc.poll() is None, f"run {i + 1} exited ({proc.returncode}), seed {seed}:\n{log.read_text()[-3000:]}"
         os.killpg(proc.pid, signal.SIGKILL)  # the whole job: the Python process and Spark's JVM
