@@ -20,7 +20,7 @@ from typing import Any
 
 from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.lock import JobLock
-from cdc.jobs.spec import JobSpec
+from cdc.jobs.spec import JobSpec, source_family
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
@@ -86,11 +86,8 @@ def _postgres_reached(offset: dict[str, Any], target: int) -> bool:
 
 
 def _family(connector_class: str) -> str:
-    c = connector_class.lower()
-    if "mysql" in c or "mariadb" in c:
-        return "mysql"
-    if "postgres" in c:
-        return "postgres"
+    if (family := source_family(connector_class)) is not None:
+        return family
     raise ConfigException(
         f"--until-caught-up knows the source position of MySQL/MariaDB and PostgreSQL connectors, "
         f"not {connector_class!r}; run without it",

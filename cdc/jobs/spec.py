@@ -14,6 +14,16 @@ CONNECTOR_ALIASES = {
 }
 
 
+def source_family(connector_class: str) -> str | None:
+    """"mysql" (MySQL/MariaDB), "postgres", or None for a connector the job tools cannot query."""
+    c = connector_class.lower()
+    if "mysql" in c or "mariadb" in c:
+        return "mysql"
+    if "postgres" in c:
+        return "postgres"
+    return None
+
+
 def _str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

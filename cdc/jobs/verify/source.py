@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdc.api.errors import ConfigException
+from cdc.jobs.spec import source_family
 from cdc.jobs.verify.normalize import Column, literal_default
 
 FETCH = 5000
@@ -74,11 +75,8 @@ def filters(source: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def family(connector_class: str) -> str:
-    c = connector_class.lower()
-    if "mysql" in c or "mariadb" in c:
-        return "mysql"
-    if "postgres" in c:
-        return "postgres"
+    if (found := source_family(connector_class)) is not None:
+        return found
     raise ConfigException(
         f"cdc verify reads MySQL/MariaDB and PostgreSQL sources, not {connector_class!r}", "source.connector.class"
     )
