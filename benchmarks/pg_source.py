@@ -46,8 +46,7 @@ def main() -> None:
         step = 10_000
         for lo in range(1, N + 1, step):
             sql.execute(
-                "INSERT INTO bench SELECT g, 'name ' || g, g / 100.0, now()"
-                " FROM generate_series(%s::int, %s::int) g",
+                "INSERT INTO bench SELECT g, 'name ' || g, g / 100.0, now() FROM generate_series(%s::int, %s::int) g",
                 (lo, min(lo + step - 1, N)),
             )
         with tempfile.TemporaryDirectory() as tmp:
