@@ -30,6 +30,13 @@ from cdc.storage.status import State
 
 log = logging.getLogger(__name__)
 
+# Admission control when the job sets no spark.maxEventsPerTrigger: a snapshot or a long
+# outage leaves millions of events in the log, and Delta/Iceberg collect each batch's
+# winners on the driver (bounded by spark.driver.maxResultSize, 1 GiB by default). 200k
+# events of ~1-2 KB stay well inside it; larger batches gain little (per-batch overhead
+# is about a second).
+DEFAULT_MAX_EVENTS_PER_TRIGGER = 200_000
+
 PositionProbe = Callable[[], Any]
 
 
@@ -171,6 +178,31 @@ def _spark_session(job: JobSpec) -> Any:
     return builder.getOrCreate()
 
 
+_PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
+
+
+def sink_failure(error: object) -> str:
+    """The root cause of a failed sink query, without Spark's and Python's stack traces.
+
+    A StreamingQueryException's text is the whole Python traceback of foreachBatch plus,
+    for JVM failures, the Java stack: the last Python exception line names the error, and
+    for a Py4J error the innermost `Caused by:` says what the JVM refused. The full text
+    goes to the log at DEBUG.
+    """
+    text = str(error).split("\n=== Streaming Query ===", 1)[0]
+    log.debug("sink query failed: %s", text)
+    found = [m for line in text.splitlines() if (m := _PYTHON_ERROR.match(line))]
+    if not found:
+        return text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    name, message = found[-1].group(1), found[-1].group(2)
+    if name.endswith("Py4JJavaError"):
+        causes = [line.strip().removeprefix("Caused by: ") for line in text.splitlines() if "Caused by: " in line]
+        if causes:
+            return causes[-1]
+    short = name.rsplit(".", 1)[-1]
+    return message if name.startswith("cdc") else f"{short}: {message}"
+
+
 class _SparkStarter:
     """Starts the SparkSession on a thread: the JVM's start-up (seconds) overlaps the source's catch-up."""
 
@@ -223,8 +255,8 @@ class JobRunner:
         else:
             src["bootstrap.servers"] = worker["bootstrap.servers"]
             src["probeEndOffsets"] = "true"
-        if "maxEventsPerTrigger" in (self.job.spark or {}):
-            src["maxEventsPerTrigger"] = str(self.job.spark["maxEventsPerTrigger"])
+        max_events = (self.job.spark or {}).get("maxEventsPerTrigger", DEFAULT_MAX_EVENTS_PER_TRIGGER)
+        src["maxEventsPerTrigger"] = str(max_events)
         return src
 
     def _checkpoint(self) -> str:
@@ -274,7 +306,7 @@ class JobRunner:
                 )
                 query.awaitTermination()
                 if query.exception() is not None:
-                    raise ConnectException(f"the sink failed: {query.exception()}")
+                    raise ConnectException(f"the sink failed: {sink_failure(query.exception())}")
                 self.progress("caught up: every change up to the start position is applied")
                 return 0
             from cdc_spark.pipeline import start_query
@@ -296,7 +328,7 @@ class JobRunner:
                     break
                 self._check_source(worker, connector["name"])
             if query.exception() is not None:
-                raise ConnectException(f"the sink failed: {query.exception()}")
+                raise ConnectException(f"the sink failed: {sink_failure(query.exception())}")
             query.stop()
             return 0
         finally:

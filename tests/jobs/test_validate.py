@@ -76,6 +76,16 @@ def test_good_job_converts_to_connect_configs(tmp_path: Path) -> None:
     assert job.tables[0].keys == ("id",)
 
 
+def test_sink_batches_are_bounded_unless_the_job_says_otherwise(tmp_path: Path) -> None:
+    from cdc.jobs.run import DEFAULT_MAX_EVENTS_PER_TRIGGER, JobRunner
+
+    f = tmp_path / "job.yaml"
+    f.write_text(GOOD)
+    assert JobRunner(load_job(f))._source()["maxEventsPerTrigger"] == str(DEFAULT_MAX_EVENTS_PER_TRIGGER)
+    f.write_text(GOOD + "  maxEventsPerTrigger: 5000\n")
+    assert JobRunner(load_job(f))._source()["maxEventsPerTrigger"] == "5000"
+
+
 def test_unknown_top_level_key_suggests(tmp_path: Path) -> None:
     line = one_error(tmp_path, GOOD.replace("spark:", "sprak:"), "--offline")
     assert "job.yaml:21: sprak: unknown key 'sprak'; did you mean 'spark'?" in line

@@ -27,6 +27,8 @@ def spark_builder():  # type: ignore[no-untyped-def]
         .config("spark.python.worker.reuse", "true")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+        # Small enough that test_large_batch.py exceeds it with ~25 MB (default: 1 GiB).
+        .config("spark.driver.maxResultSize", "16m")
     )
 
 

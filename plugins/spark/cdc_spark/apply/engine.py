@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from cdc_spark.apply import deadletter
 from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.errors import SinkConfigError
+from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit
 from cdc_spark.apply.latest import decode, latest_per_key, latest_rows, truncate_marks
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
 from cdc_spark.decode.schemas import restore
@@ -135,7 +135,7 @@ class ChangeApplier:
         """Delta/Iceberg commit on the driver: one collect of the batch (the source tasks already
         kept each key's latest event per partition), then everything else in Arrow here."""
         t0 = time.perf_counter()
-        batch = events.drop("raw_key", "headers").toArrow()
+        batch = _collect(events.drop("raw_key", "headers"), batch_id)
         if "value_schema" not in batch.column_names:  # decoded elsewhere: full values, no side channel
             batch = batch.append_column("schema_id", pa.nulls(batch.num_rows, pa.int64()))
             batch = batch.append_column("value_schema", pa.nulls(batch.num_rows, pa.string()))
@@ -167,7 +167,7 @@ class ChangeApplier:
         from cdc_spark.apply.scd2 import Scd2Delta
 
         events = good.filter(F.col("__op") != "t").dropDuplicates(["topic", "key", "__seq"])
-        collected = restore(events.select(*_WINNER_COLUMNS).toArrow(), self._schemas)
+        collected = restore(_collect(events.select(*_WINNER_COLUMNS), batch_id), self._schemas)
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
@@ -204,3 +204,15 @@ class ChangeApplier:
                 writer.close()
             return
         self.target.maintain(sorted(self._tables))
+
+
+def _collect(frame: DataFrame, batch_id: int) -> pa.Table:
+    """`frame.toArrow()`, with advice instead of a JVM stack trace when the driver refuses its size."""
+    try:
+        return frame.toArrow()
+    except Exception as e:
+        cause = driver_limit(e)
+        if cause is None:
+            raise
+        log.debug("batch %d: collect refused by the driver", batch_id, exc_info=True)
+        raise BatchTooLargeError(batch_id, cause) from None

@@ -38,5 +38,37 @@ class TypeWideningError(SchemaEvolutionError):
             f"Fix: rewrite the table with the wider type, e.g. for Delta: dt = DeltaTable(path); "
             f"write_deltalake(path, dt.to_pyarrow_table().cast(<schema with {column}: {new}>), mode='overwrite', "
             f"schema_mode='overwrite'), or for Iceberg: table.update_schema().update_column({column!r}, <{new} type>)"
-            ".commit(); then restart the query from its checkpoint (batches already applied stay skipped)."
+            ".commit(); then restart the query from its checkpoint (batches already applied stay skipped).",
         )
+
+
+class BatchTooLargeError(RuntimeError):
+    """A micro-batch's per-key winners do not fit what the Spark driver accepts in one collect.
+
+    Delta and Iceberg commit on the driver (delta-rs and pyiceberg are single-committer), so
+    each batch's winners are collected there; spark.driver.maxResultSize (1 GiB by default)
+    and the driver's heap bound that collect. Spark replays a failed batch with the same
+    offsets, so a smaller maxEventsPerTrigger only helps the batches after it.
+    """
+
+    def __init__(self, batch_id: int, cause: str) -> None:
+        self.batch_id = batch_id
+        super().__init__(
+            f"micro-batch {batch_id} is too large to apply: its latest events per key must be collected on "
+            f"the Spark driver (Delta and Iceberg commit there), and Spark refused: {cause}. Fix: raise "
+            "spark.driver.maxResultSize and spark.driver.memory above that size (in a cdc job: spark.conf), "
+            "then restart; the batch is replayed from the checkpoint with the same offsets. To keep later "
+            "batches smaller, lower maxEventsPerTrigger (in a cdc job: spark.maxEventsPerTrigger)."
+        )
+
+
+_DRIVER_LIMITS = ("spark.driver.maxResultSize", "java.lang.OutOfMemoryError")
+
+
+def driver_limit(error: BaseException) -> str | None:
+    """The line of a Spark failure that says a collect hit the driver's result size or heap, if it did."""
+    for line in str(error).splitlines():
+        if any(marker in line for marker in _DRIVER_LIMITS):
+            cause = line.strip().removeprefix("Caused by: ").split("stage failure: ", 1)[-1]
+            return cause.strip().rstrip(".")
+    return None

@@ -67,8 +67,6 @@ def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
     topics = rows["topic"].take(order).combine_chunks()
     keys = rows["key"].take(order).combine_chunks()
     n = len(keys)
-    same = pc.and_(
-        pc.equal(topics.slice(1), topics.slice(0, n - 1)), pc.equal(keys.slice(1), keys.slice(0, n - 1))
-    )
+    same = pc.and_(pc.equal(topics.slice(1), topics.slice(0, n - 1)), pc.equal(keys.slice(1), keys.slice(0, n - 1)))
     first = pa.concat_arrays([pa.array([True]), pc.invert(pc.fill_null(same, False))])
     return rows.take(order.filter(first))
