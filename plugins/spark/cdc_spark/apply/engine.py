@@ -3,7 +3,8 @@
 Decoding and the per-partition reduction run in Spark, one task per topic partition.
 Delta and Iceberg commit once per table on the driver (their writers are single-committer),
 so their per-partition winners are collected and reduced across partitions in Arrow there;
-PostgreSQL shuffles by key and upserts from every partition in parallel.
+PostgreSQL shuffles by key, reduces each partition to its keys' latest events in Arrow and
+upserts from every partition in parallel.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from cdc_spark.apply import deadletter
 from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit
-from cdc_spark.apply.latest import decode, latest_per_key, latest_rows, truncate_marks
+from cdc_spark.apply.latest import decode, latest_rows, truncate_marks
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
 from cdc_spark.decode.schemas import restore
 from cdc_spark.source.options import SourceOptions
@@ -117,7 +118,7 @@ class ChangeApplier:
             self._apply_scd2(good, batch_id)
             return
         truncates = truncate_marks(loose) if self.config.truncate_enabled else {}
-        self._apply_postgres(latest_per_key(good, truncates), truncates)
+        self._apply_postgres(good.filter(F.col("__op") != "t"), truncates)
 
     def _handle_errors(self, loose: Sequence[Any], failed: Callable[[], DataFrame], batch_id: int) -> None:
         """Stop on the first poison event (tolerance none) or dead-letter them all (all)."""
@@ -174,7 +175,9 @@ class ChangeApplier:
             writer.apply(self.target.path(table), table, flatten(topic, rows), batch_id)
             self._tables.add(table)
 
-    def _apply_postgres(self, winners: DataFrame, truncates: dict[str, bytes]) -> None:
+    def _apply_postgres(self, changes: DataFrame, truncates: dict[str, bytes]) -> None:
+        """Shuffle by key (a hash exchange, no sort), then each partition keeps its keys' latest
+        events in Arrow and upserts them: partitions hold disjoint keys, so they run in parallel."""
         from cdc_spark.apply.postgres import PostgresWriter, apply_partition
 
         if truncates:
@@ -184,8 +187,10 @@ class ChangeApplier:
                     writer.truncate(self.config.table_for(topic), seq)
             finally:
                 writer.close()
-        applied = winners.select(*_WINNER_COLUMNS).mapInArrow(
-            partial(apply_partition, config=self.config, schemas=self._schemas), "topic string, rows bigint"
+        by_key = changes.select(*_WINNER_COLUMNS, "offset").repartition("topic", "key")
+        applied = by_key.mapInArrow(
+            partial(apply_partition, config=self.config, schemas=self._schemas, truncates=truncates),
+            "topic string, rows bigint",
         )
         for row in applied.collect():
             self._tables.add(self.config.table_for(row["topic"]))

@@ -1,6 +1,6 @@
-"""The Spark half of a micro-batch: decode in the source's partitions, then keep the latest
-event per key (one shuffle by key, so the work stays partition-parallel; or, for targets
-that commit on the driver, the last cross-partition step in Arrow there)."""
+"""A micro-batch's latest event per key: decoded (and reduced per source partition) in
+Spark tasks, then reduced across partitions in Arrow: on the driver for targets that
+commit there, or in each partition after a shuffle by key (PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, Row, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, Row
 
 from cdc_spark.decode import DECODED_SCHEMA, Deserializer, decode_batches
 
@@ -36,25 +35,13 @@ def truncate_marks(loose: Sequence[Row]) -> dict[str, bytes]:
     return marks
 
 
-def latest_per_key(good: DataFrame, truncates: dict[str, bytes]) -> DataFrame:
+def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
     """The winner per (topic, key): highest `__seq`, then the later offset for exact replays.
 
-    Events older than a truncate of their topic in the same batch are dropped: the
-    truncate clears what they wrote.
-    """
-    changes = good.filter(F.col("__op") != "t")
-    for topic, seq in truncates.items():
-        changes = changes.filter(~((F.col("topic") == topic) & (F.col("__seq") < F.lit(seq))))
-    w = Window.partitionBy("topic", "key").orderBy(F.col("__seq").desc(), F.col("offset").desc())
-    return changes.withColumn("_rn", F.row_number().over(w)).filter(F.col("_rn") == 1).drop("_rn")
-
-
-def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
-    """`latest_per_key` in Arrow, for rows already collected on the driver.
-
-    Delta and Iceberg commit on the driver, so their winners are collected anyway. The
-    source tasks already kept each key's latest event per partition; what is left is the
-    reduction across partitions, cheaper here than a Spark shuffle plus a sort.
+    Events older than a truncate of their topic in the same batch are dropped: the truncate
+    clears what they wrote. `rows` must hold every remaining event of its keys: all of a
+    batch collected on the driver, or one partition of a shuffle by key. Sorting in Arrow
+    here is cheaper than a Spark window (a sort inside the shuffle).
     """
     for topic, seq in truncates.items():
         rows = rows.filter(pc.invert(pc.and_(pc.equal(rows["topic"], topic), pc.less(rows["__seq"], seq))))

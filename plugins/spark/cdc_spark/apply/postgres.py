@@ -240,13 +240,21 @@ def _copy(conn: psycopg.Connection, data: pa.Table) -> None:
 
 
 def apply_partition(
-    batches: Iterator[pa.RecordBatch], config: SinkConfig, schemas: Mapping[int, str] | None = None
+    batches: Iterator[pa.RecordBatch],
+    config: SinkConfig,
+    schemas: Mapping[int, str] | None = None,
+    truncates: Mapping[str, bytes] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: this partition's winners, flattened per topic, upserted; yields counts."""
+    """mapInArrow body over a partition holding whole keys: each key's latest event (after the
+    batch's truncates), flattened per topic, upserted; yields counts."""
+    from cdc_spark.apply.latest import latest_rows
+
     received = list(batches)
     topics: list[str] = []
     counts: list[int] = []
-    rows = restore(pa.Table.from_batches(received), schemas or {}) if received else None
+    rows = None
+    if received:
+        rows = restore(latest_rows(pa.Table.from_batches(received), truncates or {}), schemas or {})
     if rows is not None and rows.num_rows:
         writer = PostgresWriter(config)
         try:
