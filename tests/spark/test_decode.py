@@ -202,3 +202,30 @@ def test_arrow_flattening_equals_the_row_path_across_schema_versions() -> None:
     fast = flatten_enveloped("p.db.t", winners)
     assert fast is not None and fast.table.equals(flatten_rows("p.db.t", winners).table)
     assert fast.table.column("note").to_pylist() == [None, "n", None]
+
+
+def test_cut_off_payloads_flatten_like_their_whole_envelopes() -> None:
+    """The source ships payloads with a schema id (latestPerKey); the driver flattens them
+    without putting the envelopes back, and must get what the whole records give."""
+    from cdc_spark.decode.events import decode_batches
+    from cdc_spark.decode.schemas import restore
+
+    cols = {"id": Schema.INT32_SCHEMA, "qty": Schema.OPTIONAL_INT64_SCHEMA}
+    v1, v2 = Table("p.db.t", cols), Table("p.db.t", {**cols, "note": Schema.OPTIONAL_STRING_SCHEMA})
+    first = [v1.event("c", 1, {"qty": 1}, 1), v1.event("c", 2, {"qty": 2}, 2), v1.event("d", 1, None, 5)]
+    second = [v2.event("u", 2, {"qty": 3, "note": "n"}, 3), v2.event("c", 3, {"qty": 4, "note": None}, 4)]
+    raw = iter([_raw(first), _raw(second)])  # one schema per source batch: each is cut off in Arrow
+    decoded = pa.Table.from_batches(list(decode_batches(raw, JsonDeserializer(), combine=True)))
+    ids, marks = decoded["schema_id"].to_pylist(), decoded["value_schema"].to_pylist()
+    texts = {sid: text for sid, text in zip(ids, marks, strict=True) if text}
+    assert len(set(ids)) == 2 and len(texts) == 2  # both versions were cut off
+    whole = flatten("p.db.t", restore(decoded, texts))
+    cut = flatten("p.db.t", decoded, texts)
+    assert cut.table.equals(whole.table) and cut.key_columns == ["id"]
+    assert sorted(cut.table.select(["id", "qty", "note", "__deleted"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "qty": None, "note": None, "__deleted": True},
+        {"id": 2, "qty": 3, "note": "n", "__deleted": False},
+        {"id": 3, "qty": 4, "note": None, "__deleted": False},
+    ]
+    with pytest.raises(RuntimeError, match="was not collected with its batch"):
+        flatten("p.db.t", decoded, {})  # a schema id nobody collected is an error, not a guess

@@ -26,7 +26,6 @@ from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit
 from cdc_spark.apply.latest import decode, latest_rows, truncate_marks
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
-from cdc_spark.decode.schemas import restore
 from cdc_spark.source.options import SourceOptions
 
 log = logging.getLogger(__name__)
@@ -148,7 +147,7 @@ class ChangeApplier:
         log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
         truncates = truncate_marks(rows) if self.config.truncate_enabled else {}
         changes = batch.filter(pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t")))
-        self._apply_winners(restore(latest_rows(changes, truncates), self._schemas), truncates, batch_id)
+        self._apply_winners(latest_rows(changes, truncates), truncates, batch_id)
 
     def _apply_winners(self, collected: pa.Table, truncates: dict[str, bytes], batch_id: int) -> None:
         for topic, seq in sorted(truncates.items()):
@@ -156,7 +155,7 @@ class ChangeApplier:
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
             t1 = time.perf_counter()
-            flat = flatten(topic, rows)
+            flat = flatten(topic, rows, self._schemas)
             t2 = time.perf_counter()
             self.target.apply(table, flat, batch_id)
             t3 = time.perf_counter()
@@ -168,11 +167,11 @@ class ChangeApplier:
         from cdc_spark.apply.scd2 import Scd2Delta
 
         events = good.filter(F.col("__op") != "t").dropDuplicates(["topic", "key", "__seq"])
-        collected = restore(_collect(events.select(*_WINNER_COLUMNS), batch_id), self._schemas)
+        collected = _collect(events.select(*_WINNER_COLUMNS), batch_id)
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
-            writer.apply(self.target.path(table), table, flatten(topic, rows), batch_id)
+            writer.apply(self.target.path(table), table, flatten(topic, rows, self._schemas), batch_id)
             self._tables.add(table)
 
     def _apply_postgres(self, changes: DataFrame, truncates: dict[str, bytes]) -> None:

@@ -27,7 +27,6 @@ from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import SchemaEvolutionError
 from cdc_spark.decode.flatten import FlatBatch, flatten
-from cdc_spark.decode.schemas import restore
 
 TOMBSTONE_SUFFIX = "__tombstones"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
@@ -254,12 +253,12 @@ def apply_partition(
     counts: list[int] = []
     rows = None
     if received:
-        rows = restore(latest_rows(pa.Table.from_batches(received), truncates or {}), schemas or {})
+        rows = latest_rows(pa.Table.from_batches(received), truncates or {})
     if rows is not None and rows.num_rows:
         writer = PostgresWriter(config)
         try:
             for topic, part in sorted(by_topic(rows).items()):
-                writer.apply(config.table_for(topic), flatten(topic, part))
+                writer.apply(config.table_for(topic), flatten(topic, part, schemas))
                 topics.append(topic)
                 counts.append(part.num_rows)
         finally:

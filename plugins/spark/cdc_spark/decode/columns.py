@@ -10,6 +10,7 @@ from JSON are converted per column (bytes, decimals) or sent back to the row pat
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from cdc_spark.decode.flatten import META_ARROW, ColumnTypeConflict, FlatBatch
 from cdc_spark.decode.types import Convert, _b64, _days, _ident, arrow_type, envelope_row_schema
 
 _MAX_SCHEMAS = 16
+_Group = tuple[pa.Array, Any, pa.Array]  # (row indices, value schema, payloads)
 _DECIMAL = "org.apache.kafka.connect.data.Decimal"
 # Key field names with the values cut out: one signature per key shape.
 _KEY_SHAPE = r'":(?:"(?:[^"\\]|\\.)*"|[^,}]*)'
@@ -51,7 +53,7 @@ def _plan(field: dict[str, Any]) -> _Column | None:
     return _Column(dtype, dtype, None)
 
 
-def _groups(values: pa.Array) -> list[tuple[pa.Array, Any, pa.Array]] | None:
+def _groups(values: pa.Array) -> list[_Group] | None:
     """(row indices, value schema, payloads) per schema prefix, or None for unenveloped records."""
     out = []
     idx = pa.array(range(len(values)), pa.int64())
@@ -72,6 +74,24 @@ def _groups(values: pa.Array) -> list[tuple[pa.Array, Any, pa.Array]] | None:
         out.append((idx.filter(same), schema, pc.binary_slice(values.filter(same), len(prefix), -1)))
         rest = pc.invert(same)
         idx, values = idx.filter(rest), values.filter(rest)
+    return out
+
+
+def _groups_by_id(ids: pa.Array, values: pa.Array, schemas: Mapping[int, str]) -> list[_Group] | None:
+    """(row indices, value schema, payloads) per schema id, when every value is a cut-off payload."""
+    if ids.null_count or len(ids) == 0:
+        return None
+    out = []
+    for sid in pc.unique(ids).to_pylist():
+        text = schemas.get(sid)
+        if text is None:
+            return None  # restore() names the missing schema
+        try:
+            schema = json.loads(text)
+        except ValueError:
+            return None
+        idx = pc.indices_nonzero(pc.equal(ids, sid)).cast(pa.int64())
+        out.append((idx, schema, values.take(idx)))
     return out
 
 
@@ -97,9 +117,7 @@ def _read_group(payloads: pa.Array, ops: pa.Array, schema: Any) -> dict[str, tup
     return out
 
 
-def _fill_keys(
-    name: str, arr: pa.Array, plan: _Column, keys: pa.Array
-) -> pa.Array:
+def _fill_keys(name: str, arr: pa.Array, plan: _Column, keys: pa.Array) -> pa.Array:
     """Row values missing from the row (a delete whose `before` lacks them) come from the key."""
     if arr.null_count == 0:
         return arr
@@ -112,8 +130,12 @@ def _fill_keys(
     return pa.array(values, plan.read if plan.convert is None else plan.dtype).cast(plan.dtype)
 
 
-def flatten_enveloped(topic: str, winners: pa.Table) -> FlatBatch | None:
-    """Like `flatten_rows`, or None when a record needs the row path."""
+def flatten_enveloped(topic: str, winners: pa.Table, schemas: Mapping[int, str] | None = None) -> FlatBatch | None:
+    """Like `flatten_rows`, or None when a record needs the row path.
+
+    With `schemas`, every value must be a payload whose schema the source cut off (its
+    `schema_id` is in `schemas`); otherwise every value must be a whole envelope.
+    """
     if winners.num_rows == 0:
         return None
     values = winners.column("value").combine_chunks()
@@ -125,7 +147,12 @@ def flatten_enveloped(topic: str, winners: pa.Table) -> FlatBatch | None:
     if len(shapes) != 1 or not str(shapes[0].as_py()).startswith("{"):
         return None
     key_columns = list(json.loads(keys[0].as_py()))
-    groups = _groups(values)
+    if schemas is not None:
+        if "schema_id" not in winners.column_names:
+            return None
+        groups = _groups_by_id(winners.column("schema_id").combine_chunks(), values, schemas)
+    else:
+        groups = _groups(values)
     if groups is None:
         return None
     types: dict[str, tuple[pa.DataType, _Column]] = {}

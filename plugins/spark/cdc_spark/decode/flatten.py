@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,15 +32,23 @@ class FlatBatch:
     key_columns: list[str]
 
 
-def flatten(topic: str, winners: pa.Table) -> FlatBatch:
+def flatten(topic: str, winners: pa.Table, schemas: Mapping[int, str] | None = None) -> FlatBatch:
     """`winners` has the decoded columns (key, value, __op, __seq, __source_ts_ms, __deleted).
 
     Enveloped records with plain column types are parsed in Arrow (`columns.py`); anything
-    else (schemaless JSON, nested types) goes row by row.
+    else (schemaless JSON, nested types) goes row by row. Values whose schema the source cut
+    off (`schema_id`, see schemas.py) are read as they are, with `schemas` (id → text); only
+    the row path needs the envelopes put back.
     """
     from cdc_spark.decode.columns import flatten_enveloped
+    from cdc_spark.decode.schemas import restore
 
-    return flatten_enveloped(topic, winners) or flatten_rows(topic, winners)
+    if schemas is not None:
+        flat = flatten_enveloped(topic, winners, schemas)
+        if flat is not None:
+            return flat
+    full = restore(winners, schemas or {})
+    return flatten_enveloped(topic, full) or flatten_rows(topic, full)
 
 
 def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:
