@@ -101,7 +101,7 @@ def _read_group(payloads: pa.Array, ops: pa.Array, schema: Any) -> dict[str, tup
     if not plans or any(p is None for p in plans.values()):
         return None
     row = pa.struct([(name, p.read) for name, p in plans.items()])  # type: ignore[union-attr]
-    table = read_ndjson(payloads, pa.schema([("before", row), ("after", row)]))
+    table = read_ndjson(payloads, pa.schema([("before", row), ("after", row)]), threads=True)
     if table is None:
         return None
     deleted = pc.equal(ops, "d")

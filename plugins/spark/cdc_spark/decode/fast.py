@@ -39,8 +39,12 @@ _FAST_OPS = pa.array(["c", "u", "r", "d", "m"])
 _ONE_PLAIN_FIELD = r'^\{"[A-Za-z0-9_$]+":(-?(0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*")\}$'
 
 
-def read_ndjson(payloads: pa.Array, schema: pa.Schema) -> pa.Table | None:
-    """One JSON object per element → a table of `schema`, or None if any element does not fit."""
+def read_ndjson(payloads: pa.Array, schema: pa.Schema, threads: bool = False) -> pa.Table | None:
+    """One JSON object per element → a table of `schema`, or None if any element does not fit.
+
+    `threads` parses 1 MB blocks on Arrow's thread pool: for the driver, whose cores are
+    idle while it flattens; Spark tasks already keep every core busy.
+    """
     if len(payloads) == 0 or payloads.null_count:
         return None
     try:
@@ -52,7 +56,9 @@ def read_ndjson(payloads: pa.Array, schema: pa.Schema) -> pa.Table | None:
     try:
         table = pajson.read_json(
             pa.BufferReader(data),
-            read_options=pajson.ReadOptions(use_threads=False, block_size=max(1 << 20, data.size + 1)),
+            read_options=pajson.ReadOptions(
+                use_threads=threads, block_size=1 << 20 if threads else max(1 << 20, data.size + 1)
+            ),
             parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
