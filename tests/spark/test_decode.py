@@ -229,3 +229,27 @@ def test_cut_off_payloads_flatten_like_their_whole_envelopes() -> None:
     ]
     with pytest.raises(RuntimeError, match="was not collected with its batch"):
         flatten("p.db.t", decoded, {})  # a schema id nobody collected is an error, not a guess
+
+
+def test_latest_rows_reduces_across_partitions_and_skips_unique_keys() -> None:
+    from cdc_spark.apply.latest import latest_rows
+
+    def rows(*spec: tuple[str, str, int, int]) -> pa.Table:
+        return pa.table(
+            {
+                "topic": [t for t, _, _, _ in spec],
+                "key": [k for _, k, _, _ in spec],
+                "__seq": [sequence.pack(s) for _, _, s, _ in spec],
+                "offset": pa.array([o for _, _, _, o in spec], pa.int64()),
+            }
+        )
+
+    # The same key text in two topics is two keys; within one, the highest sequence wins,
+    # then the later offset (an exact replay); a truncate drops what came before it.
+    got = latest_rows(
+        rows(("a", "k1", 5, 0), ("b", "k1", 1, 1), ("a", "k1", 7, 2), ("a", "k2", 3, 3), ("a", "k2", 3, 9)),
+        {"b": sequence.pack(2)},
+    )
+    assert sorted((r["topic"], r["key"], r["offset"]) for r in got.to_pylist()) == [("a", "k1", 2), ("a", "k2", 9)]
+    unique = rows(("a", "k2", 1, 0), ("a", "k1", 2, 1), ("b", "k2", 3, 2))
+    assert latest_rows(unique, {}).equals(unique)  # nothing to reduce: kept as collected

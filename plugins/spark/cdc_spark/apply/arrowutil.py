@@ -11,7 +11,10 @@ def by_topic(winners: pa.Table) -> dict[str, pa.Table]:
     """Split the collected winners per topic (each topic is one target table)."""
     out: dict[str, pa.Table] = {}
     topics = winners.column("topic")
-    for topic in pc.unique(topics).to_pylist():
+    names = pc.unique(topics).to_pylist()
+    if len(names) == 1:
+        return {names[0]: winners}  # the common case: no filter, no copy of the values
+    for topic in names:
         out[topic] = winners.filter(pc.equal(topics, topic))
     return out
 

@@ -146,7 +146,8 @@ class ChangeApplier:
         self._handle_errors(rows, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
         log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
         truncates = truncate_marks(rows) if self.config.truncate_enabled else {}
-        changes = batch.filter(pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t")))
+        is_change = pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t"))
+        changes = batch if pc.all(is_change).as_py() else batch.filter(is_change)
         self._apply_winners(latest_rows(changes, truncates), truncates, batch_id)
 
     def _apply_winners(self, collected: pa.Table, truncates: dict[str, bytes], batch_id: int) -> None:
