@@ -25,13 +25,15 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
   merge does not: decoding the 1M JSON events alone (pyarrow's C++ reader, ~2 s per core)
   takes several times the bare merge's 0.2 s, so this ratio cannot approach 0.5 for any sink
   that reads the events; the context figures compare the same work.
-- Measured (2 cores, 1M events, 2026-11-22; the machine ran ~1.6x slower on the second
-  day, so compare ratios): Delta 7.3-11.9 s (ratio 0.013-0.029 to the bare merge's 0.15-0.21
-  s; 0.83-1.07 to the whole job on the bare libraries), PostgreSQL 10.6-14.9 s (ratio
-  0.07-0.10 to the bare COPY+upsert's 1.05-1.25 s). The apply step alone: 0.91 of the bare
-  merge, 0.89 of the bare COPY+upsert. Before 16 KB log pages and the ADBC read: Delta
-  13.6-19.5 s, PostgreSQL 14.2-27.8 s. Per 500k-event partition: 0.8 s reading the log,
-  ~2 s decoding, then Spark's job overhead and the driver's merge.
+- Measured (2 cores, 1M events, 2026-11-22, a day the machine ran ~1.6x slower than the
+  day before, so compare ratios): Delta 7.2-7.5 s (ratio 0.018-0.020 to the bare merge's
+  0.13-0.14 s, best of 3; 1.39-1.41 to the whole job on the bare libraries, 10-10.6 s),
+  PostgreSQL 8.9-9.3 s (ratio 0.095-0.104 to the bare COPY+upsert's 0.9 s). The apply step
+  alone: 0.86-0.90 of the bare merge, 0.89-0.90 of the bare COPY+upsert. The same day before
+  flattening the payloads without rebuilding envelopes, skipping needless Arrow copies and
+  a hash shuffle instead of a window for PostgreSQL: Delta 11-15.6 s, PostgreSQL 13-16.5 s.
+  Per 500k-event partition: ~1 s reading the log, ~2.5 s decoding, then Spark's job
+  overhead and the driver's flatten (0.5 s) and merge (0.2 s).
 """
 
 from __future__ import annotations
