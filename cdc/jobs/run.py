@@ -192,6 +192,9 @@ def sink_failure(error: object) -> str:
     text = str(error).split("\n=== Streaming Query ===", 1)[0]
     log.debug("sink query failed: %s", text)
     found = [m for line in text.splitlines() if (m := _PYTHON_ERROR.match(line))]
+    ours = [m for m in found if m.group(1).startswith("cdc")]
+    if ours:  # our errors say what to do, wherever Spark's wrapping put them
+        return ours[-1].group(2)
     if not found:
         return text.strip().splitlines()[0] if text.strip() else type(error).__name__
     name, message = found[-1].group(1), found[-1].group(2)
@@ -199,8 +202,7 @@ def sink_failure(error: object) -> str:
         causes = [line.strip().removeprefix("Caused by: ") for line in text.splitlines() if "Caused by: " in line]
         if causes:
             return causes[-1]
-    short = name.rsplit(".", 1)[-1]
-    return message if name.startswith("cdc") else f"{short}: {message}"
+    return f"{name.rsplit('.', 1)[-1]}: {message}"
 
 
 class _SparkStarter:

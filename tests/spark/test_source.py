@@ -71,6 +71,33 @@ def test_regex_picks_up_new_topics_and_max_events_bounds_each_batch(spark: Any, 
     assert visible(delta_rows(str(tmp_path / "lake" / "srv_db_b"))) == {1: (1, "b", None)}
 
 
+def test_records_deleted_before_they_were_read_stop_the_query_unless_told_otherwise(spark: Any, tmp_path: Path) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    from cdc.jobs.run import sink_failure
+    from cdc.log import TopicPartition
+
+    t = Table("shop.inv.items")
+    state = str(tmp_path / "state")
+    with EmbeddedLog(state) as log:
+        produce(log, t.topic, [t.event("c", i, {"name": "a"}, i) for i in range(1, 6)])  # offsets 0-4
+    source = {"state.dir": state, "topics": t.topic}
+    sink = {"target": "delta", "path": str(tmp_path / "lake")}
+    run_available_now(spark, source, sink, str(tmp_path / "ckpt"))
+    with EmbeddedLog(state) as log:
+        produce(log, t.topic, [t.event("c", i, {"name": "b"}, i) for i in range(6, 11)])  # offsets 5-9
+        log.delete_records({TopicPartition(t.topic, 0): 7})  # retention took 5 and 6 before the sink ran
+    with pytest.raises(StreamingQueryException) as failed:
+        run_available_now(spark, source, sink, str(tmp_path / "ckpt"))
+    message = sink_failure(failed.value)
+    assert message.startswith(f"{t.topic}-0: offsets 5 to 6 were deleted from the log"), message
+    assert "failOnDataLoss=false" in message
+    assert sorted(visible(delta_rows(str(tmp_path / "lake" / "shop_inv_items")))) == [1, 2, 3, 4, 5]
+    # As Spark's Kafka source: failOnDataLoss=false skips what is gone and goes on.
+    run_available_now(spark, {**source, "failOnDataLoss": "false"}, sink, str(tmp_path / "ckpt"))
+    assert sorted(visible(delta_rows(str(tmp_path / "lake" / "shop_inv_items")))) == [1, 2, 3, 4, 5, 8, 9, 10]
+
+
 def test_reads_a_kafka_protocol_broker(spark: Any, tansu: Any, tmp_path: Path) -> None:
     t = Table(f"k.db.items{tmp_path.name[-6:].replace('_', '')}".lower())
     tansu.create_topic(t.topic, partitions=2)
@@ -127,6 +154,7 @@ def test_headers_column_like_kafka_include_headers(tmp_path: Path) -> None:
     ("options", "needle"),
     [
         ({"state.dir": "/x"}, "exactly one of"),
+        ({"state.dir": "/x", "topics": "a", "failOnDataLoss": "maybe"}, "failOnDataLoss"),
         ({"state.dir": "/x", "topics": "a", "topic.pattern": "b"}, "exactly one of"),
         ({"topics": "a"}, "state.dir"),
         ({"transport": "kafka", "topics": "a"}, "bootstrap.servers"),

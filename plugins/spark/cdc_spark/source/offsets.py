@@ -46,3 +46,18 @@ def cap(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int], 
             if budget == 0:
                 break
     return {tp: (start[tp] + take[tp] if tp in start else end[tp]) for tp in end}
+
+
+class DataLossError(RuntimeError):
+    """Records of a planned range were deleted from the log before a task read them."""
+
+    def __init__(self, tp: TopicPartition, start: int, earliest: int) -> None:
+        self.tp, self.start, self.earliest = tp, start, earliest
+        super().__init__(
+            f"{tp.topic}-{tp.partition}: offsets {start} to {earliest - 1} were deleted from the log before this "
+            f"query read them (retention.ms or retention.bytes of the topic, or a delete-records), so "
+            f"{earliest - start} change events never reached the sink and the target may miss their changes. "
+            "Fix: apply a fresh snapshot of the source with a new checkpoint (cdc verify shows the differences), "
+            "or set the source option failOnDataLoss=false to skip them and go on, as with Spark's Kafka source; "
+            "keep the topic's retention longer than the sink can be down."
+        )

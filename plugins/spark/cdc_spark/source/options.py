@@ -30,6 +30,7 @@ class SourceOptions:
     latest_per_key: bool = False  # with decode: only each key's latest event per partition and batch
     schemas_enable: bool | None = None
     include_headers: bool = False  # a `headers` column, as Spark's Kafka source with includeHeaders=true
+    fail_on_data_loss: bool = True  # records deleted before they were read stop the query (Spark's Kafka source)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -63,6 +64,9 @@ class SourceOptions:
         if latest and decode == "none":
             raise SourceOptionError("option latestPerKey=true needs decode=debezium-json")
         schemas = opts.get("schemas.enable")
+        fail_on_loss = str(opts.get("failondataloss", "true")).lower()
+        if fail_on_loss not in ("true", "false"):
+            raise SourceOptionError(f"option failOnDataLoss={fail_on_loss!r}: use true (the default) or false")
         return cls(
             transport=transport,
             state_dir=opts.get("state.dir"),
@@ -83,6 +87,7 @@ class SourceOptions:
             latest_per_key=latest,
             schemas_enable=None if schemas is None else str(schemas).lower() == "true",
             include_headers=str(opts.get("includeheaders", "false")).lower() == "true",
+            fail_on_data_loss=fail_on_loss == "true",
         )
 
     def open_log(self) -> TopicLog:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -171,9 +171,33 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def read_range(r: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
     """Yield the range as Arrow batches (far cheaper than tuples across the Python worker)."""
     log = r.options.open_log()
+    r = _available(r, log)
     if isinstance(log, EmbeddedLog):
         return _read_embedded(r, log)
     return _read_log(r, log)
+
+
+def _available(r: TopicPartitionRange, log: TopicLog) -> TopicPartitionRange:
+    """The range, checked against the log's start right before it is read.
+
+    Retention may delete records between planning and reading; a Kafka consumer would then
+    silently jump to the earliest offset (auto.offset.reset). As Spark's Kafka source, stop
+    (failOnDataLoss=true) or skip the lost records with a warning.
+    """
+    tp = TopicPartition(r.topic, r.partition)
+    try:
+        earliest = log.beginning_offsets([tp])[tp]
+    except Exception:
+        log.close()
+        raise
+    if earliest <= r.start:
+        return r
+    error = off.DataLossError(tp, r.start, min(earliest, r.end))
+    if r.options.fail_on_data_loss:
+        log.close()
+        raise error
+    logger.warning("%s (failOnDataLoss=false: reading on from offset %d)", error, min(earliest, r.end))
+    return replace(r, start=min(earliest, r.end))
 
 
 def _read_embedded(r: TopicPartitionRange, log: EmbeddedLog) -> Iterator[pa.RecordBatch]:
