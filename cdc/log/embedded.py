@@ -55,6 +55,9 @@ CREATE TABLE IF NOT EXISTS records(
 CREATE TABLE IF NOT EXISTS compacted_keys(
     topic TEXT NOT NULL, partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL,
     PRIMARY KEY(topic, partition, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS retention_marks(
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, at_ms INTEGER NOT NULL, offset INTEGER NOT NULL,
+    PRIMARY KEY(topic, partition, at_ms)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS consumer_offsets(
     grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
     PRIMARY KEY(grp, topic, partition)) WITHOUT ROWID;
@@ -218,7 +221,15 @@ class EmbeddedLog(TopicLog):
                 )
 
     def enforce_retention(self, now_ms: int | None = None) -> int:
-        """Apply `retention.ms` of delete-policy topics by moving their start offsets."""
+        """Apply `retention.ms` of delete-policy topics by moving their start offsets; returns the
+        number of partitions whose start moved.
+
+        Retention counts from when records were appended, not from their timestamps: a
+        connector catching up on old binlog or WAL writes records stamped with old event
+        times, which must not go before a sink had `retention.ms` to read them. Each call
+        marks every partition's end with the time; records below a mark at least
+        `retention.ms` old have expired (so expiry has the granularity of the calls).
+        """
         now_ms = _now_ms() if now_ms is None else now_ms
         moved = 0
         for desc in self.list_topics().values():
@@ -227,19 +238,31 @@ class EmbeddedLog(TopicLog):
             retention = int(desc.config.get("retention.ms", 7 * 24 * 3600 * 1000))
             if retention < 0:
                 continue
-            cutoff = now_ms - retention
             before: dict[TopicPartition, int] = {}
-            with self._lock:
+            with self._lock, _write_txn(self._conn):
                 for p in range(desc.partitions):
-                    row = self._conn.execute(
-                        "SELECT MIN(offset) FROM records WHERE topic=? AND partition=? AND timestamp>=?",
-                        (desc.name, p, cutoff),
+                    key = (desc.name, p)
+                    start, end = self._conn.execute(
+                        "SELECT start_offset, next_offset FROM partitions WHERE topic=? AND partition=?", key
                     ).fetchone()
-                    end = self._conn.execute(
-                        "SELECT next_offset FROM partitions WHERE topic=? AND partition=?", (desc.name, p)
-                    ).fetchone()[0]
-                    before[TopicPartition(desc.name, p)] = row[0] if row[0] is not None else end
-            self.delete_records(before)
+                    self._conn.execute(
+                        "INSERT OR REPLACE INTO retention_marks(topic, partition, at_ms, offset) VALUES (?,?,?,?)",
+                        (*key, now_ms, end),
+                    )
+                    expired, at_ms = self._conn.execute(
+                        "SELECT MAX(offset), MAX(at_ms) FROM retention_marks "
+                        "WHERE topic=? AND partition=? AND at_ms<=?",
+                        (*key, now_ms - retention),
+                    ).fetchone()
+                    if expired is None:
+                        continue
+                    self._conn.execute(  # older marks say less than this one
+                        "DELETE FROM retention_marks WHERE topic=? AND partition=? AND at_ms<?", (*key, at_ms)
+                    )
+                    if expired > start:
+                        before[TopicPartition(*key)] = expired
+            if before:
+                self.delete_records(before)
             moved += len(before)
         return moved
 

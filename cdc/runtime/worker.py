@@ -15,8 +15,10 @@ from cdc.api.sink import SinkTask
 from cdc.api.source import SourceConnector, SourceTask
 from cdc.api.storage import Converter, HeaderConverter
 from cdc.log.base import TopicLog
+from cdc.log.embedded import EmbeddedLog
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.errors import RetryWithToleranceOperator
+from cdc.runtime.log_cleaner import LogCleaner
 from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.sink_task import WorkerSinkTask
 from cdc.runtime.source_task import TopicCreator, WorkerSourceTask
@@ -93,12 +95,19 @@ class Worker:
         self.worker_id = worker_id or config.get("worker.id") or default_worker_id()
         self.reporter = StatusReporter(status_store, self.worker_id)
         self.tasks: dict[ConnectorTaskId, WorkerTask] = {}
+        self.cleaner: LogCleaner | None = None
 
     def start(self) -> None:
         self.offset_store.start()
         self.status_store.start()
+        interval = self.config.get("log.retention.check.interval.ms")
+        if isinstance(self.log, EmbeddedLog) and interval > 0:  # a Kafka broker applies its own retention
+            self.cleaner = LogCleaner(self.log, interval)
+            self.cleaner.start()
 
     def stop(self) -> None:
+        if self.cleaner is not None:
+            self.cleaner.stop()
         self.stop_and_await_tasks(list(self.tasks))
         self.status_store.stop()
         self.offset_store.stop()

@@ -31,6 +31,15 @@ WORKER_CONFIG_DEF = (
         "Directory of the embedded log (records, offsets, configs and status in one SQLite file).",
     )
     .define(
+        "log.retention.check.interval.ms",
+        ConfigType.LONG,
+        300_000,
+        Range.at_least(0),
+        Importance.LOW,
+        "Embedded transport: how often the worker deletes records older than their topic's retention.ms "
+        "(7 days unless the topic sets it; -1 keeps a topic forever), as a Kafka broker's log cleaner. 0 never.",
+    )
+    .define(
         "embedded.synchronous",
         ConfigType.STRING,
         "FULL",

@@ -70,20 +70,33 @@ def test_compacted_topic_keeps_latest_per_key(log_: EmbeddedLog) -> None:
 
 
 def test_retention_moves_start_offset(log_: EmbeddedLog) -> None:
-    log_.create_topics([TopicSpec("r", 1, config={"retention.ms": "1000"})])
+    log_.create_topics(
+        [TopicSpec("r", 1, config={"retention.ms": "1000"}), TopicSpec("forever", 1, config={"retention.ms": "-1"})]
+    )
     p = log_.producer()
     now = int(time.time() * 1000)
-    for i in range(10):
-        p.send("r", str(i).encode(), timestamp=now - 5000 if i < 6 else now)
+    for i in range(6):  # stamped with old event times, as a catch-up of an old binlog writes them
+        p.send("r", str(i).encode(), timestamp=now - 3_600_000)
+        p.send("forever", str(i).encode(), timestamp=now - 3_600_000)
     p.flush()
-    log_.enforce_retention(now)
+    # Retention counts from the append: first sight marks the end, nothing is expired yet.
+    assert log_.enforce_retention(now) == 0
+    for i in range(6, 10):
+        p.send("r", str(i).encode(), timestamp=now)
+    p.flush()
+    assert log_.enforce_retention(now + 500) == 0
+    assert log_.enforce_retention(now + 1000) == 1  # appended before the mark taken 1000 ms ago
     tp = TopicPartition("r", 0)
     assert log_.beginning_offsets([tp]) == {tp: 6}
     reader = log_.reader()
     reader.assign({tp: 0})
     assert [int(r.value) for r in reader.read_to_end([tp], log_)] == [6, 7, 8, 9]
-    log_.delete_records({tp: 8})
-    assert log_.beginning_offsets([tp]) == {tp: 8}
+    assert log_.enforce_retention(now + 1600) == 1  # the mark at +500 covers the rest
+    assert log_.beginning_offsets([tp]) == {tp: 10}
+    forever = TopicPartition("forever", 0)
+    assert log_.beginning_offsets([forever]) == {forever: 0}
+    log_.delete_records({tp: 8})  # below the start: nothing moves back
+    assert log_.beginning_offsets([tp]) == {tp: 10}
 
 
 def test_illegal_topic_name_is_explained(log_: EmbeddedLog) -> None:

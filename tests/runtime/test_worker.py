@@ -204,3 +204,38 @@ def test_validate_reports_every_field_in_kafka_connects_shape(herder: Standalone
     assert not by_name["topic"]["value"]["errors"]
     assert infos["error_count"] >= 3
     assert by_name["tasks.max"]["definition"]["type"] == "INT"
+
+
+def test_embedded_log_retention_is_enforced_by_the_worker(tmp_path: Path) -> None:
+    """As a Kafka broker's log cleaner: expired records of delete-policy topics go, compacted
+    topics and retention.ms=-1 topics (schema history) stay."""
+    from cdc.log.base import TopicSpec
+
+    config = WorkerConfig(
+        {"transport": "embedded", "state.dir": str(tmp_path / "state"), "log.retention.check.interval.ms": "50"}
+    )
+    log_ = open_log(config)
+    log_.create_topics(
+        [
+            TopicSpec("events", 1, config={"retention.ms": "500"}),
+            TopicSpec("history", 1, config={"retention.ms": "-1"}),
+            TopicSpec("offsets", 1, config={"cleanup.policy": "compact", "retention.ms": "500"}),
+        ]
+    )
+    producer = log_.producer()
+    for topic in ("events", "history", "offsets"):
+        for i in range(5):
+            producer.send(topic, str(i).encode(), key=str(i).encode())
+    producer.flush()
+    worker = Worker(
+        config, PluginRegistry.discover(), log_, open_offset_store(config, log_), open_status_store(config, log_)
+    )
+    worker.start()
+    try:
+        tp = TopicPartition("events", 0)
+        wait_until(lambda: log_.beginning_offsets([tp]) == {tp: 5}, what="the expired records to be deleted")
+        others = [TopicPartition("history", 0), TopicPartition("offsets", 0)]
+        assert list(log_.beginning_offsets(others).values()) == [0, 0]
+    finally:
+        worker.stop()
+    assert worker.cleaner is not None and not worker.cleaner._thread.is_alive()
