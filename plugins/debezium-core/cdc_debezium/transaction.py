@@ -108,4 +108,4 @@ class TransactionMonitor:
                     for dc, n in self.per_collection.items()
                 ],
             )
-        return SourceRecord(partition, offset, self.topic, None, KEY_SCHEMA, key, VALUE_SCHEMA, value, ts_ms)
+        return SourceRecord(partition, offset, self.topic, None, KEY_SCHEMA, key, VALUE_SCHEMA, value)

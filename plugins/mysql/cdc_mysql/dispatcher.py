@@ -65,7 +65,6 @@ class EventDispatcher:
         self._put(
             SourceRecord(
                 self.partition, offset, ts.topic, None, ts.key_schema, ts.key(row), ts.envelope.schema, value,
-                source._values[3],
             )
         )  # fmt: skip
 
@@ -89,38 +88,37 @@ class EventDispatcher:
             assert after is not None
             value = env.make("c", None, ts.value(after), source, tx)
             self.buffer.append(
-                SourceRecord(self.partition, offset, ts.topic, None, ts.key_schema, ts.key(after), env.schema, value,
-                             ts_ms)
+                SourceRecord(self.partition, offset, ts.topic, None, ts.key_schema, ts.key(after), env.schema, value)
             )  # fmt: skip
             return
         if code == "d":
             assert before is not None
-            self._emit(ts, ts.key(before), env.make("d", ts.value(before), None, source, tx), offset, ts_ms,
+            self._emit(ts, ts.key(before), env.make("d", ts.value(before), None, source, tx), offset,
                        tombstone_after=True)  # fmt: skip
             return
         assert before is not None and after is not None
         old_key, new_key = ts.key(before), ts.key(after)
         if old_key == new_key:
-            self._emit(ts, new_key, env.make("u", ts.value(before), ts.value(after), source, tx), offset, ts_ms)
+            self._emit(ts, new_key, env.make("u", ts.value(before), ts.value(after), source, tx), offset)
             return
         # Primary key change: a delete of the old key, then a create of the new one.
         d_headers = Headers().add(NEW_KEY_HEADER, new_key, ts.key_schema)
         c_headers = Headers().add(OLD_KEY_HEADER, old_key, ts.key_schema)
         if "d" not in self.skipped:
             value = env.make("d", ts.value(before), None, source, tx)
-            self._emit(ts, old_key, value, offset, ts_ms, headers=d_headers, tombstone_after=True)
+            self._emit(ts, old_key, value, offset, headers=d_headers, tombstone_after=True)
             if self.transactions is not None:
                 offset = dict(offset)  # the create's offset counts one more event of the transaction
                 tx = self._block(ts, tx_id, offset, ts_ms)
         if "c" not in self.skipped:
-            self._emit(ts, new_key, env.make("c", None, ts.value(after), source, tx), offset, ts_ms, headers=c_headers)
+            self._emit(ts, new_key, env.make("c", None, ts.value(after), source, tx), offset, headers=c_headers)
 
     def truncate(self, ts: TableSchema, source: Struct, offset: dict[str, Any], tx_id: str | None) -> None:
         if "t" in self.skipped:
             return
         ts_ms = source._values[3]
         value = ts.envelope.truncate(source, self._block(ts, tx_id, offset, ts_ms))
-        self._put(SourceRecord(self.partition, offset, ts.topic, None, None, None, ts.envelope.schema, value, ts_ms))
+        self._put(SourceRecord(self.partition, offset, ts.topic, None, None, None, ts.envelope.schema, value))
 
     def _block(self, ts: TableSchema, tx_id: str | None, offset: dict[str, Any], ts_ms: int) -> Struct | None:
         """The event's transaction block; BEGIN/END records when the transaction changes.
@@ -148,12 +146,13 @@ class EventDispatcher:
         key: Struct | None,
         value: Struct,
         offset: dict[str, Any],
-        ts_ms: int,
         headers: Headers | None = None,
         tombstone_after: bool = False,
     ) -> None:
+        # No record timestamp, as Debezium's EventDispatcher: the producer stamps the send time,
+        # so a catch-up of an old binlog is not written with times a broker's retention expires.
         record = SourceRecord(
-            self.partition, offset, ts.topic, None, ts.key_schema, key, ts.envelope.schema, value, ts_ms, headers
+            self.partition, offset, ts.topic, None, ts.key_schema, key, ts.envelope.schema, value, None, headers
         )
         self._put(record)
         if tombstone_after and self.tombstones:
@@ -179,7 +178,6 @@ class EventDispatcher:
         `changes` are (type, id, definition, information_schema metadata); both carry the table
         document Debezium writes (JsonTableChangeSerializer / ConnectTableChangeSerializer).
         """
-        ts_ms = source._values[3]
         documents = [
             (kind, table_id, schema_change.table_document(t, meta) if t is not None else None)
             for kind, table_id, t, meta in changes
@@ -221,7 +219,7 @@ class EventDispatcher:
         self._put(
             SourceRecord(
                 self.partition, offset, self.schema_change_topic, None, schema_change.KEY_SCHEMA, key,
-                self.schema_change_value_schema, value, ts_ms,
+                self.schema_change_value_schema, value,
             )
         )  # fmt: skip
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.api import ConnectException, SourceRecord, SourceTask, TaskMetrics
+from cdc.api import ConnectException, SourceRecord, SourceTask, Struct, TaskMetrics
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.metrics import StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
@@ -33,6 +33,19 @@ from cdc_mysql.streaming import MySqlStreamingChangeEventSource
 from cdc_mysql.value_converters import MySqlValueConverters
 
 log = logging.getLogger(__name__)
+
+
+def _source_ts_ms(record: SourceRecord) -> int | None:
+    """When the record's change happened: its `source.ts_ms` (the binlog event's time).
+
+    Records carry no Kafka timestamp (the producer stamps the send time, as with Debezium),
+    so the lag metrics read the envelope; heartbeats have no source block and count as none.
+    """
+    value = record.value
+    if not isinstance(value, Struct) or value.schema.field("source") is None:
+        return None
+    source = value.get("source")
+    return source.get("ts_ms") if isinstance(source, Struct) else None
 
 
 class MySqlConnectorTask(SourceTask):
@@ -80,8 +93,7 @@ class MySqlConnectorTask(SourceTask):
             self.dispatcher.on_heartbeat = lambda: self._heartbeat_action(query)
         self.progress = SnapshotProgress(log)
         self.streaming: MySqlStreamingChangeEventSource | None = None
-        # Records carry the binlog event's time (ms) as their timestamp.
-        self.stream_metrics = StreamingMetrics(lambda r: r.timestamp)
+        self.stream_metrics = StreamingMetrics(_source_ts_ms)
         self._snapshot_tail = 0  # snapshot records still buffered when streaming starts: not streaming events
         TaskMetrics.of(self.context).register(self._metrics)
         # Snapshot and streaming run as one generator driven by poll() on the runtime's task thread.
