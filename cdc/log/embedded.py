@@ -225,8 +225,8 @@ class EmbeddedLog(TopicLog):
         number of partitions whose start moved.
 
         Retention counts from when records were appended, not from their timestamps: a
-        connector catching up on old binlog or WAL writes records stamped with old event
-        times, which must not go before a sink had `retention.ms` to read them. Each call
+        connector may stamp records with old event times (e.g. catching up on an old binlog),
+        and they must not go before a sink had `retention.ms` to read them. Each call
         marks every partition's end with the time; records below a mark at least
         `retention.ms` old have expired (so expiry has the granularity of the calls).
         """
