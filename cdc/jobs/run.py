@@ -9,6 +9,7 @@ style catch-up runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -178,6 +179,13 @@ def _spark_session(job: JobSpec) -> Any:
     return builder.getOrCreate()
 
 
+def _offset_sum(text: str | None) -> int:
+    """The sum of a `cdc` source offset's positions (`{"topic": {"0": 5, ...}}`); 0 for none yet."""
+    if not text or text == "null":
+        return 0
+    return sum(int(o) for parts in json.loads(text).values() for o in parts.values())
+
+
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 
 
@@ -306,7 +314,7 @@ class JobRunner:
                 query = start_query(
                     spark.get(), self._source(), sink, self._checkpoint(), available_now=True, name=self.job.name
                 )
-                query.awaitTermination()
+                self._await_catch_up(query)
                 if query.exception() is not None:
                     raise ConnectException(f"the sink failed: {sink_failure(query.exception())}")
                 self.progress("caught up: every change up to the start position is applied")
@@ -338,6 +346,24 @@ class JobRunner:
                 herder.stop()
             if spark is not None:
                 spark.stop()
+
+    def _await_catch_up(self, query: Any) -> None:
+        """Wait for the Trigger.AvailableNow query, reporting each micro-batch it applies: a
+        backlog goes in maxEventsPerTrigger-sized batches and can take minutes."""
+        reported, first_start = -1, None
+        while True:
+            done = query.awaitTermination(2)
+            for p in query.recentProgress:
+                if p["batchId"] <= reported or not p["sources"]:
+                    continue
+                source = p["sources"][0]
+                if first_start is None:  # where this run started: the checkpoint, or the log's start
+                    first_start = _offset_sum(source["startOffset"])
+                reported = p["batchId"]
+                done_records = _offset_sum(source["endOffset"]) - first_start
+                self.progress(f"sink: micro-batch {reported} applied; {done_records} log records so far")
+            if done:
+                return
 
     def _check_source(self, worker: Worker, name: str) -> None:
         status = worker.status_store.get_task(name, 0)

@@ -62,6 +62,7 @@ def test_run_until_caught_up_twice(tmp_path: Path, mariadb_db) -> None:
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "caught up" in res.stderr
+    assert "sink: micro-batch 0 applied; " in res.stderr  # progress while the backlog is applied
     assert _lake_rows(tmp_path, mariadb_db.database) == _source_rows(mariadb_db)
 
     # A second run resumes from the stored offsets and the checkpoint: changes only.
@@ -73,6 +74,7 @@ def test_run_until_caught_up_twice(tmp_path: Path, mariadb_db) -> None:
         cur.execute("UPDATE items SET kind = 'b' WHERE id = 3")  # moves the row to another partition
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
+    assert "sink: micro-batch 1 applied; " in res.stderr and "micro-batch 0" not in res.stderr
     source = _source_rows(mariadb_db)
     assert source[1] == ("item1", decimal.Decimal("2.25")) and 41 not in source
     assert _lake_rows(tmp_path, mariadb_db.database) == source

@@ -43,3 +43,10 @@ def test_jvm_failures_are_reported_by_their_innermost_cause() -> None:
 def test_other_python_errors_keep_their_type() -> None:
     assert sink_failure("Traceback (most recent call last):\n  File x\nKeyError: 'id'\n") == "KeyError: 'id'"
     assert sink_failure("plain words\nmore") == "plain words"
+
+
+def test_offset_sums_for_catch_up_progress() -> None:
+    from cdc.jobs.run import _offset_sum
+
+    assert _offset_sum(None) == 0 and _offset_sum("null") == 0
+    assert _offset_sum('{"a.b": {"0": 5, "1": 7}, "a.c": {"0": 3}}') == 15
