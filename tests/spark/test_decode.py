@@ -231,6 +231,42 @@ def test_cut_off_payloads_flatten_like_their_whole_envelopes() -> None:
         flatten("p.db.t", decoded, {})  # a schema id nobody collected is an error, not a guess
 
 
+def test_a_batch_spanning_schema_changes_is_read_in_arrow_run_by_run() -> None:
+    """A DDL mid-batch gives two envelope prefixes: each run is still cut off in Arrow, and
+    a poison record sends only itself and what follows it down the per-record path."""
+    from cdc_spark.decode import fast
+    from cdc_spark.decode.events import _decode_rows, decode_batches
+
+    cols = {"id": Schema.INT32_SCHEMA, "qty": Schema.OPTIONAL_INT64_SCHEMA}
+    v1, v2 = Table("p.db.t", cols), Table("p.db.t", {**cols, "note": Schema.OPTIONAL_STRING_SCHEMA})
+    records = [v1.event("c", i, {"qty": i}, i) for i in range(1, 4)]
+    records += [v2.event("u", 2, {"qty": 20, "note": "n"}, 4), (b'{"id":3}', None)]
+    records += [v1.event("u", 1, {"qty": 10}, 5), v2.event("c", 4, {"qty": 4, "note": None}, 6)]
+    values = _raw(records).column("value")
+    assert fast.envelope_runs(values) == [(0, 3), (3, 5), (5, 6), (6, 7)]
+    assert fast.envelope_runs(values, limit=2) == [(0, 3), (3, 7)]
+
+    decoded = pa.Table.from_batches(list(decode_batches(iter([_raw(records)]), JsonDeserializer(), combine=True)))
+    assert decoded["schema_id"].null_count == 0 and len(set(decoded["schema_id"].to_pylist())) == 2
+    by_offset = {r["offset"]: (r["key"], r["__op"]) for r in decoded.select(["offset", "key", "__op"]).to_pylist()}
+    assert by_offset == {2: ('{"id":3}', "c"), 3: ('{"id":2}', "u"), 5: ('{"id":1}', "u"), 6: ('{"id":4}', "c")}
+    marks = zip(decoded["schema_id"].to_pylist(), decoded["value_schema"].to_pylist(), strict=True)
+    cut = flatten("p.db.t", decoded, {sid: text for sid, text in marks if text})
+    assert sorted(cut.table.select(["id", "qty", "note"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "qty": 10, "note": None},
+        {"id": 2, "qty": 20, "note": "n"},
+        {"id": 3, "qty": 3, "note": None},
+        {"id": 4, "qty": 4, "note": None},
+    ]
+
+    poisoned = [*records[:3], (b'{"id":9}', b'{"op":'), *records[5:]]
+    assert fast.envelope_runs(_raw(poisoned).column("value")) == [(0, 3), (3, 6)]
+    parts = list(decode_batches(iter([_raw(poisoned)]), JsonDeserializer()))
+    assert [p.num_rows for p in parts] == [3, 3]
+    assert parts[1].equals(_decode_rows(_raw(poisoned).slice(3), JsonDeserializer()))
+    assert parts[1].column("__error").to_pylist()[0] is not None
+
+
 def test_latest_rows_reduces_across_partitions_and_skips_unique_keys() -> None:
     from cdc_spark.apply.latest import latest_rows
 

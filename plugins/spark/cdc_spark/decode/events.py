@@ -137,8 +137,19 @@ def _decode_each(
     batches: Iterator[pa.RecordBatch], des: Deserializer, texts: dict[int, str] | None
 ) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        fast = fast_decode(batch, des.schemas_enable, texts) if isinstance(des, JsonDeserializer) else None
-        yield _decode_rows(batch, des) if fast is None else fast
+        decoded = fast_decode(batch, des.schemas_enable, texts) if isinstance(des, JsonDeserializer) else None
+        if decoded is not None:
+            yield decoded
+            continue
+        runs = fast.envelope_runs(batch.column("value")) if isinstance(des, JsonDeserializer) else []
+        if len(runs) < 2:
+            yield _decode_rows(batch, des)
+            continue
+        # A schema change (or a poison record) inside the batch: each run is read on its own.
+        for start, stop in runs:
+            part = batch.slice(start, stop - start)
+            decoded = fast_decode(part, des.schemas_enable, texts)
+            yield _decode_rows(part, des) if decoded is None else decoded
 
 
 def fast_decode(

@@ -101,6 +101,34 @@ def split_envelopes(values: pa.Array, schemas_enable: bool | None) -> tuple[byte
     return prefix, pc.binary_slice(values, len(prefix), -1)
 
 
+def envelope_runs(values: pa.Array, limit: int = 16) -> list[tuple[int, int]]:
+    """(start, stop) ranges of consecutive records that share one envelope prefix.
+
+    A DDL changes a topic's schema mid-batch; each side of it can still be read in Arrow.
+    The last range starts at the first record whose prefix cannot be learned (a poison
+    record), or at the `limit`-th change; the per-record path takes it whole.
+    """
+    n = len(values)
+    try:
+        text = values.cast(pa.string())
+    except pa.ArrowInvalid:  # not UTF-8: the per-record path names the record
+        return [(0, n)]
+    runs: list[tuple[int, int]] = []
+    start = 0
+    while start < n:
+        rest = text.slice(start)
+        first = pc.index(pc.is_valid(rest), True).as_py()
+        prefix = None if first < 0 or len(runs) == limit - 1 else _prefix_of(values[start + first].as_py())
+        if not prefix:  # all null, unlearnable, unenveloped, or the limit: one last range
+            runs.append((start, n))
+            break
+        differs = pc.index(pc.fill_null(pc.starts_with(rest, prefix.decode()), True), False).as_py()
+        stop = n if differs < 0 else start + differs
+        runs.append((start, stop))
+        start = stop
+    return runs
+
+
 def canonical_keys(keys: pa.Array, schemas_enable: bool | None) -> pa.Array | None:
     """The grouping text of each key (sorted-field JSON), computed once per distinct key."""
     body = payloads(keys, schemas_enable)
