@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 
 def by_topic(winners: pa.Table) -> dict[str, pa.Table]:
@@ -28,6 +29,23 @@ def drop_shadowed(source: pa.Table, tombstones: pa.Table, keys: list[str]) -> pa
     tseq = joined.column("__tomb_seq")
     keep = pc.or_kleene(pc.is_null(tseq), pc.greater(joined.column("__seq"), tseq))
     return joined.filter(keep).drop_columns(["__tomb_seq"]).select(source.column_names)
+
+
+def rows_with_keys(
+    dataset: ds.Dataset, wanted: pa.Table, keys: list[str], columns: list[str] | None = None
+) -> pa.Table:
+    """The rows of `dataset` whose key is one of `wanted`'s rows, without reading the others
+    into memory (a table's history or tombstones grow without bound; a batch touches few keys)."""
+    expr = None
+    for k in keys:
+        match = pc.field(k).isin(pc.unique(wanted.column(k)))
+        expr = match if expr is None else expr & match
+    found = dataset.to_table(columns=columns, filter=expr)
+    if len(keys) == 1 or found.num_rows == 0:
+        return found
+    # Per-column membership admits mixed pairs (a1, b2); the join keeps the real ones.
+    exact = wanted.select(keys).group_by(keys).aggregate([])
+    return found.join(exact, keys, join_type="inner").select(found.column_names)
 
 
 def hex_literal(seq: bytes) -> str:

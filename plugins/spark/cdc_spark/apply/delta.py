@@ -8,6 +8,9 @@
   `__deleted=true` (its own tombstone).
 - Schema: new columns are added (ALTER) before the MERGE; delta-rs's merge_schema is not
   used because it fills new columns of guarded-out rows from the source.
+- MERGEs run with `streamed_exec=False`: the batch is in memory anyway, and only then does
+  delta-rs prune target files by the batch's key range. Changes to recent rows (new ids,
+  hot rows) then skip the rest of a large table: 0.02 s instead of 1.1 s on 5M rows.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import time
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
+from deltalake.table import TableMerger
 
-from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, hex_literal
+from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, hex_literal, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.evolution import conform
 from cdc_spark.decode.flatten import FlatBatch
@@ -36,6 +40,11 @@ def _schema(dt: DeltaTable) -> pa.Schema:
 
 def _on(keys: list[str]) -> str:
     return " AND ".join(f't."{k}" = s."{k}"' for k in keys)
+
+
+def merge(dt: DeltaTable, source: pa.Table, on: str, commit: CommitProperties) -> TableMerger:
+    """A MERGE of an in-memory batch, with the target pruned by the batch's statistics."""
+    return dt.merge(source, on, source_alias="s", target_alias="t", streamed_exec=False, commit_properties=commit)
 
 
 class DeltaTarget:
@@ -83,7 +92,7 @@ class DeltaTarget:
 
     def _merge_soft(self, dt: DeltaTable, source: pa.Table, keys: list[str], batch_id: int) -> None:
         (
-            dt.merge(source, _on(keys), source_alias="s", target_alias="t", commit_properties=self._commit(batch_id))
+            merge(dt, source, _on(keys), self._commit(batch_id))
             .when_matched_update_all(predicate="s.__seq > t.__seq")
             .when_not_matched_insert_all()
             .execute()
@@ -92,9 +101,10 @@ class DeltaTarget:
     def _merge_hard(self, dt: DeltaTable, table: str, source: pa.Table, keys: list[str], batch_id: int) -> None:
         tombs = _open(self.path(table + TOMBSTONE_SUFFIX))
         if tombs is not None:
-            source = drop_shadowed(source, tombs.to_pyarrow_table(columns=[*keys, "__seq"]), keys)
+            remembered = rows_with_keys(tombs.to_pyarrow_dataset(), source, keys, [*keys, "__seq"])
+            source = drop_shadowed(source, remembered, keys)
         (
-            dt.merge(source, _on(keys), source_alias="s", target_alias="t", commit_properties=self._commit(batch_id))
+            merge(dt, source, _on(keys), self._commit(batch_id))
             .when_matched_delete(predicate="s.__deleted AND s.__seq > t.__seq")
             .when_matched_update_all(predicate="NOT s.__deleted AND s.__seq > t.__seq")
             .when_not_matched_insert_all(predicate="NOT s.__deleted")
@@ -115,7 +125,7 @@ class DeltaTarget:
         if self._done(dt, batch_id):
             return
         (
-            dt.merge(deletes, _on(keys), source_alias="s", target_alias="t", commit_properties=self._commit(batch_id))
+            merge(dt, deletes, _on(keys), self._commit(batch_id))
             .when_matched_update_all(predicate="s.__seq > t.__seq")
             .when_not_matched_insert_all()
             .execute()

@@ -15,28 +15,39 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 
-from cdc_spark.apply.arrowutil import for_lake
+from cdc_spark.apply.arrowutil import for_lake, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
+from cdc_spark.apply.delta import merge
 from cdc_spark.apply.evolution import conform
 from cdc_spark.decode.flatten import FlatBatch
 
 
+def _same_as_previous(table: pa.Table, columns: list[str]) -> pa.Array:
+    """Per row: do these columns equal the previous row's (null equal to null)? False for row 0."""
+    n = table.num_rows
+    same = pa.array([True] * (n - 1), pa.bool_())
+    for name in columns:
+        col = table.column(name).combine_chunks()
+        cur, prev = col.slice(1), col.slice(0, n - 1)
+        both_null = pc.and_(pc.is_null(cur), pc.is_null(prev))
+        same = pc.and_(same, pc.fill_null(pc.equal(cur, prev), both_null))
+    return pa.concat_arrays([pa.array([False]), same])
+
+
 def chain(history: pa.Table, keys: list[str]) -> pa.Table:
     """One row per (key, sequence), sorted, with `__valid_to` = the key's next sequence."""
+    if history.num_rows == 0:
+        return history
+    # A stable sort: of two copies of one event (a replay), the stored one comes first and stays.
     order = pc.sort_indices(history, sort_keys=[*((k, "ascending") for k in keys), ("__valid_from", "ascending")])
     history = history.take(order)
-    rows = history.select([*keys, "__valid_from"]).to_pylist()
-    keep: list[int] = []
-    valid_to: list[bytes | None] = []
-    for i, row in enumerate(rows):
-        if keep and rows[keep[-1]] == row:
-            continue  # the same event again (a replay): the stored copy came first and stays
-        if keep and all(rows[keep[-1]][k] == row[k] for k in keys):
-            valid_to[-1] = row["__valid_from"]
-        keep.append(i)
-        valid_to.append(None)
-    out = history.take(pa.array(keep, pa.int64()))
-    return out.set_column(out.schema.get_field_index("__valid_to"), "__valid_to", pa.array(valid_to, pa.binary()))
+    replayed = pc.and_(_same_as_previous(history, keys), _same_as_previous(history, ["__valid_from"]))
+    out = history.filter(pc.invert(replayed))
+    n = out.num_rows
+    next_same_key = pa.concat_arrays([_same_as_previous(out, keys).slice(1), pa.array([False])])
+    next_from = pa.concat_arrays([out.column("__valid_from").combine_chunks().slice(1), pa.nulls(1, pa.binary())])
+    valid_to = pc.if_else(next_same_key, next_from, pa.nulls(n, pa.binary()))
+    return out.set_column(out.schema.get_field_index("__valid_to"), "__valid_to", valid_to)
 
 
 class Scd2Delta:
@@ -62,23 +73,14 @@ class Scd2Delta:
         new, added = conform(table, pa.schema(dt.schema().to_arrow()), new)
         if added:
             dt.alter.add_columns([Field.from_arrow(f) for f in added])
-        stored = dt.to_pyarrow_table()
+        # Only the history of the batch's keys is re-chained; the rest is never read.
+        stored = rows_with_keys(dt.to_pyarrow_dataset(), new, keys)
         if stored.num_rows:
-            wanted = pa.Table.from_pylist(
-                [dict(t) for t in {tuple(r.items()) for r in new.select(keys).to_pylist()}],
-                schema=new.select(keys).schema,
-            )
-            stored = stored.join(wanted, keys, join_type="inner").select(new.column_names).cast(new.schema)
+            stored = stored.select(new.column_names).cast(new.schema)
         merged = chain(pa.concat_tables([stored, new]) if stored.num_rows else new, keys)
         on = " AND ".join([*(f't."{k}" = s."{k}"' for k in keys), "t.__valid_from = s.__valid_from"])
         (
-            dt.merge(
-                merged,
-                on,
-                source_alias="s",
-                target_alias="t",
-                commit_properties=CommitProperties(app_transactions=[Transaction(self.config.app_id, batch_id)]),
-            )
+            merge(dt, merged, on, CommitProperties(app_transactions=[Transaction(self.config.app_id, batch_id)]))
             .when_matched_update(
                 {"__valid_to": "s.__valid_to"},
                 predicate="t.__valid_to IS DISTINCT FROM s.__valid_to",
