@@ -19,7 +19,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
-from pyiceberg.expressions import And, BooleanExpression, EqualTo, In, LessThan, Or
+from pyiceberg.expressions import (
+    And,
+    BooleanExpression,
+    EqualTo,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+    Or,
+)
 from pyiceberg.table import Table
 
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake
@@ -31,10 +40,36 @@ TOMBSTONE_SUFFIX = "__tombstones"
 
 
 def _key_filter(rows: pa.Table, keys: list[str]) -> BooleanExpression:
+    """Exactly the rows' keys. pyiceberg binds every literal of it (seconds per 100k keys),
+    so it is only built for keys known to be stored."""
     if len(keys) == 1:
         return In(keys[0], set(rows.column(keys[0]).to_pylist()))
     terms = [reduce(And, [EqualTo(k, r[k]) for k in keys]) for r in rows.select(keys).to_pylist()]
     return reduce(Or, terms)
+
+
+def _range_filter(rows: pa.Table, keys: list[str]) -> BooleanExpression:
+    """A superset of the rows' keys: the first key column's range. It prunes data files by
+    their column bounds at no cost per key; the exact match is an Arrow join after the scan."""
+    col = rows.column(keys[0])
+    if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type)) or col.null_count:
+        return _key_filter(rows, keys)
+    bounds = pc.min_max(col)
+    return And(GreaterThanOrEqual(keys[0], bounds["min"].as_py()), LessThanOrEqual(keys[0], bounds["max"].as_py()))
+
+
+def _stored(tbl: Table, rows: pa.Table, keys: list[str]) -> pa.Table:
+    """(key, __seq) of the stored rows with the keys of `rows` (and maybe a few others)."""
+    if tbl.current_snapshot() is None:  # a new table: nothing to read (the first snapshot load)
+        return pa.table({k: rows.column(k).slice(0, 0) for k in [*keys, "__seq"]})
+    return tbl.scan(row_filter=_range_filter(rows, keys), selected_fields=(*keys, "__seq")).to_arrow()
+
+
+def _present(rows: pa.Table, stored: pa.Table, keys: list[str]) -> pa.Table:
+    """The rows whose key is stored: only those need deleting before their new version."""
+    if stored.num_rows == 0 or rows.num_rows == 0:
+        return rows.slice(0, 0)
+    return rows.join(stored.select(keys), keys, join_type="left semi")
 
 
 def _newer_than_stored(source: pa.Table, stored: pa.Table, keys: list[str]) -> pa.Table:
@@ -78,20 +113,23 @@ class IcebergTarget:
             tbl = self.catalog.load_table((self.namespace, table))
             source = source.cast(tbl.schema().as_arrow())
         tombs = self._load(table + TOMBSTONE_SUFFIX) if self.config.delete_mode == "hard" else None
-        if tombs is not None:
-            source = drop_shadowed(source, tombs.scan(selected_fields=(*keys, "__seq")).to_arrow(), keys)
-        if source.num_rows:
-            stored = tbl.scan(row_filter=_key_filter(source, keys), selected_fields=(*keys, "__seq")).to_arrow()
-            source = _newer_than_stored(source, stored, keys)
+        if tombs is not None and source.num_rows:
+            source = drop_shadowed(source, _stored(tombs, source, keys), keys)
         if source.num_rows == 0:
             return
+        stored = _stored(tbl, source, keys)
+        source = _newer_than_stored(source, stored, keys)
+        if source.num_rows == 0:
+            return
+        present = _present(source, stored, keys)
         props = {"cdc.app.id": self.config.app_id, "cdc.batch.id": str(batch_id)}
         # Upsert as delete-by-key + append in one transaction: pyiceberg's own upsert cannot
         # take the guard, and it misreads tables whose schema just gained a column.
         keep = source if self.config.delete_mode == "soft" else source.filter(pc.invert(source.column("__deleted")))
         with tbl.transaction() as txn, warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
-            txn.delete(_key_filter(source, keys), snapshot_properties=props)
+            if present.num_rows:
+                txn.delete(_key_filter(present, keys), snapshot_properties=props)
             if keep.num_rows:
                 txn.append(keep, snapshot_properties=props)
         if self.config.delete_mode == "hard":
@@ -106,12 +144,14 @@ class IcebergTarget:
         tombs = self._load(table + TOMBSTONE_SUFFIX) or self.catalog.create_table(
             (self.namespace, table + TOMBSTONE_SUFFIX), schema=deletes.schema
         )
-        stored = tombs.scan(row_filter=_key_filter(deletes, keys), selected_fields=(*keys, "__seq")).to_arrow()
+        stored = _stored(tombs, deletes, keys)
         newer = _newer_than_stored(deletes, stored, keys)
         if newer.num_rows:
+            present = _present(newer, stored, keys)
             with tombs.transaction() as txn, warnings.catch_warnings():
                 warnings.filterwarnings("ignore", "Delete operation did not match any records")
-                txn.delete(_key_filter(newer, keys))
+                if present.num_rows:
+                    txn.delete(_key_filter(present, keys))
                 txn.append(newer.cast(tombs.schema().as_arrow()))
 
     def maintain(self, tables: list[str]) -> None:
