@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -23,11 +24,12 @@ from starlette.concurrency import run_in_threadpool
 
 from cdc import __version__
 from cdc.api.errors import ConfigException
-from cdc.config.validation import config_key_info
+from cdc.config.validation import config_key_info, invalid_config_message
 from cdc.rest.errors import RestError, install_error_handlers
 from cdc.rest.forward import install_forwarding
+from cdc.rest.http_compat import JerseyCompatMiddleware, check_json_content_type
 from cdc.rest.loggers import Loggers
-from cdc.runtime.herder import RestartRequest, TargetState
+from cdc.runtime.herder import NotFoundError, RestartRequest, TargetState
 from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind
 from cdc.runtime.task import ConnectorTaskId
 
@@ -41,6 +43,7 @@ async def _call(fn: Callable[..., T], *args: Any) -> T:
 
 
 async def json_body(request: Request) -> Any:
+    check_json_content_type(request.headers.get("content-type"))
     raw = await request.body()
     request.state.raw_body = raw  # kept for forwarding to the leader
     if not raw.strip():
@@ -65,9 +68,12 @@ def _string_map(value: Any, what: str, allow_null: bool = False) -> dict[str, An
     return out
 
 
-def _flag(request: Request, name: str) -> bool:
-    """Jersey parses booleans case-insensitively; anything but "true" is false."""
-    return (request.query_params.get(name) or "false").strip().lower() == "true"
+def _flag(request: Request, name: str, default: bool = False) -> bool:
+    """Jersey parses booleans case-insensitively; anything but "true" is false; absent is `default`."""
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() == "true"
 
 
 def _task_id(connector: str, task: str) -> ConnectorTaskId:
@@ -75,6 +81,22 @@ def _task_id(connector: str, task: str) -> ConnectorTaskId:
         return ConnectorTaskId(connector, int(task))
     except ValueError:
         raise RestError(404, f"Task {connector}-{task} not found: task ids are integers") from None
+
+
+def _location(name: str) -> str:
+    """The new connector's URL, percent-encoded as JAX-RS's UriBuilder does (a raw name may not fit a header)."""
+    return "/connectors/" + quote(name, safe="")
+
+
+def _check_new_name(name: str) -> None:
+    """Kafka's NonEmptyStringWithoutControlChars on `name` (Java's Character.isISOControl)."""
+    controls = [str(ord(c)) for c in name if ord(c) <= 0x1F or 0x7F <= ord(c) <= 0x9F]
+    if controls:
+        error = (
+            f"Invalid value {name} for configuration name: String may not contain control sequences "
+            f"but had the following ASCII chars: {', '.join(controls)}"
+        )
+        raise RestError(400, invalid_config_message({"error_count": 1, "configs": [{"value": {"errors": [error]}}]}))
 
 
 def _check_name(name: str, config: Mapping[str, Any]) -> None:
@@ -87,6 +109,7 @@ def _check_name(name: str, config: Mapping[str, Any]) -> None:
 def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect REST API") -> FastAPI:
     """Build the app; `herder` is a StandaloneHerder or a DistributedHerder."""
     app = FastAPI(title=title, version=__version__, docs_url="/docs", redoc_url=None)
+    app.add_middleware(JerseyCompatMiddleware, exempt=frozenset({"/docs", "/docs/oauth2-redirect", "/openapi.json"}))
     install_error_handlers(app)
     install_forwarding(app)
     loggers = Loggers()
@@ -104,7 +127,7 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     # -- connector plugins --------------------------------------------------------------------
     @app.get("/connector-plugins", summary="Installed plugins (connectors only unless connectorsOnly=false)")
     async def list_plugins(request: Request) -> list[dict[str, str]]:
-        connectors_only = (request.query_params.get("connectorsOnly") or "true").lower() != "false"
+        connectors_only = _flag(request, "connectorsOnly", default=True)
         kinds = CONNECTOR_KINDS if connectors_only else list(PluginKind)
         return [p.as_json() for p in registry.of_kind(*kinds)]
 
@@ -146,10 +169,13 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
         out: dict[str, dict[str, Any]] = {}
         for name in names:
             entry: dict[str, Any] = {}
-            if "status" in expand:
-                entry["status"] = await _call(herder.connector_status, name)
-            if "info" in expand:
-                entry["info"] = await _call(herder.connector_info, name)
+            try:
+                if "status" in expand:
+                    entry["status"] = await _call(herder.connector_status, name)
+                if "info" in expand:
+                    entry["info"] = await _call(herder.connector_info, name)
+            except NotFoundError:
+                continue  # deleted since it was listed (or no status yet): left out, as Kafka does
             out[name] = entry
         return out
 
@@ -163,48 +189,64 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
             raise RestError(400, 'Connector name is required: send {"name": "...", "config": {...}}')
         if "config" not in body or body["config"] is None:
             raise RestError(400, f'Connector config is required: send {{"name": "{name}", "config": {{...}}}}')
+        name = name.strip()
+        _check_new_name(name)
         config = _string_map(body["config"], "config")
         _check_name(name, config)
         initial = TargetState.from_initial_state(body.get("initial_state"))
-        info = await _call(herder.create_connector, name.strip(), config, initial)
-        return JSONResponse(info, status_code=201, headers={"Location": f"/connectors/{name.strip()}"})
+        info = await _call(herder.create_connector, name, config, initial)
+        return JSONResponse(info, status_code=201, headers={"Location": _location(name)})
 
-    @app.get("/connectors/{name}", summary="Name, config, tasks and type")
+    @app.get("/connectors/{name:segment}", summary="Name, config, tasks and type")
     async def get_connector(name: str) -> dict[str, Any]:
         return await _call(herder.connector_info, name)
 
-    @app.get("/connectors/{name}/config", summary="The connector's config (PASSWORD values hidden)")
+    @app.get("/connectors/{name:segment}/config", summary="The connector's config (PASSWORD values hidden)")
     async def get_config(name: str) -> dict[str, str]:
         return await _call(herder.connector_config, name)
 
-    @app.put("/connectors/{name}/config", summary="Create or replace a connector's config", openapi_extra=_JSON_BODY)
+    @app.put(
+        "/connectors/{name:segment}/config", summary="Create or replace a connector's config", openapi_extra=_JSON_BODY
+    )
     async def put_config(name: str, request: Request) -> JSONResponse:
         config = _string_map(await json_body(request), "The config")
         _check_name(name, config)
+        _check_new_name(name)
         created = await _call(herder.put_connector_config, {**config, "name": name})
         info = await _call(herder.connector_info, name)
-        return JSONResponse(info, status_code=201 if created else 200)
+        if created:
+            return JSONResponse(info, status_code=201, headers={"Location": _location(name)})
+        return JSONResponse(info)
 
     @app.patch(
-        "/connectors/{name}/config", summary="Merge keys into the config; null deletes", openapi_extra=_JSON_BODY
+        "/connectors/{name:segment}/config",
+        summary="Merge keys into the config; null deletes",
+        openapi_extra=_JSON_BODY,
     )
     async def patch_config(name: str, request: Request) -> dict[str, Any]:
         patch = _string_map(await json_body(request), "The config patch", allow_null=True)
         return await _call(herder.patch_connector_config, name, patch)
 
-    @app.get("/connectors/{name}/status", summary="Connector and task states")
+    @app.get("/connectors/{name:segment}/status", summary="Connector and task states")
     async def connector_status(name: str) -> dict[str, Any]:
         return await _call(herder.connector_status, name)
 
-    @app.get("/connectors/{name}/tasks", summary="Task ids and configs")
+    @app.get("/connectors/{name:segment}/tasks", summary="Task ids and configs")
     async def task_configs(name: str) -> list[dict[str, Any]]:
         return await _call(herder.task_configs, name)
 
-    @app.get("/connectors/{name}/tasks/{task}/status", summary="One task's state")
+    @app.get(
+        "/connectors/{name:segment}/tasks-config", summary="Task configs by task id (deprecated in Kafka 3.7, KIP-970)"
+    )
+    async def tasks_config(name: str) -> dict[str, dict[str, str]]:
+        tasks = await _call(herder.task_configs, name)
+        return {f"{t['id']['connector']}-{t['id']['task']}": t["config"] for t in tasks}
+
+    @app.get("/connectors/{name:segment}/tasks/{task}/status", summary="One task's state")
     async def task_status(name: str, task: str) -> dict[str, Any]:
         return await _call(herder.task_status, _task_id(name, task))
 
-    @app.get("/connectors/{name}/tasks/{task}/metrics", summary="One task's latest metrics (cdc extension)")
+    @app.get("/connectors/{name:segment}/tasks/{task}/metrics", summary="One task's latest metrics (cdc extension)")
     async def task_metrics(name: str, task: str) -> dict[str, Any]:
         id = _task_id(name, task)
         await _call(herder.task_status, id)  # 404 for an unknown connector or task, as the status path
@@ -216,13 +258,13 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
             "metrics": report.metrics if report is not None else {},
         }
 
-    @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204, summary="Restart one task")
+    @app.post("/connectors/{name:segment}/tasks/{task}/restart", status_code=204, summary="Restart one task")
     async def restart_task(name: str, task: str) -> Response:
         await _call(herder.restart_task, _task_id(name, task))
         return Response(status_code=204)
 
     @app.post(
-        "/connectors/{name}/restart",
+        "/connectors/{name:segment}/restart",
         summary="KIP-745: the Connector only (204), or with ?includeTasks=&onlyFailed= (202 and the plan)",
     )
     async def restart_connector(name: str, request: Request) -> Response:
@@ -233,51 +275,59 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
         plan = await _call(herder.restart_connector_and_tasks, restart)
         return JSONResponse(plan, status_code=202)
 
-    @app.put("/connectors/{name}/pause", status_code=202, summary="Pause the connector and its tasks")
+    @app.put("/connectors/{name:segment}/pause", status_code=202, summary="Pause the connector and its tasks")
     async def pause(name: str) -> Response:
         await _call(herder.pause_connector, name)
         return Response(status_code=202)
 
-    @app.put("/connectors/{name}/resume", status_code=202, summary="Resume a paused or stopped connector")
+    @app.put("/connectors/{name:segment}/resume", status_code=202, summary="Resume a paused or stopped connector")
     async def resume(name: str) -> Response:
         await _call(herder.resume_connector, name)
         return Response(status_code=202)
 
-    @app.put("/connectors/{name}/stop", status_code=204, summary="KIP-875: shut down the connector and its tasks")
+    @app.put(
+        "/connectors/{name:segment}/stop", status_code=204, summary="KIP-875: shut down the connector and its tasks"
+    )
     async def stop(name: str) -> Response:
         await _call(herder.stop_connector, name)
         return Response(status_code=204)
 
-    @app.delete("/connectors/{name}", status_code=204, summary="Delete the connector (its offsets stay)")
+    @app.delete("/connectors/{name:segment}", status_code=204, summary="Delete the connector (its offsets stay)")
     async def delete(name: str) -> Response:
         await _call(herder.delete_connector, name)
         return Response(status_code=204)
 
     # -- topics (KIP-558) ----------------------------------------------------------------------
-    @app.get("/connectors/{name}/topics", summary="Topics the connector has used")
+    @app.get("/connectors/{name:segment}/topics", summary="Topics the connector has used")
     async def topics(name: str) -> dict[str, Any]:
         return {name: {"topics": await _call(herder.connector_topics, name)}}
 
-    @app.put("/connectors/{name}/topics/reset", status_code=202, summary="Forget the connector's active topics")
+    @app.put("/connectors/{name:segment}/topics/reset", status_code=202, summary="Forget the connector's active topics")
     async def reset_topics(name: str) -> Response:
         await _call(herder.reset_connector_topics, name)
         return Response(status_code=202)
 
     # -- offsets (KIP-875) --------------------------------------------------------------------
-    @app.get("/connectors/{name}/offsets", summary="The connector's offsets")
+    @app.get("/connectors/{name:segment}/offsets", summary="The connector's offsets")
     async def get_offsets(name: str) -> dict[str, Any]:
         return await _call(herder.connector_offsets, name)
 
     @app.patch(
-        "/connectors/{name}/offsets", summary="Alter offsets (STOPPED connectors only)", openapi_extra=_JSON_BODY
+        "/connectors/{name:segment}/offsets",
+        summary="Alter offsets (STOPPED connectors only)",
+        openapi_extra=_JSON_BODY,
     )
     async def alter_offsets(name: str, request: Request) -> dict[str, str]:
         body = await json_body(request)
-        if not isinstance(body, Mapping) or not isinstance(body.get("offsets"), list):
+        offsets = body.get("offsets") if isinstance(body, Mapping) else ()
+        if offsets is not None and not isinstance(offsets, list):
             raise RestError(400, 'Send {"offsets": [{"partition": {...}, "offset": {...} or null}, ...]}')
-        return await _call(herder.alter_connector_offsets, name, body["offsets"])
+        if not offsets:
+            # Kafka checks this before the connector's state or existence.
+            raise RestError(400, "Partitions / offsets need to be provided for an alter offsets request")
+        return await _call(herder.alter_connector_offsets, name, offsets)
 
-    @app.delete("/connectors/{name}/offsets", summary="Reset offsets (STOPPED connectors only)")
+    @app.delete("/connectors/{name:segment}/offsets", summary="Reset offsets (STOPPED connectors only)")
     async def reset_offsets(name: str) -> dict[str, str]:
         return await _call(herder.reset_connector_offsets, name)
 
@@ -294,9 +344,11 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     async def set_logger(logger: str, request: Request) -> Any:
         body = await json_body(request)
         level = body.get("level") if isinstance(body, Mapping) else None
-        scope = (request.query_params.get("scope") or "worker").lower()
-        if scope not in ("worker", "cluster"):
-            raise RestError(400, f"Invalid scope {scope!r}: use worker or cluster")
-        return loggers.set_level(logger, level)
+        affected = loggers.set_level(logger, level)
+        # Kafka: scope=cluster answers 204; any other scope falls back to worker (200, the loggers changed).
+        # Only this worker's loggers change: the herders do not share levels across the cluster.
+        if (request.query_params.get("scope") or "worker").lower() == "cluster":
+            return Response(status_code=204)
+        return affected
 
     return app

@@ -25,11 +25,14 @@ def install_forwarding(app: FastAPI) -> None:
         body = getattr(request.state, "raw_body", b"")
         headers = {k: v for k, v in request.headers.items() if k.lower() in _PASSED}
         headers[FORWARDED] = "1"
+        # The path as the client encoded it: a decoded name ("a%2Fb", "50%25") would reach another connector.
+        raw_path = request.scope.get("raw_path")
+        path = raw_path.decode("latin-1") if isinstance(raw_path, bytes) else request.url.path
         try:
             async with httpx.AsyncClient(timeout=60) as client:
                 r = await client.request(
                     request.method,
-                    exc.url.rstrip("/") + request.url.path,
+                    exc.url.rstrip("/") + path,
                     params=list(request.query_params.multi_items()),
                     content=body,
                     headers=headers,

@@ -54,10 +54,15 @@ class Loggers:
     def set_level(self, name: str, level: str | None) -> list[str]:
         """Set `name` and its descendants; returns the affected logger names (Kafka's 200 body)."""
         if not level:
-            raise RestError(400, 'Desired log level is required: send {"level": "DEBUG"} (or INFO, WARN, ...)')
+            raise RestError(
+                400,
+                "Desired 'level' parameter was not specified in request. "
+                'Send {"level": "DEBUG"} (or INFO, WARN, ...)',
+            )
         py_level = _TO_PY.get(str(level).upper())
         if py_level is None:
-            raise RestError(400, f"Invalid log level '{level}'. Use one of {', '.join(_TO_PY)}")
+            # 404, not 400: Kafka's LoggingResource throws NotFoundException for an unknown level.
+            raise RestError(404, f"invalid log level '{level}'. Use one of {', '.join(_TO_PY)}")
         now = int(time.time() * 1000)
         if name == "root":
             affected = ["root", *sorted(logging.root.manager.loggerDict)]
