@@ -32,6 +32,7 @@ from cdc.rest.loggers import Loggers
 from cdc.runtime.herder import NotFoundError, RestartRequest, TargetState
 from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind
 from cdc.runtime.task import ConnectorTaskId
+from cdc.runtime.validation import name_error
 
 T = TypeVar("T")
 
@@ -89,13 +90,9 @@ def _location(name: str) -> str:
 
 
 def _check_new_name(name: str) -> None:
-    """Kafka's NonEmptyStringWithoutControlChars on `name` (Java's Character.isISOControl)."""
-    controls = [str(ord(c)) for c in name if ord(c) <= 0x1F or 0x7F <= ord(c) <= 0x9F]
-    if controls:
-        error = (
-            f"Invalid value {name} for configuration name: String may not contain control sequences "
-            f"but had the following ASCII chars: {', '.join(controls)}"
-        )
+    """Refused before anything else: such a name cannot even go into the Location header."""
+    error = name_error(name)
+    if error:
         raise RestError(400, invalid_config_message({"error_count": 1, "configs": [{"value": {"errors": [error]}}]}))
 
 

@@ -20,6 +20,18 @@ from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind, PluginRegistry
 from cdc.transforms.chain import transformation_config_def, validate_transformations
 
 
+def name_error(name: str) -> str | None:
+    """Kafka's NonEmptyStringWithoutControlChars on `name` (Java's Character.isISOControl):
+    a connector name must fit a URL, a header and a log line."""
+    controls = [str(ord(c)) for c in name if ord(c) <= 0x1F or 0x7F <= ord(c) <= 0x9F]
+    if not controls:
+        return None
+    return (
+        f"Invalid value {name} for configuration name: String may not contain control sequences "
+        f"but had the following ASCII chars: {', '.join(controls)}"
+    )
+
+
 class ConnectorValidator:
     def __init__(self, registry: PluginRegistry) -> None:
         self.registry = registry
@@ -45,6 +57,8 @@ class ConnectorValidator:
                     "Must configure exactly one of topics or topics.regex"
                     + (" (both are set)" if topics else " (neither is set)")
                 )
+        self._check_name(props, values)
+        self._check_converters(props, values)
         for v in [*cls().validate(props), *validate_transformations(props, self.resolve_for_chain)]:
             if v.name in values:
                 values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)
@@ -60,6 +74,24 @@ class ConnectorValidator:
         return config_infos(
             f"{cls.__module__}.{cls.__qualname__}", definition, self.validate(props), masked_keys=masked_keys
         )
+
+    @staticmethod
+    def _check_name(props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
+        error = name_error(props.get("name") or "")
+        if error and "name" in values:
+            values["name"].add_error_message(error)
+
+    def _check_converters(self, props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
+        """A converter override must name an installed class now, not when a task first starts."""
+        for role in ("key.converter", "value.converter", "header.converter"):
+            name = (props.get(role) or "").strip()
+            if not name or role not in values:
+                continue
+            kinds = [PluginKind.HEADER_CONVERTER] if role == "header.converter" else [PluginKind.CONVERTER]
+            try:
+                self.registry.resolve(name, kinds, role)
+            except ConfigException as e:
+                values[role].add_error_message(str(e))
 
     def resolve_for_chain(self, kind: str, name: str) -> type:
         plugin_kind = PluginKind.PREDICATE if kind == "predicate" else PluginKind.TRANSFORMATION

@@ -95,3 +95,29 @@ def test_basic_auth(tmp_path) -> None:  # type: ignore[no-untyped-def]
         assert r.http.get("/connectors", auth=("admin", "s3cret")).json() == []
     finally:
         r.close()
+
+
+def test_unknown_converter_class_is_refused_at_create(rest: Rest) -> None:
+    """Kafka's ConfigDef CLASS type: a converter override that names no installed class is a
+    400 now (and an error in validate), not a task that fails to start later."""
+    r = rest.http.post("/connectors", json=controlled("conv", **{"value.converter": "com.example.Nope"}))
+    assert r.status_code == 400
+    message = error(r)
+    assert "value.converter" in message and "com.example.Nope" in message
+    assert rest.http.get("/connectors").json() == []
+    body = {"connector.class": "ControlledSource", "name": "conv", "topic": "t", "header.converter": "Nope"}
+    infos = rest.http.put("/connector-plugins/ControlledSource/config/validate", json=body).json()
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"] if c["value"]["errors"]}
+    assert infos["error_count"] == 1 and list(errors) == ["header.converter"]
+    ok = controlled("conv", **{"value.converter": "org.apache.kafka.connect.json.JsonConverter"})
+    assert rest.http.post("/connectors", json=ok).status_code == 201
+
+
+def test_control_characters_in_a_name_are_refused_by_validation(rest: Rest) -> None:
+    """Kafka's NonEmptyStringWithoutControlChars, for names that come from files too."""
+    body = {"connector.class": "ControlledSource", "name": "orders\tv2", "topic": "t"}
+    infos = rest.http.put("/connector-plugins/ControlledSource/config/validate", json=body).json()
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"] if c["value"]["errors"]}
+    assert list(errors) == ["name"] and "control sequences" in errors["name"][0] and ": 9" in errors["name"][0]
+    body["name"] = "orders/v2 ünïcode"
+    assert rest.http.put("/connector-plugins/ControlledSource/config/validate", json=body).json()["error_count"] == 0
