@@ -8,6 +8,8 @@
   `__deleted=true` (its own tombstone).
 - Schema: new columns are added (ALTER) before the MERGE; delta-rs's merge_schema is not
   used because it fills new columns of guarded-out rows from the source.
+- A truncate deletes the older rows and keeps its sequence in the sibling table
+  `_cdc_truncates`, so older events arriving later (another partition, a replay) stay out.
 - MERGEs run with `streamed_exec=False`: the batch is in memory anyway, and only then does
   delta-rs prune target files by the batch's key range. Changes to recent rows (new ids,
   hot rows) then skip the rest of a large table: 0.02 s instead of 1.1 s on 5M rows.
@@ -28,6 +30,8 @@ from cdc_spark.apply.evolution import conform
 from cdc_spark.decode.flatten import FlatBatch
 
 TOMBSTONE_SUFFIX = "__tombstones"
+# One row per truncated table: the last truncate's sequence, which later, older events lose to.
+TRUNCATES = "_cdc_truncates"
 
 
 def _open(path: str) -> DeltaTable | None:
@@ -42,7 +46,7 @@ def _on(keys: list[str]) -> str:
     return " AND ".join(f't."{k}" = s."{k}"' for k in keys)
 
 
-def merge(dt: DeltaTable, source: pa.Table, on: str, commit: CommitProperties) -> TableMerger:
+def merge(dt: DeltaTable, source: pa.Table, on: str, commit: CommitProperties | None = None) -> TableMerger:
     """A MERGE of an in-memory batch, with the target pruned by the batch's statistics."""
     return dt.merge(source, on, source_alias="s", target_alias="t", streamed_exec=False, commit_properties=commit)
 
@@ -61,8 +65,30 @@ class DeltaTarget:
     def _done(self, dt: DeltaTable | None, batch_id: int) -> bool:
         return dt is not None and (dt.transaction_version(self.config.app_id) or -1) >= batch_id
 
+    def truncate_marks(self) -> dict[str, bytes]:
+        """table → the sequence of its last applied truncate (TRUNCATES)."""
+        dt = _open(self.path(TRUNCATES))
+        rows = dt.to_pyarrow_table(columns=["table_name", "seq"]).to_pylist() if dt is not None else []
+        return {r["table_name"]: r["seq"] for r in rows}
+
     def truncate(self, table: str, seq: bytes, batch_id: int) -> None:
-        """Clear rows older than the truncate (newer ones came from later events)."""
+        """Remember the truncate, then clear rows older than it (newer ones came from later events).
+        Both steps are idempotent, so a batch replayed between them repeats them harmlessly."""
+        mark = pa.table(
+            {
+                "table_name": pa.array([table], pa.string()),
+                "seq": pa.array([seq], pa.binary()),
+                "truncated_at_ms": pa.array([int(time.time() * 1000)], pa.int64()),
+            }
+        )
+        path = self.path(TRUNCATES)
+        marks = _open(path) or DeltaTable.create(path, schema=mark.schema, mode="ignore")
+        (
+            merge(marks, mark, 't."table_name" = s."table_name"')
+            .when_matched_update_all(predicate="s.seq > t.seq")
+            .when_not_matched_insert_all()
+            .execute()
+        )
         dt = _open(self.path(table))
         if dt is not None and not self._done(dt, batch_id):
             dt.delete(f"__seq < {hex_literal(seq)}")

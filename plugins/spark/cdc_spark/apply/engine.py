@@ -24,7 +24,7 @@ from cdc_spark.apply import deadletter
 from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit
-from cdc_spark.apply.latest import decode, latest_rows, truncate_marks
+from cdc_spark.apply.latest import decode, latest_rows, topic_marks, truncate_marks
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
 from cdc_spark.source.options import SourceOptions
 
@@ -56,6 +56,7 @@ class ChangeApplier:
         self._target: Any = None
         self._tables: set[str] = set()
         self._schemas: dict[int, str] = {}  # this batch's value schemas by id
+        self._truncated: dict[str, bytes] | None = None  # table → last truncate's sequence (stored)
         self.last_batch_id: int | None = None
 
     @property
@@ -116,8 +117,8 @@ class ChangeApplier:
         if self.config.mode == "scd2":
             self._apply_scd2(good, batch_id)
             return
-        truncates = truncate_marks(loose) if self.config.truncate_enabled else {}
-        self._apply_postgres(good.filter(F.col("__op") != "t"), truncates)
+        self._truncate(truncate_marks(loose), batch_id)
+        self._apply_postgres(good.filter(F.col("__op") != "t"))
 
     def _handle_errors(self, loose: Sequence[Any], failed: Callable[[], DataFrame], batch_id: int) -> None:
         """Stop on the first poison event (tolerance none) or dead-letter them all (all)."""
@@ -145,14 +146,54 @@ class ChangeApplier:
         self._schemas = {r["schema_id"]: r["value_schema"] for r in rows if r["value_schema"] is not None}
         self._handle_errors(rows, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
         log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
-        truncates = truncate_marks(rows) if self.config.truncate_enabled else {}
+        self._truncate(truncate_marks(rows), batch_id)
         is_change = pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t"))
         changes = batch if pc.all(is_change).as_py() else batch.filter(is_change)
-        self._apply_winners(latest_rows(changes, truncates), truncates, batch_id)
+        marks = topic_marks(changes["topic"], self._truncate_marks(), self.config.table_for)
+        self._apply_winners(latest_rows(changes, marks), batch_id)
 
-    def _apply_winners(self, collected: pa.Table, truncates: dict[str, bytes], batch_id: int) -> None:
-        for topic, seq in sorted(truncates.items()):
-            self.target.truncate(self.config.table_for(topic), seq, batch_id)
+    def _truncate_marks(self) -> dict[str, bytes]:
+        """Where each table was last truncated, read once from the target and kept current
+        here (this query is the tables' only writer)."""
+        if not self.config.truncate_enabled:
+            return {}
+        if self._truncated is None:
+            if self.config.target == "postgres":
+                from cdc_spark.apply.postgres import PostgresWriter
+
+                writer = PostgresWriter(self.config)
+                try:
+                    self._truncated = writer.truncate_marks()
+                finally:
+                    writer.close()
+            else:
+                self._truncated = self.target.truncate_marks()
+        return self._truncated
+
+    def _truncate(self, truncates: Mapping[str, bytes], batch_id: int) -> None:
+        """Clear each truncated table of older rows and store the truncate's sequence with it,
+        so that older events arriving in later batches (another partition, a replay) stay out."""
+        if not truncates or not self.config.truncate_enabled:
+            return
+        marks = self._truncate_marks()
+        writer = None
+        if self.config.target == "postgres":
+            from cdc_spark.apply.postgres import PostgresWriter
+
+            writer = PostgresWriter(self.config)
+        try:
+            for topic, seq in sorted(truncates.items()):
+                table = self.config.table_for(topic)
+                if writer is not None:
+                    writer.truncate(table, seq)
+                else:
+                    self.target.truncate(table, seq, batch_id)
+                marks[table] = max(marks.get(table, seq), seq)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    def _apply_winners(self, collected: pa.Table, batch_id: int) -> None:
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
             t1 = time.perf_counter()
@@ -175,21 +216,15 @@ class ChangeApplier:
             writer.apply(self.target.path(table), table, flatten(topic, rows, self._schemas), batch_id)
             self._tables.add(table)
 
-    def _apply_postgres(self, changes: DataFrame, truncates: dict[str, bytes]) -> None:
+    def _apply_postgres(self, changes: DataFrame) -> None:
         """Shuffle by key (a hash exchange, no sort), then each partition keeps its keys' latest
         events in Arrow and upserts them: partitions hold disjoint keys, so they run in parallel."""
-        from cdc_spark.apply.postgres import PostgresWriter, apply_partition
+        from cdc_spark.apply.postgres import apply_partition
 
-        if truncates:
-            writer = PostgresWriter(self.config)
-            try:
-                for topic, seq in sorted(truncates.items()):
-                    writer.truncate(self.config.table_for(topic), seq)
-            finally:
-                writer.close()
         by_key = changes.select(*_WINNER_COLUMNS, "offset").repartition("topic", "key")
+        marks = dict(self._truncate_marks())
         applied = by_key.mapInArrow(
-            partial(apply_partition, config=self.config, schemas=self._schemas, truncates=truncates),
+            partial(apply_partition, config=self.config, schemas=self._schemas, truncated=marks),
             "topic string, rows bigint",
         )
         for row in applied.collect():

@@ -5,6 +5,7 @@ stored sequence already outranks.
 pyiceberg's upsert has no condition, so the guard is computed here: the stored
 (key, __seq) of the batch's keys are read and compared with the batch. delete.mode=hard keeps each delete's
 sequence in `<table>__tombstones` (retention as for Delta); soft keeps `__deleted=true` rows.
+A truncate keeps its sequence per table in `_cdc_truncates`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from cdc_spark.apply.evolution import conform
 from cdc_spark.decode.flatten import FlatBatch
 
 TOMBSTONE_SUFFIX = "__tombstones"
+# One row per truncated table: the last truncate's sequence, which later, older events lose to.
+TRUNCATES = "_cdc_truncates"
 
 
 def _key_filter(rows: pa.Table, keys: list[str]) -> BooleanExpression:
@@ -97,7 +100,28 @@ class IcebergTarget:
         except NoSuchTableError:
             return None
 
+    def truncate_marks(self) -> dict[str, bytes]:
+        """table → the sequence of its last applied truncate (TRUNCATES)."""
+        marks = self._load(TRUNCATES)
+        rows = marks.scan(selected_fields=("table_name", "seq")).to_arrow().to_pylist() if marks is not None else []
+        return {r["table_name"]: r["seq"] for r in rows}
+
     def truncate(self, table: str, seq: bytes, batch_id: int) -> None:
+        """Remember the truncate, then clear rows older than it; both idempotent."""
+        mark = pa.table(
+            {
+                "table_name": pa.array([table], pa.string()),
+                "seq": pa.array([seq], pa.binary()),
+                "truncated_at_ms": pa.array([int(time.time() * 1000)], pa.int64()),
+            }
+        )
+        marks = self._load(TRUNCATES) or self.catalog.create_table((self.namespace, TRUNCATES), schema=mark.schema)
+        known = self.truncate_marks().get(table)
+        if known is None or seq > known:
+            with marks.transaction() as txn, warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                txn.delete(EqualTo("table_name", table))
+                txn.append(mark.cast(marks.schema().as_arrow()))
         tbl = self._load(table)
         if tbl is not None:
             tbl.delete(LessThan("__seq", seq))

@@ -4,7 +4,7 @@ commit there, or in each partition after a shuffle by key (PostgreSQL)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import pyarrow as pa
@@ -35,11 +35,22 @@ def truncate_marks(loose: Sequence[Row]) -> dict[str, bytes]:
     return marks
 
 
+def topic_marks(
+    topics: pa.Array | pa.ChunkedArray, table_marks: Mapping[str, bytes], table_for: Callable[[str], str]
+) -> dict[str, bytes]:
+    """topic → the sequence its table was last truncated at, for the topics in `topics`."""
+    if not table_marks or len(topics) == 0:
+        return {}
+    marks = {topic: table_marks.get(table_for(topic)) for topic in pc.unique(topics).to_pylist()}
+    return {topic: seq for topic, seq in marks.items() if seq is not None}
+
+
 def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
     """The winner per (topic, key): highest `__seq`, then the later offset for exact replays.
 
-    Events older than a truncate of their topic in the same batch are dropped: the truncate
-    clears what they wrote. `rows` must hold every remaining event of its keys: all of a
+    Events older than the last truncate of their topic's table (in this batch or an earlier
+    one, `truncates` by topic) are dropped: the truncate cleared what they wrote, and a late
+    one must not bring a row back. `rows` must hold every remaining event of its keys: all of a
     batch collected on the driver, or one partition of a shuffle by key. Sorting in Arrow
     here is cheaper than a Spark window (a sort inside the shuffle).
     """

@@ -8,6 +8,7 @@ in parallel without touching each other's rows:
 
 delete.mode=hard deletes rows only when the delete is newer and remembers it in
 `<table>__tombstones`, which filters late older upserts; soft keeps `__deleted=true` rows.
+A truncate is remembered the same way, per table, in `_cdc_truncates`.
 A replayed batch changes nothing: every statement is guarded by the sequence.
 """
 
@@ -29,6 +30,8 @@ from cdc_spark.apply.errors import SchemaEvolutionError
 from cdc_spark.decode.flatten import FlatBatch, flatten
 
 TOMBSTONE_SUFFIX = "__tombstones"
+# One row per truncated table: the last truncate's sequence, which later, older events lose to.
+TRUNCATES = "_cdc_truncates"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
 
 
@@ -157,9 +160,32 @@ class PostgresWriter:
                 )
             )
 
+    def truncate_marks(self) -> dict[str, bytes]:
+        """table → the sequence of its last applied truncate (TRUNCATES)."""
+        if not self._columns(TRUNCATES):
+            return {}
+        rows = self.conn.execute(sql.SQL("SELECT table_name, seq FROM {}").format(self.ident(TRUNCATES))).fetchall()
+        return {name: bytes(seq) for name, seq in rows}
+
     def truncate(self, table: str, seq: bytes) -> None:
-        if self._columns(table):
-            self.conn.execute(sql.SQL("DELETE FROM {} WHERE __seq < %s").format(self.ident(table)), (seq,))
+        """Delete the rows older than the truncate and remember its sequence, in one transaction."""
+        self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.config.schema)))
+        self.conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (table_name text PRIMARY KEY, seq bytea NOT NULL, "
+                "truncated_at_ms bigint NOT NULL)"
+            ).format(self.ident(TRUNCATES))
+        )
+        with self.conn.transaction():
+            self.conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} AS t VALUES (%s, %s, %s) ON CONFLICT (table_name) DO UPDATE "
+                    "SET seq = EXCLUDED.seq, truncated_at_ms = EXCLUDED.truncated_at_ms WHERE t.seq < EXCLUDED.seq"
+                ).format(self.ident(TRUNCATES)),
+                (table, seq, int(time.time() * 1000)),
+            )
+            if self._columns(table):
+                self.conn.execute(sql.SQL("DELETE FROM {} WHERE __seq < %s").format(self.ident(table)), (seq,))
 
     def apply(self, table: str, batch: FlatBatch) -> None:
         data = batch.table
@@ -242,18 +268,19 @@ def apply_partition(
     batches: Iterator[pa.RecordBatch],
     config: SinkConfig,
     schemas: Mapping[int, str] | None = None,
-    truncates: Mapping[str, bytes] | None = None,
+    truncated: Mapping[str, bytes] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body over a partition holding whole keys: each key's latest event (after the
-    batch's truncates), flattened per topic, upserted; yields counts."""
-    from cdc_spark.apply.latest import latest_rows
+    """mapInArrow body over a partition holding whole keys: each key's latest event newer than
+    its table's last truncate (`truncated`, by table), flattened per topic, upserted; yields counts."""
+    from cdc_spark.apply.latest import latest_rows, topic_marks
 
     received = list(batches)
     topics: list[str] = []
     counts: list[int] = []
     rows = None
     if received:
-        rows = latest_rows(pa.Table.from_batches(received), truncates or {})
+        rows = pa.Table.from_batches(received)
+        rows = latest_rows(rows, topic_marks(rows["topic"], truncated or {}, config.table_for))
     if rows is not None and rows.num_rows:
         writer = PostgresWriter(config)
         try:
