@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
-from cdc.jobs.load import validate_job_text
+from cdc.api.errors import ConfigException
+from cdc.jobs.load import read_job_text, validate_job_text
 
 
 @click.command("validate")
@@ -19,17 +19,17 @@ def validate(job_file: str, offline: bool) -> None:
     Checks the structure against the job schema (cdc/jobs/job.schema.json), resolves
     ${env:…}/${file:…} references, validates the source connector's config and SMTs, the
     sink DSN, and (unless --offline) that the source database and sink are reachable.
-    Exits 0 when the job is valid, 2 otherwise.
+    Keys the connector does not know are warnings. Exits 0 when the job is valid, 2 otherwise.
     """
     try:
-        text = Path(job_file).read_text()
-    except OSError as e:
-        click.echo(f"error: {job_file}: cannot read the job file ({e.strerror}); check the path", err=True)
+        text = read_job_text(job_file)
+    except ConfigException as e:
+        click.echo(f"error: {e}", err=True)
         sys.exit(2)
-    _, problems = validate_job_text(text, job_file, check_connectivity=not offline)
-    if problems:
-        for p in problems:
-            click.echo("error: " + " ".join(p.render(job_file).split()), err=True)
+    job, problems = validate_job_text(text, job_file, check_connectivity=not offline)
+    for p in problems:
+        click.echo(("warning: " if p.warning else "error: ") + " ".join(p.render(job_file).split()), err=True)
+    if job is None:
         sys.exit(2)
     click.echo(f"{job_file}: OK")
 

@@ -42,6 +42,8 @@ from cdc.runtime.worker import Worker
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import OffsetBackingStore, describe_offsets
 
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL"]
+
 WORKER_OPTION = click.option(
     "--worker",
     "worker_path",
@@ -52,7 +54,13 @@ WORKER_OPTION = click.option(
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cdc")
-@click.option("--log-level", default=env_default("CDC_LOG_LEVEL", "INFO"), show_default="INFO or $CDC_LOG_LEVEL")
+@click.option(
+    "--log-level",
+    default=env_default("CDC_LOG_LEVEL", "INFO"),
+    show_default="INFO or $CDC_LOG_LEVEL",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    help="How much the runtime logs on stderr.",
+)
 def cli(log_level: str) -> None:
     """Change data capture with a Kafka Connect-shaped runtime."""
     setup_logging(log_level)

@@ -6,8 +6,12 @@ raises on the first one for commands that need a valid job.
 
 from __future__ import annotations
 
+import codecs
+import datetime
 import difflib
 import json
+import logging
+import os
 import socket
 from dataclasses import dataclass
 from importlib import resources
@@ -22,12 +26,15 @@ from cdc.config.providers import ConfigTransformer
 from cdc.jobs.paths import format_path
 from cdc.jobs.spec import CONNECTOR_ALIASES, JobSpec
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class JobProblem:
     path: tuple[str | int, ...]
     message: str
     line: int | None = None
+    warning: bool = False  # worth a look, but the job runs
 
     def render(self, filename: str) -> str:
         where = f"{filename}:{self.line}" if self.line else filename
@@ -62,12 +69,74 @@ def _lines(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str | i
             _lines(item, (*path, i), out)
 
 
-def _parse(text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+def _parse(text: str) -> tuple[Any, dict[tuple[str | int, ...], int], yaml.Node | None]:
     lines: dict[tuple[str | int, ...], int] = {}
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     if node is not None:
         _lines(node, (), lines)
-    return yaml.safe_load(text), lines
+    return yaml.safe_load(text), lines, node
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _key_problems(node: yaml.Node, path: tuple[str | int, ...]) -> list[JobProblem]:
+    """Keys YAML would mangle without a word: a repeated key (the last one silently wins) and a
+    key that is not a string (`yes:` loads as a boolean, `5:` as a number, `~:` as null)."""
+    problems: list[JobProblem] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for k, v in node.value:
+            line = k.start_mark.line + 1
+            if not isinstance(k, yaml.ScalarNode) or k.tag not in (_STR_TAG, _MERGE_TAG):
+                written = k.value if isinstance(k, yaml.ScalarNode) else "a collection"
+                problems.append(
+                    JobProblem(
+                        path,
+                        f"key {written!r} is not a string (YAML reads it as {k.tag.rsplit(':', 1)[-1]}); "
+                        f"quote it: {json.dumps(str(written))}",
+                        line,
+                    )
+                )
+                continue
+            if k.tag == _STR_TAG and k.value in seen:
+                problems.append(
+                    JobProblem(
+                        (*path, k.value),
+                        f"key {k.value!r} is given twice (lines {seen[k.value]} and {line}); keep one",
+                        line,
+                    )
+                )
+            seen.setdefault(k.value, line)
+            problems += _key_problems(v, (*path, k.value))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            problems += _key_problems(item, (*path, i))
+    return problems
+
+
+def read_job_text(path: str | Path) -> str:
+    """The job file's text; UTF-8 (UTF-16/32 with a byte-order mark, as YAML allows)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigException(f"{path}: cannot read the job file ({e.strerror}); check the path") from None
+    boms = (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    )
+    encoding = next((enc for bom, enc in boms if data.startswith(bom)), "utf-8-sig")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ConfigException(
+            f"{path}:{line}: the job file is not valid {encoding.removesuffix('-sig').upper()} "
+            f"(byte 0x{data[e.start]:02x}); save it as UTF-8"
+        ) from None
 
 
 # -- problems ---------------------------------------------------------------------------------
@@ -75,14 +144,21 @@ class _Collector:
     def __init__(self, lines: dict[tuple[str | int, ...], int]) -> None:
         self.lines = lines
         self.problems: list[JobProblem] = []
+        self.warnings: list[JobProblem] = []
 
     def add(self, path: tuple[str | int, ...], message: str) -> None:
+        self.problems.append(JobProblem(tuple(path), message, self._line(path)))
+
+    def warn(self, path: tuple[str | int, ...], message: str) -> None:
+        self.warnings.append(JobProblem(tuple(path), message, self._line(path), warning=True))
+
+    def _line(self, path: tuple[str | int, ...]) -> int | None:
         line = None
         for n in range(len(path), -1, -1):
             line = self.lines.get(tuple(path[:n]))
             if line:
                 break
-        self.problems.append(JobProblem(tuple(path), message, line))
+        return line
 
 
 def _did_you_mean(word: str, candidates: list[str]) -> str:
@@ -90,21 +166,35 @@ def _did_you_mean(word: str, candidates: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _schema_messages(error: jsonschema.ValidationError) -> list[tuple[tuple[str | int, ...], str]]:
+    """One message per unknown key (jsonschema lists them all in one error), else one."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return [_schema_message(error)]
+    known = sorted((error.schema.get("properties") or {}).keys())
+    return [
+        ((*error.absolute_path, key), f"unknown key {key!r}{_did_you_mean(key, known)} (known: {', '.join(known)})")
+        for key in error.instance
+        if key not in known
+    ]
+
+
 def _schema_message(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], str]:
     path = tuple(error.absolute_path)
     v = error.validator
-    if v == "additionalProperties":
-        known = sorted((error.schema.get("properties") or {}).keys())
-        extra = [k for k in error.instance if k not in known] if isinstance(error.instance, dict) else []
-        key = extra[0] if extra else "?"
-        return (*path, key), f"unknown key {key!r}{_did_you_mean(key, known)} (known: {', '.join(known)})"
+    expected = error.schema.get("x-expected") if isinstance(error.schema, dict) else None
+    if "propertyNames" in error.schema_path:  # a key of the mapping, not a value, is wrong
+        return (*path, error.instance), f"invalid key {error.instance!r}: {expected or error.message}"
+    if expected and v != "type":
+        return path, f"invalid value {error.instance!r}: {expected}"
     if v == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return (*path, missing), f"missing required key {missing!r}"
     if v == "type":
-        expected = error.validator_value
-        expected = " or ".join(expected) if isinstance(expected, list) else expected
-        return path, f"expected {expected}, got {type(error.instance).__name__} {error.instance!r}"
+        types = error.validator_value
+        got = f"{type(error.instance).__name__} {error.instance!r}"
+        if isinstance(error.instance, (datetime.date, datetime.time)):
+            got = f"a date/time {str(error.instance)!r} (quote it to keep it as text)"
+        return path, f"expected {' or '.join(types) if isinstance(types, list) else types}, got {got}"
     if v == "enum":
         return path, f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
     if v in ("minimum", "maximum", "minItems", "minLength", "pattern", "const", "oneOf"):
@@ -153,9 +243,9 @@ def _check_connectivity(job: dict[str, Any], out: _Collector) -> None:
 
 
 def _check_dsn(job: dict[str, Any], out: _Collector) -> None:
-    sink = job.get("sink") or {}
-    dsn = sink.get("dsn")
-    if sink.get("type") != "postgres" or not isinstance(dsn, str):
+    sink = job.get("sink")
+    dsn = sink.get("dsn") if isinstance(sink, dict) else None
+    if not isinstance(dsn, str) or sink.get("type") != "postgres":
         return
     from psycopg import conninfo
 
@@ -163,6 +253,35 @@ def _check_dsn(job: dict[str, Any], out: _Collector) -> None:
         conninfo.conninfo_to_dict(dsn)
     except Exception as e:
         out.add(("sink", "dsn"), f"not a valid PostgreSQL DSN ({str(e).strip()}); e.g. postgresql://user@host:5432/db")
+
+
+def _check_state_dir(job: dict[str, Any], out: _Collector) -> None:
+    """`cdc run` creates state.dir and its lock there: say now when it cannot, not at start."""
+    state_dir = Path(str((job.get("transport") or {}).get("state.dir", ".cdc")))
+    existing = state_dir.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        problem = f"{existing} is a file, not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = f"{existing} is not writable"
+    else:
+        return
+    out.add(
+        ("transport", "state.dir"),
+        f"cannot use {str(state_dir)!r} as state.dir: {problem}; choose a writable directory",
+    )
+
+
+def _check_source_name(job: dict[str, Any], out: _Collector) -> None:
+    """The connector is named after the job; a different source.name would be silently replaced."""
+    name = job["source"].get("name")
+    if name is not None and str(name) != job["name"]:
+        out.add(
+            ("source", "name"),
+            f"the source connector takes the job's name ({job['name']!r}), not {str(name)!r}; "
+            "remove source.name, or rename the job",
+        )
 
 
 def _check_sink(job: dict[str, Any], out: _Collector) -> None:
@@ -180,6 +299,25 @@ def _check_sink(job: dict[str, Any], out: _Collector) -> None:
         SinkConfig.parse(sink_config(spec))
     except (SinkConfigError, ConfigException) as e:
         out.add(("sink",), str(e))
+
+
+# Source keys a connector takes without declaring them: converter and client overrides, JDBC
+# driver settings, schema history, SMT and error-handling settings.
+_PASS_THROUGH_PREFIXES = (
+    "key.converter.",
+    "value.converter.",
+    "header.converter.",
+    "producer.override.",
+    "consumer.override.",
+    "admin.override.",
+    "topic.creation.",
+    "database.",
+    "driver.",
+    "schema.history.internal.",
+    "errors.",
+    "transforms.",
+    "predicates.",
+)
 
 
 def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
@@ -204,7 +342,7 @@ def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
         known_keys.add(v.name)
         for err in v.errors:
             key = v.name
-            if key.startswith(("transforms.", "predicates.")):
+            if key in ("transforms", "predicates") or key.startswith(("transforms.", "predicates.")):
                 out.add(("transforms",), err)
             elif key == "name":
                 out.add(("name",), err)
@@ -212,8 +350,17 @@ def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
                 out.add(("source", key), err)
     for key in job["source"]:
         hint = _did_you_mean(key, sorted(known_keys - set(job["source"])))
-        if key not in known_keys and hint:
+        if key in known_keys:
+            continue
+        if hint:
             out.add(("source", key), f"unknown key {key!r}{hint}")
+        elif not key.startswith(_PASS_THROUGH_PREFIXES):
+            # Kafka Connect accepts it too ("supplied but isn't a known config"), but never silently.
+            out.warn(
+                ("source", key),
+                f"unknown key {key!r}: connector {cls_name!r} does not define it, so it is passed on and likely "
+                "ignored; check the spelling, or remove it",
+            )
 
 
 def validate_job_text(
@@ -223,11 +370,12 @@ def validate_job_text(
     registry: Any = None,
     inspect_only: bool = False,
 ) -> tuple[JobSpec | None, list[JobProblem]]:
-    """The job and its problems. `inspect_only` is for commands that read the job's state
+    """The job (None when invalid) and its problems, errors first; a problem marked `warning`
+    does not make the job invalid. `inspect_only` is for commands that read the job's state
     (status, offsets, topics): they never touch the database, so unresolved ${…} in `source`
     and the connector's own config checks do not stop them."""
     try:
-        data, lines = _parse(text)
+        data, lines, node = _parse(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else None
@@ -236,18 +384,22 @@ def validate_job_text(
     out = _Collector(lines)
     if not isinstance(data, dict):
         return None, [JobProblem((), "a job must be a YAML mapping with name, source and sink", 1)]
+    if key_problems := _key_problems(node, ()) if node is not None else []:
+        return None, key_problems
     with ConfigTransformer.from_worker_config({}) as transformer:
         data = _resolve_providers(data, (), transformer, out, lenient=inspect_only)
     validator = jsonschema.Draft202012Validator(job_schema())
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         if error.validator in ("if", "allOf"):
             continue
-        path, message = _schema_message(error)
-        out.add(path, message)
+        for path, message in _schema_messages(error):
+            out.add(path, message)
     _check_dsn(data, out)
     if not out.problems:
         _check_sink(data, out)
     if not out.problems and not inspect_only:
+        _check_state_dir(data, out)
+        _check_source_name(data, out)
         if registry is None:
             from cdc.runtime.plugins import PluginRegistry
 
@@ -256,7 +408,7 @@ def validate_job_text(
     if not out.problems and check_connectivity:
         _check_connectivity(data, out)
     if out.problems:
-        return None, out.problems
+        return None, out.problems + out.warnings
     return (
         JobSpec(
             data["name"],
@@ -266,20 +418,17 @@ def validate_job_text(
             data["sink"],
             data.get("spark") or {},
         ),
-        [],
+        out.warnings,
     )
 
 
 def load_job(
     path: str | Path, check_connectivity: bool = False, registry: Any = None, inspect_only: bool = False
 ) -> JobSpec:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigException(f"{path}: cannot read the job file ({e.strerror}); check the path") from None
+    text = read_job_text(path)
     job, problems = validate_job_text(text, str(path), check_connectivity, registry, inspect_only)
-    if problems:
-        raise JobError(str(path), problems)
-    assert job is not None
+    if job is None:
+        raise JobError(str(path), [p for p in problems if not p.warning])
+    for p in problems:
+        log.warning("%s", p.render(str(path)))
     return job

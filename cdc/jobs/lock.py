@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from cdc.api.errors import ConnectException
+from cdc.api.errors import ConfigException, ConnectException
 
 
 class JobRunningError(ConnectException):
@@ -26,8 +26,16 @@ class JobLock:
         self._fd: int | None = None
 
     def acquire(self, action: str = "start it") -> JobLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            # mkdir says "File exists" when state.dir (or a parent) is a file
+            reason = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror
+            raise ConfigException(
+                f"cannot create the job lock {self.path} ({reason}); set transport.state.dir to a writable directory",
+                "transport.state.dir",
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -103,6 +103,23 @@ def _family(connector_class: str) -> str:
     )
 
 
+def source_position(family: str, source: dict[str, str]) -> Any:
+    """The database's current position, where an --until-caught-up run stops."""
+    probe = _mysql_position if family == "mysql" else _postgres_position
+    try:
+        return probe(source)
+    except ConfigException:
+        raise
+    except Exception as e:  # the driver's own errors (pymysql, psycopg, socket): one line, not a traceback
+        where = f"{source.get('database.hostname')}:{source.get('database.port', 'default port')}"
+        text = (e.args[-1] if e.args and isinstance(e.args[-1], str) else str(e)).strip()  # pymysql: (code, text)
+        reason = text.splitlines()[0] if text else type(e).__name__
+        raise ConnectException(
+            f"--until-caught-up cannot read the source position at {where} ({reason}); check database.hostname, "
+            "database.port, database.user and database.password, and that the server is running"
+        ) from None
+
+
 # -- Spark ----------------------------------------------------------------------------------
 def data_topic_pattern(prefix: str) -> str:
     """`<prefix>.<db>.<table>` only: not the schema-change, transaction or message topics."""
@@ -199,12 +216,17 @@ def sink_failure(error: object) -> str:
     """
     text = str(error).split("\n=== Streaming Query ===", 1)[0]
     log.debug("sink query failed: %s", text)
+    return root_cause(text) or type(error).__name__
+
+
+def root_cause(text: str) -> str:
+    """The error a Python (and Java) traceback ends in: our own errors by their advice alone."""
     found = [m for line in text.splitlines() if (m := _PYTHON_ERROR.match(line))]
     ours = [m for m in found if m.group(1).startswith("cdc")]
     if ours:  # our errors say what to do, wherever Spark's wrapping put them
         return ours[-1].group(2)
     if not found:
-        return text.strip().splitlines()[0] if text.strip() else type(error).__name__
+        return text.strip().splitlines()[0] if text.strip() else ""
     name, message = found[-1].group(1), found[-1].group(2)
     if name.endswith("Py4JJavaError"):
         causes = [line.strip().removeprefix("Caused by: ") for line in text.splitlines() if "Caused by: " in line]
@@ -219,6 +241,7 @@ class _SparkStarter:
     def __init__(self, job: JobSpec) -> None:
         self._session: Any = None
         self._error: BaseException | None = None
+        self._master = str((job.spark or {}).get("master", "local[2]"))
         self._thread = threading.Thread(target=self._start, args=(job,), name="spark-start", daemon=True)
         self._thread.start()
 
@@ -230,6 +253,9 @@ class _SparkStarter:
 
     def get(self) -> Any:
         self._thread.join()
+        if isinstance(self._error, Exception):  # a bad master or conf: one line (KeyboardInterrupt passes through)
+            cause = root_cause(str(self._error)) or type(self._error).__name__
+            raise ConnectException(f"cannot start Spark (spark.master={self._master}): {cause}")
         if self._error is not None:
             raise self._error
         return self._session
@@ -295,7 +321,7 @@ class JobRunner:
         family = ""
         if self.until_caught_up:
             family = _family(connector["connector.class"])
-            target = (_mysql_position if family == "mysql" else _postgres_position)(connector)
+            target = source_position(family, connector)
             self.progress(f"source position at start: {target}")
         herder.start()
         spark: _SparkStarter | None = None
@@ -323,8 +349,10 @@ class JobRunner:
 
             trigger = (self.job.spark or {}).get("trigger")
             processing = trigger.get("processingTime") if isinstance(trigger, dict) else None
+            session = spark.get()
+            self._check_source(worker, connector["name"])  # it failed while Spark started: no query to unwind
             query = start_query(
-                spark.get(),
+                session,
                 self._source(),
                 sink,
                 self._checkpoint(),
@@ -333,13 +361,15 @@ class JobRunner:
                 name=self.job.name,
             )
             self.progress(f"sink query started: {sink['target']}, checkpoint {self._checkpoint()}")
-            while not self.stop_requested.is_set():
-                if query.awaitTermination(1):
-                    break
-                self._check_source(worker, connector["name"])
+            try:
+                while not self.stop_requested.is_set():
+                    if query.awaitTermination(1):
+                        break
+                    self._check_source(worker, connector["name"])
+            finally:
+                query.stop()  # before the session stops, else Spark's stream thread logs its own stack traces
             if query.exception() is not None:
                 raise ConnectException(f"the sink failed: {sink_failure(query.exception())}")
-            query.stop()
             return 0
         finally:
             if herder is not None:
@@ -368,7 +398,7 @@ class JobRunner:
     def _check_source(self, worker: Worker, name: str) -> None:
         status = worker.status_store.get_task(name, 0)
         if status is not None and status.state is State.FAILED:
-            raise ConnectException(f"the source task failed: {(status.trace or '').strip().splitlines()[-1]}")
+            raise ConnectException(f"the source task failed: {root_cause(status.trace or '') or 'see the log'}")
 
     def _wait_for_source(self, worker: Worker, name: str, family: str, target: Any) -> None:
         from cdc.storage.offsets import OffsetStorageReaderImpl

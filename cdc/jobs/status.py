@@ -151,7 +151,8 @@ def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
     config = WorkerConfig(job.worker_config())
     status = JobStatus(job.name, config.transport, running=False)
     try:
-        JobLock(config.get("state.dir"), job.name).acquire().release()
+        if Path(config.get("state.dir")).exists():  # none: the job never ran, and status creates nothing
+            JobLock(config.get("state.dir"), job.name).acquire().release()
     except JobRunningError as e:
         status.running = True
         m = re.search(r"pid (\d+)", str(e))

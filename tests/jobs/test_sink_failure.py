@@ -6,7 +6,14 @@ are the shapes of the other two kinds, copied from PySpark 4 output and shortene
 
 from __future__ import annotations
 
-from cdc.jobs.run import sink_failure
+from types import SimpleNamespace
+
+import pytest
+
+from cdc.api.errors import ConnectException
+from cdc.jobs.run import JobRunner, sink_failure
+from cdc.jobs.spec import JobSpec
+from cdc.storage.status import State, TaskStatus
 
 _PY_TRACE = """An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
   File "/x/pyspark/sql/utils.py", line 163, in call
@@ -50,3 +57,16 @@ def test_offset_sums_for_catch_up_progress() -> None:
 
     assert _offset_sum(None) == 0 and _offset_sum("null") == 0
     assert _offset_sum('{"a.b": {"0": 5, "1": 7}, "a.c": {"0": 3}}') == 15
+
+
+def test_a_failed_source_task_is_reported_by_its_advice_alone() -> None:
+    trace = (
+        "Traceback (most recent call last):\n  File x\n    raise ConnectException(\n"
+        "cdc.api.errors.ConnectException: Cannot connect to h:1 as 'u'. Check database.hostname\n"
+    )
+    status = TaskStatus("shop", 0, State.FAILED, "w", trace)
+    worker = SimpleNamespace(status_store=SimpleNamespace(get_task=lambda name, task: status))
+    runner = JobRunner(JobSpec("shop", {"connector.class": "mysql"}))
+    with pytest.raises(ConnectException) as e:
+        runner._check_source(worker, "shop")  # type: ignore[arg-type]
+    assert str(e.value) == "the source task failed: Cannot connect to h:1 as 'u'. Check database.hostname"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cdc.api.errors import ConfigException
 from cdc.cli.jobs import validate
 from cdc.jobs.load import JobError, load_job
 from cdc.runtime.plugins import PluginRegistry
@@ -242,3 +243,108 @@ def test_dead_letter_topic_and_per_table_options_reach_the_sink(tmp_path: Path) 
     # The source's topic prefix is the job name here (the generator has no topic.prefix).
     assert conf["table.names"] == {"shop.shop.orders": "orders"}
     assert conf["partition.by"] == {"shop.shop.orders": ["day"]}
+
+
+# -- adversarial inputs: each once gave a traceback, a vague message or silent acceptance ------
+def test_non_utf8_file_names_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "job.yaml"
+    f.write_bytes(GOOD.encode().replace(b"shop.orders:\n", b"shop.\xe9orders:\n"))
+    res = CliRunner().invoke(validate, [str(f), "--offline"], catch_exceptions=False)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"error: {f}:18: the job file is not valid UTF-8 (byte 0xe9); save it as UTF-8" in res.output
+    with pytest.raises(ConfigException, match="not valid UTF-8"):
+        load_job(f)  # what run, status, verify, topics and offsets use
+
+
+def test_utf16_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    f = tmp_path / "job.yaml"
+    f.write_bytes(GOOD.encode("utf-16"))
+    assert load_job(f).name == "shop"
+
+
+def test_sink_given_as_a_list(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD[: GOOD.index("sink:")] + "sink: [delta]\n", "--offline")
+    assert "sink: expected object, got list ['delta']" in line
+
+
+@pytest.mark.parametrize(("key", "reads_as"), [("yes", "bool"), ("5", "int"), ("~", "null")])
+def test_key_that_is_not_a_string(tmp_path: Path, key: str, reads_as: str) -> None:
+    line = one_error(tmp_path, GOOD.replace("  master: local[2]", f"  master: local[2]\n  {key}: 1"), "--offline")
+    assert f"job.yaml:23: spark: key '{key}' is not a string (YAML reads it as {reads_as}); quote it" in line
+
+
+def test_repeated_key_is_not_silently_overridden(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("sink:\n", "sink:\n  type: parquet\n"), "--offline")
+    assert "job.yaml:16: sink.type: key 'type' is given twice (lines 15 and 16); keep one" in line
+
+
+def test_table_not_qualified_by_its_database(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("    shop.orders:", "    orders:"), "--offline")
+    assert "sink.tables.orders: invalid key 'orders': name a source table as db.table" in line
+
+
+def test_misspelled_sink_type_reports_only_what_is_wrong(tmp_path: Path) -> None:
+    code, lines = run(tmp_path, GOOD.replace("  type: delta", "  tpye: delta"), "--offline")
+    assert code == 2 and len(lines) == 2, lines  # not also "missing dsn", which only postgres needs
+    assert "sink.tpye: unknown key 'tpye'; did you mean 'type'?" in lines[0]
+    assert "sink.type: missing required key 'type'" in lines[1]
+
+
+def test_every_unknown_key_is_reported(tmp_path: Path) -> None:
+    code, lines = run(tmp_path, GOOD.replace("  master: local[2]", "  master: local[2]\n  a: 1\n  b: 2"), "--offline")
+    assert code == 2 and [line.split(": ")[2] for line in lines] == ["spark.a", "spark.b"], lines
+
+
+def test_state_dir_that_cannot_be_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    text = GOOD.replace("state.dir: .cdc", f"state.dir: {tmp_path}/file/state")
+    line = one_error(tmp_path, text, "--offline")
+    assert f"transport['state.dir']: cannot use '{tmp_path}/file/state' as state.dir: {tmp_path}/file is a file" in line
+
+
+def test_source_name_other_than_the_job_name(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("  count: 10", "  count: 10\n  name: orders"), "--offline")
+    assert "source.name: the source connector takes the job's name ('shop'), not 'orders'" in line
+
+
+def test_bad_trigger_says_what_is_expected(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("trigger: availableNow", "trigger: once"), "--offline")
+    assert "spark.trigger: invalid value 'once': use availableNow, or {processingTime:" in line
+    assert "not valid under any" not in line
+
+
+def test_bad_job_name_says_what_is_allowed(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("name: shop", "name: 'shop orders!'"), "--offline")
+    assert "starts with a letter or digit and has only letters, digits" in line and "^[" not in line
+
+
+def test_duplicate_transform_alias_points_at_transforms(tmp_path: Path) -> None:
+    route = GOOD[GOOD.index("  - name: route") : GOOD.index("transport:")]
+    line = one_error(tmp_path, GOOD.replace(route, route + route), "--offline")
+    assert "job.yaml:6: transforms: " in line and "Duplicate alias" in line
+
+
+def test_replication_factor_zero(tmp_path: Path) -> None:
+    line = one_error(
+        tmp_path, GOOD.replace("state.dir: .cdc", "state.dir: .cdc\n  topic.replication.factor: 0"), "--offline"
+    )
+    assert "transport['topic.replication.factor']: invalid value 0: use -1" in line
+
+
+def test_unquoted_date_suggests_quoting(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("  count: 10", "  count: 10\n  since: 2024-01-01"), "--offline")
+    assert "got a date/time '2024-01-01' (quote it to keep it as text)" in line
+
+
+def test_unknown_source_key_without_a_close_match_is_a_warning(tmp_path: Path) -> None:
+    code, lines = run(tmp_path, GOOD.replace("  count: 10", "  count: 10\n  zzz.qqq: 1"), "--offline")
+    assert code == 0, lines
+    assert lines[0].startswith("warning: ") and "source['zzz.qqq']: unknown key 'zzz.qqq'" in lines[0]
+    assert lines[1].endswith(": OK")
+
+
+def test_spark_master_spark_cannot_use(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("master: local[2]", "master: locale[2]"), "--offline")
+    assert "spark.master: invalid value 'locale[2]': use local, local[N], local[*], spark://host:port" in line
+    for master in ("local", "local[*]", "local[4, 2]", "spark://h:7077", "yarn", "k8s://https://h:443"):
+        assert run(tmp_path, GOOD.replace("master: local[2]", f"master: '{master}'"), "--offline")[0] == 0, master
