@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cdc.api.errors import ConnectException
 from cdc.api.metrics import TaskMetrics
 from cdc.runtime.gc_tuning import raise_young_threshold
 
@@ -84,7 +85,10 @@ class WorkerTask(ABC):
                 self.listener.on_shutdown(self.id)
         except BaseException as e:  # a failed task must report FAILED, never vanish
             self.failure = e
-            log.error("Task %s failed: %s", self.id, e, exc_info=not _is_advice(e))
+            advice = _is_advice(e)
+            log.error("Task %s failed: %s", self.id, e, exc_info=not advice)
+            if advice:
+                log.debug("Task %s failure trace", self.id, exc_info=e)
             self.publish_metrics(force=True)
             self.listener.on_failure(self.id, _trace(e))
         finally:
@@ -167,10 +171,12 @@ class WorkerTask(ABC):
 
 
 def _is_advice(e: BaseException) -> bool:
-    # Our own advice-style errors need no stack trace in the log; plugin bugs do.
+    """A ConnectException is a condition the connector recognised and explained (a refused
+    login, a purged binlog): its message is the advice, and its trace goes to DEBUG and to the
+    task status. Anything else is a bug and is logged with its trace."""
     from cdc.runtime.errors import ToleranceExceededError
 
-    return isinstance(e, ToleranceExceededError)
+    return isinstance(e, (ConnectException, ToleranceExceededError))
 
 
 def _trace(e: BaseException) -> str:

@@ -239,3 +239,42 @@ def test_embedded_log_retention_is_enforced_by_the_worker(tmp_path: Path) -> Non
     finally:
         worker.stop()
     assert worker.cleaner is not None and not worker.cleaner._thread.is_alive()
+
+
+class _ExplainedFailureTask(GeneratorTask):
+    def poll(self):  # type: ignore[no-untyped-def]
+        from cdc.api.errors import ConnectException
+
+        raise ConnectException("cannot reach db:3306 (refused); check database.hostname")
+
+
+class _BugTask(GeneratorTask):
+    def poll(self):  # type: ignore[no-untyped-def]
+        raise KeyError("oops")
+
+
+class ExplainedFailureSource(GeneratorSource):
+    def task_class(self):  # type: ignore[no-untyped-def]
+        return _ExplainedFailureTask
+
+
+class BugSource(GeneratorSource):
+    def task_class(self):  # type: ignore[no-untyped-def]
+        return _BugTask
+
+
+def test_a_failure_the_connector_explains_is_logged_without_a_trace(herder: StandaloneHerder, caplog) -> None:
+    """A ConnectException's message is the advice: one ERROR line (its trace in the status and
+    at DEBUG); any other exception is a bug and keeps its trace in the log."""
+    herder.worker.registry.add(ExplainedFailureSource, "1.0", "test")
+    herder.worker.registry.add(BugSource, "1.0", "test")
+    status = herder.worker.status_store
+    for name in ("ExplainedFailureSource", "BugSource"):
+        herder.put_connector_config(source_config(name=name, **{"connector.class": name}))
+        wait_until(lambda n=name: (s := status.get_task(n, 0)) is not None and s.state is State.FAILED, what=name)
+    failed = {r.getMessage().split(" failed")[0]: r for r in caplog.records if " failed: " in r.getMessage()}
+    explained, bug = failed["Task ExplainedFailureSource-0"], failed["Task BugSource-0"]
+    assert explained.levelname == "ERROR" and not explained.exc_info
+    assert "check database.hostname" in explained.getMessage()
+    assert bug.levelname == "ERROR" and bug.exc_info
+    assert "ConnectException" in (status.get_task("ExplainedFailureSource", 0).trace or "")
