@@ -45,8 +45,10 @@ def setup_logging(level: str) -> None:
         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
         stream=sys.stderr,
     )
-    # librdkafka and friends are chatty at INFO; keep their warnings.
-    logging.getLogger("kafka").setLevel(logging.WARNING)
+    # librdkafka and friends, and py4j's gateway (every callback into the Spark sink), are
+    # chatty at INFO; keep their warnings.
+    for name in ("kafka", "py4j"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def load_worker(path: str) -> tuple[WorkerConfig, ConfigTransformer]:
