@@ -62,10 +62,20 @@ def _range_filter(rows: pa.Table, keys: list[str]) -> BooleanExpression:
 
 
 def _stored(tbl: Table, rows: pa.Table, keys: list[str]) -> pa.Table:
-    """(key, __seq) of the stored rows with the keys of `rows` (and maybe a few others)."""
+    """(key, __seq) of the stored rows with the keys of `rows`."""
+    empty = pa.table({k: rows.column(k).slice(0, 0) for k in [*keys, "__seq"]})
     if tbl.current_snapshot() is None:  # a new table: nothing to read (the first snapshot load)
-        return pa.table({k: rows.column(k).slice(0, 0) for k in [*keys, "__seq"]})
-    return tbl.scan(row_filter=_range_filter(rows, keys), selected_fields=(*keys, "__seq")).to_arrow()
+        return empty
+    wanted = rows.select(keys).group_by(keys).aggregate([])
+    scan = tbl.scan(row_filter=_range_filter(rows, keys), selected_fields=(*keys, "__seq"))
+    # The range admits other keys too: keep only the wanted ones batch by batch, so memory
+    # follows the batch's keys, not the table's size.
+    found = [
+        part.join(wanted, keys, join_type="left semi")
+        for batch in scan.to_arrow_batch_reader()
+        if (part := pa.Table.from_batches([batch])).num_rows
+    ]
+    return pa.concat_tables(found).cast(empty.schema) if found else empty
 
 
 def _present(rows: pa.Table, stored: pa.Table, keys: list[str]) -> pa.Table:
