@@ -20,6 +20,8 @@ def test_cap_shares_fairly_and_gives_unused_share_to_others() -> None:
 def test_cap_never_exceeds_the_end_and_keeps_new_partitions_whole() -> None:
     assert off.cap({A: 0}, {A: 3}, 1000) == {A: 3}
     assert off.cap({A: 0}, {A: 3, C: 9}, 2)[C] == 9
+    # A log that now ends below the start (failOnDataLoss=false) restarts at its end.
+    assert off.cap({A: 10, C: 0}, {A: 4, C: 9}, 5) == {A: 4, C: 5}
 
 
 def test_offsets_json_round_trip_is_sorted_and_stable() -> None:

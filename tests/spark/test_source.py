@@ -98,6 +98,40 @@ def test_records_deleted_before_they_were_read_stop_the_query_unless_told_otherw
     assert sorted(visible(delta_rows(str(tmp_path / "lake" / "shop_inv_items")))) == [1, 2, 3, 4, 5, 8, 9, 10]
 
 
+def test_a_checkpoint_ahead_of_the_log_stops_the_query_unless_told_otherwise(spark: Any, tmp_path: Path) -> None:
+    """A checkpoint reused against another log (a new state.dir, a re-created topic) is ahead of
+    its end: skipping silently would lose the new log's first records (Spark's Kafka source
+    reports "offset was changed")."""
+    import shutil
+
+    from pyspark.errors import StreamingQueryException
+
+    from cdc.jobs.run import sink_failure
+
+    t = Table("shop.inv.items")
+    state = str(tmp_path / "state")
+    with EmbeddedLog(state) as log:
+        produce(log, t.topic, [t.event("c", i, {"name": "a"}, i) for i in range(1, 7)])  # offsets 0-5
+    source = {"state.dir": state, "topics": t.topic}
+    sink = {"target": "delta", "path": str(tmp_path / "lake")}
+    run_available_now(spark, source, sink, str(tmp_path / "ckpt"))
+    shutil.rmtree(state)  # the log starts over; the checkpoint stays at offset 6
+    with EmbeddedLog(state) as log:
+        produce(log, t.topic, [t.event("u", i, {"name": "new"}, 100 + i) for i in range(1, 4)])  # offsets 0-2
+    with pytest.raises(StreamingQueryException) as failed:
+        run_available_now(spark, source, sink, str(tmp_path / "ckpt"))
+    message = sink_failure(failed.value)
+    assert message.startswith(f"{t.topic}-0: the log ends at offset 3, but this query's checkpoint is already at 6")
+    assert "failOnDataLoss=false" in message
+    # failOnDataLoss=false: reported, then read on from the log's end, as Spark's Kafka source.
+    run_available_now(spark, {**source, "failOnDataLoss": "false"}, sink, str(tmp_path / "ckpt"))
+    with EmbeddedLog(state) as log:
+        produce(log, t.topic, [t.event("u", 1, {"name": "later"}, 200)])  # offset 3
+    run_available_now(spark, {**source, "failOnDataLoss": "false"}, sink, str(tmp_path / "ckpt"))
+    rows = visible(delta_rows(str(tmp_path / "lake" / "shop_inv_items")))
+    assert rows[1] == (1, "later", None) and rows[2] == (2, "a", None)
+
+
 def test_reads_a_kafka_protocol_broker(spark: Any, tansu: Any, tmp_path: Path) -> None:
     t = Table(f"k.db.items{tmp_path.name[-6:].replace('_', '')}".lower())
     tansu.create_topic(t.topic, partitions=2)

@@ -8,8 +8,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from cdc_spark.apply import ChangeApplier, SinkConfig
-from cdc_spark.source import register
+from cdc_spark.apply import ChangeApplier, SinkConfig, SinkConfigError
+from cdc_spark.source import SourceOptions, register
 
 
 def start_query(
@@ -31,6 +31,7 @@ def start_query(
     register(spark)
     options = {k: str(v) for k, v in source.items()}
     applier = ChangeApplier(sink, log_options=options)
+    _check_source(applier)
     lowered = {k.lower() for k in options}
     if applier.config.deadletter_topic and "includeheaders" not in lowered:
         options["includeHeaders"] = "true"  # dead-lettered records keep their original headers
@@ -49,3 +50,21 @@ def start_query(
     elif processing_time:
         writer = writer.trigger(processingTime=processing_time)
     return writer.start()
+
+
+def _check_source(applier: ChangeApplier) -> None:
+    """Before Spark starts: open the topic log once (a missing state.dir or a kafka.* setting the
+    client refuses fails here as a plain Python error, not inside Spark's traceback), and, as Kafka
+    Connect, refuse a dead-letter topic the stream itself reads: its records would come back as
+    input and be dead-lettered again, batch after batch."""
+    source = applier.log_options
+    if not isinstance(source, SourceOptions):
+        return
+    source.open_log().close()
+    topic = applier.config.deadletter_topic
+    if topic and source.matches(topic):
+        which = f"topic.pattern {source.pattern!r}" if source.pattern else "topics"
+        raise SinkConfigError(
+            f"errors.deadletterqueue.topic.name={topic!r} is read by this stream (it matches the source's {which}): "
+            "choose a dead-letter topic outside the topics the query reads"
+        )

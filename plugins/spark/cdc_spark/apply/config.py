@@ -1,7 +1,13 @@
-"""The sink's settings (`SinkConfig.parse` takes the same dotted keys a job file uses)."""
+"""The sink's settings (`SinkConfig.parse` takes the same dotted keys a job file uses).
+
+Every setting is checked when the query starts: an unknown or misspelled key, a value of the
+wrong shape or a contradiction is refused with the fix, not found out mid-stream or ignored.
+"""
 
 from __future__ import annotations
 
+import difflib
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,8 +15,42 @@ from typing import Any
 
 from cdc_spark.apply.errors import SinkConfigError
 
+log = logging.getLogger(__name__)
 TARGETS = ("delta", "postgres", "iceberg", "parquet")
 DAY_MS = 86_400_000
+KEYS = (
+    "target",
+    "path",
+    "dsn",
+    "schema",
+    "namespace",
+    "catalog",
+    "table.name.format",
+    "table.names",
+    "partition.by",
+    "delete.mode",
+    "delete.retention.ms",
+    "truncate.enabled",
+    "errors.tolerance",
+    "errors.deadletterqueue.path",
+    "errors.deadletterqueue.topic.name",
+    "errors.deadletterqueue.topic.replication.factor",
+    "errors.deadletterqueue.context.headers.enable",
+    "app.id",
+    "schemas.enable",
+    "maintenance.interval.batches",
+    "mode",
+)
+# Settings users bring from other CDC sinks, and where that choice lives here.
+_ELSEWHERE = {
+    "keys": "the key columns are the change event's record key (the source table's primary key, or the "
+    "connector's message.key.columns); the sink has no keys setting",
+    "sequence.by": "events are ordered by their source position (__seq); the sink has no sequence.by setting",
+}
+_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_PG_MAX_IDENTIFIER = 63  # bytes; PostgreSQL cuts longer names, which then match nothing they were compared with
+_DLQ_KEYS = ("errors.deadletterqueue.path", "errors.deadletterqueue.topic.name")
 
 
 @dataclass(frozen=True)
@@ -31,7 +71,7 @@ class SinkConfig:
     deadletter_replication_factor: int = -1  # -1: the broker's default
     app_id: str = "cdc-spark-sink"
     schemas_enable: bool | None = None  # None: detect the JSON envelope per record
-    maintenance_interval_batches: int = 50
+    maintenance_interval_batches: int = 50  # 0: never
     mode: str = "scd1"  # scd2 (delta only): history rows with __valid_from/__valid_to
     table_names: Mapping[str, str] = field(default_factory=dict)  # topic -> table, over table.name.format
     partition_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # table -> Delta partition columns
@@ -39,7 +79,8 @@ class SinkConfig:
     @classmethod
     def parse(cls, conf: Mapping[str, Any]) -> SinkConfig:
         c = {str(k): v for k, v in conf.items()}
-        target = str(c.get("target", "")).lower()
+        _check_keys(c)
+        target = str(c.get("target", "")).strip().lower()
         if target not in TARGETS:
             raise SinkConfigError(f"target={target!r}: choose one of {', '.join(TARGETS)}")
         if target in ("delta", "parquet") and not c.get("path"):
@@ -48,10 +89,10 @@ class SinkConfig:
             raise SinkConfigError("target=postgres needs dsn, e.g. postgresql://user:pass@host:5432/db")
         if target == "iceberg" and not c.get("catalog"):
             raise SinkConfigError("target=iceberg needs catalog (SqlCatalog properties: uri, warehouse)")
-        delete_mode = str(c.get("delete.mode", "hard")).lower()
+        delete_mode = str(c.get("delete.mode", "hard")).strip().lower()
         if delete_mode not in ("hard", "soft"):
             raise SinkConfigError(f"delete.mode={delete_mode!r}: use hard or soft")
-        tolerance = str(c.get("errors.tolerance", "none")).lower()
+        tolerance = str(c.get("errors.tolerance", "none")).strip().lower()
         if tolerance not in ("none", "all"):
             raise SinkConfigError(f"errors.tolerance={tolerance!r}: use none (stop) or all (dead-letter and go on)")
         dlq_topic = str(c.get("errors.deadletterqueue.topic.name") or "").strip() or None
@@ -60,41 +101,65 @@ class SinkConfig:
                 "errors.tolerance=all needs errors.deadletterqueue.path (a Parquet dead-letter table) or "
                 "errors.deadletterqueue.topic.name (a topic), or poison events would vanish"
             )
-        mode = str(c.get("mode", "scd1")).lower()
+        _check_dead_letter(c, tolerance, dlq_topic)
+        mode = str(c.get("mode", "scd1")).strip().lower()
         if mode not in ("scd1", "scd2") or (mode == "scd2" and target != "delta"):
             raise SinkConfigError(f"mode={mode!r}: scd1 (upsert in place) for every target; scd2 (history) with delta")
-        schemas = c.get("schemas.enable")
-        table_names = {str(k): str(v) for k, v in dict(c.get("table.names") or {}).items()}
+        name_format = _name_format(c)
+        table_names = {
+            str(k): str(v)
+            for k, v in _mapping(c, "table.names", "{'shop.inv.orders': 'orders'} (topic: table)").items()
+        }
         # partition.by is keyed by topic, like table.names; stored by table name, where it is used.
         partition_by = {
-            _table_name(str(k), table_names, str(c.get("table.name.format", "${topic}"))): tuple(map(str, v))
-            for k, v in dict(c.get("partition.by") or {}).items()
-            if v
+            _table_name(str(k), table_names, name_format): cols
+            for k, v in _mapping(c, "partition.by", "{'shop.inv.orders': ['day']} (topic: columns)").items()
+            if (cols := _columns(v))
         }
         if partition_by and target != "delta":
             raise SinkConfigError(
                 f"partition.by ({', '.join(sorted(partition_by))}): partitioned tables are created for target=delta; "
                 f"for {target}, partition the table yourself before the first run, or drop partition.by"
             )
+        schema = str(c.get("schema", c.get("namespace", "public")))
+        if target == "postgres":
+            _check_dsn(str(c["dsn"]))
+        if target in ("postgres", "iceberg"):
+            _check_schema(target, schema)
+        catalog = _mapping(
+            c, "catalog", "{'uri': 'sqlite:////lake/catalog.db', 'warehouse': 'file:///lake'} (SqlCatalog)"
+        )
+        if target == "iceberg" and not catalog.get("uri"):
+            raise SinkConfigError(
+                "target=iceberg: catalog needs uri (the SqlCatalog database, e.g. sqlite:////lake/catalog.db) "
+                "and warehouse (e.g. file:///lake)"
+            )
+        app_id = str(c.get("app.id", "cdc-spark-sink")).strip()
+        if not app_id:
+            raise SinkConfigError(
+                "app.id must not be empty: it identifies this query's commits so that a replayed batch is "
+                "skipped; give each query writing to the same tables its own app.id"
+            )
         return cls(
             target=target,
             path=c.get("path"),
             dsn=c.get("dsn"),
-            schema=str(c.get("schema", c.get("namespace", "public"))),
-            catalog=dict(c.get("catalog") or {}),
-            table_name_format=str(c.get("table.name.format", "${topic}")),
+            schema=schema,
+            catalog={str(k): str(v) for k, v in catalog.items()},
+            table_name_format=name_format,
             delete_mode=delete_mode,
-            delete_retention_ms=int(c.get("delete.retention.ms", 7 * DAY_MS)),
-            truncate_enabled=str(c.get("truncate.enabled", "true")).lower() == "true",
+            delete_retention_ms=_int(c, "delete.retention.ms", 7 * DAY_MS, 0, "0 or more (milliseconds)"),
+            truncate_enabled=bool(_flag(c, "truncate.enabled", True)),
             errors_tolerance=tolerance,
             deadletter_path=c.get("errors.deadletterqueue.path"),
             deadletter_topic=dlq_topic,
-            deadletter_context_headers=str(c.get("errors.deadletterqueue.context.headers.enable", "false")).lower()
-            == "true",
-            deadletter_replication_factor=int(c.get("errors.deadletterqueue.topic.replication.factor", -1)),
-            app_id=str(c.get("app.id", "cdc-spark-sink")),
-            schemas_enable=None if schemas is None else str(schemas).lower() == "true",
-            maintenance_interval_batches=int(c.get("maintenance.interval.batches", 50)),
+            deadletter_context_headers=bool(_flag(c, "errors.deadletterqueue.context.headers.enable", False)),
+            deadletter_replication_factor=_replication_factor(c),
+            app_id=app_id,
+            schemas_enable=_flag(c, "schemas.enable", None),
+            maintenance_interval_batches=_int(
+                c, "maintenance.interval.batches", 50, 0, "0 (never) or more (every N micro-batches)"
+            ),
             mode=mode,
             table_names=table_names,
             partition_by=partition_by,
@@ -128,3 +193,109 @@ def partition_columns(table: str, partition_by: Mapping[str, tuple[str, ...]], c
             f"partition.by for table {table}: no column {', '.join(missing)} (it has {have}); fix the column names"
         )
     return list(wanted)
+
+
+def _check_keys(c: Mapping[str, Any]) -> None:
+    """Unknown keys are refused: a misspelled one would silently leave its default in force."""
+    for key in c:
+        if key in KEYS:
+            continue
+        if key in _ELSEWHERE:
+            raise SinkConfigError(f"{key}: {_ELSEWHERE[key]}")
+        close = difflib.get_close_matches(key.lower(), KEYS, n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise SinkConfigError(f"unknown setting {key} of the sink: {hint}The settings are {', '.join(KEYS)}")
+
+
+def _check_dead_letter(c: Mapping[str, Any], tolerance: str, dlq_topic: str | None) -> None:
+    given = [k for k in _DLQ_KEYS if c.get(k)]
+    if given and tolerance != "all":
+        # Kafka Connect accepts this too (switching tolerance to none while debugging keeps the DLQ
+        # settings), but it should not pass unnoticed.
+        log.warning(
+            "%s is used only with errors.tolerance=all; with errors.tolerance=%s a poison event stops the query",
+            given[0],
+            tolerance,
+        )
+    if dlq_topic is not None and (not _TOPIC_NAME.fullmatch(dlq_topic) or dlq_topic in (".", "..")):
+        raise SinkConfigError(
+            f"errors.deadletterqueue.topic.name={dlq_topic!r} is not a legal topic name: use letters, digits, "
+            "'.', '_' and '-' (at most 249)"
+        )
+
+
+def _name_format(c: Mapping[str, Any]) -> str:
+    fmt = str(c.get("table.name.format", "${topic}"))
+    unknown = [p for p in _PLACEHOLDER.findall(fmt) if p not in ("topic", "table")]
+    if unknown or not fmt.strip():
+        raise SinkConfigError(
+            f"table.name.format={fmt!r}: the placeholders are ${{topic}} (the whole topic) and ${{table}} (its last "
+            "segment), e.g. raw_${table}"
+        )
+    return fmt
+
+
+def _mapping(c: Mapping[str, Any], key: str, example: str) -> Mapping[Any, Any]:
+    value = c.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise SinkConfigError(f"{key} must be a mapping, e.g. {example}; got {value!r}")
+    return value
+
+
+def _columns(value: Any) -> tuple[str, ...]:
+    """Partition columns: a list, or one string (a comma list), not the string's characters."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return tuple(s for s in (str(v).strip() for v in items) if s)
+
+
+def _flag(c: Mapping[str, Any], key: str, default: bool | None) -> bool | None:
+    """true/false (YAML booleans too); anything else is refused rather than taken as false."""
+    if key not in c or c[key] is None:
+        return default
+    value = str(c[key]).strip().lower()
+    if value not in ("true", "false"):
+        raise SinkConfigError(f"{key}={c[key]!r}: use true or false")
+    return value == "true"
+
+
+def _int(c: Mapping[str, Any], key: str, default: int, minimum: int, allowed: str) -> int:
+    raw = c.get(key, default)
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise SinkConfigError(f"{key}={raw!r} must be an integer, {allowed}") from None
+    if value < minimum:
+        raise SinkConfigError(f"{key}={value} must be {allowed}")
+    return value
+
+
+def _replication_factor(c: Mapping[str, Any]) -> int:
+    key = "errors.deadletterqueue.topic.replication.factor"
+    value = _int(c, key, -1, -1, "-1 (the broker's default) or 1 and more")
+    if value == 0:
+        raise SinkConfigError(f"{key}=0: use -1 (the broker's default) or 1 and more")
+    return value
+
+
+def _check_dsn(dsn: str) -> None:
+    """Parse the DSN as libpq would, offline: a typo fails here, not in the first batch's tasks."""
+    from psycopg import conninfo
+
+    try:
+        conninfo.conninfo_to_dict(dsn)
+    except Exception as e:
+        raise SinkConfigError(
+            f"dsn is not a valid libpq connection string ({str(e).strip()}): use postgresql://user:pass@host:5432/db "
+            "or 'host=… port=… dbname=… user=…'"
+        ) from None
+
+
+def _check_schema(target: str, schema: str) -> None:
+    key = "schema" if target == "postgres" else "schema (or namespace)"
+    if not schema.strip() or "\x00" in schema:
+        raise SinkConfigError(f"{key} must not be empty (or hold a NUL character): name the {target} schema")
+    if target == "postgres" and len(schema.encode()) > _PG_MAX_IDENTIFIER:
+        raise SinkConfigError(
+            f"schema={schema!r} is {len(schema.encode())} bytes; PostgreSQL names are at most {_PG_MAX_IDENTIFIER} "
+            "bytes (longer ones are cut): choose a shorter schema"
+        )

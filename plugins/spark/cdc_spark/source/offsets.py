@@ -45,7 +45,8 @@ def cap(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int], 
                 open_.remove(tp)
             if budget == 0:
                 break
-    return {tp: (start[tp] + take[tp] if tp in start else end[tp]) for tp in end}
+    # A partition whose log now ends below the start (reported by the caller) restarts at its end.
+    return {tp: (end[tp] if tp not in start or start[tp] > end[tp] else start[tp] + take[tp]) for tp in end}
 
 
 class DataLossError(RuntimeError):
@@ -60,4 +61,18 @@ class DataLossError(RuntimeError):
             "Fix: apply a fresh snapshot of the source with a new checkpoint (cdc verify shows the differences), "
             "or set the source option failOnDataLoss=false to skip them and go on, as with Spark's Kafka source; "
             "keep the topic's retention longer than the sink can be down."
+        )
+
+
+class LogRewoundError(RuntimeError):
+    """A partition's log ends below the checkpoint: the checkpoint belongs to another log."""
+
+    def __init__(self, tp: TopicPartition, checkpoint: int, end: int) -> None:
+        self.tp, self.checkpoint, self.end = tp, checkpoint, end
+        super().__init__(
+            f"{tp.topic}-{tp.partition}: the log ends at offset {end}, but this query's checkpoint is already at "
+            f"{checkpoint}: the checkpoint was made against another log (state.dir or bootstrap.servers changed), "
+            "or the topic was deleted and created again, so change events below the checkpoint would be skipped. "
+            "Fix: give the new log a new checkpoint (and apply a fresh snapshot; cdc verify shows the differences), "
+            f"or set failOnDataLoss=false to read on from offset {end}, as with Spark's Kafka source."
         )

@@ -131,9 +131,14 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [tp for tp in end if tp not in begin]
         if new:
             begin.update(self.log.beginning_offsets(new))
+        for tp in sorted(tp for tp, o in end.items() if o < begin.get(tp, o)):
+            rewound = off.LogRewoundError(tp, begin[tp], end[tp])
+            if self.options.fail_on_data_loss:
+                raise rewound
+            # As Spark's Kafka source: report, then read on from the log's end.
+            logger.warning("%s (failOnDataLoss=false: reading on from offset %d)", rewound, end[tp])
         # Partitions that vanished (topic deleted) keep their last position.
         end = {**{tp: o for tp, o in begin.items() if tp not in end}, **end}
-        end = {tp: max(o, begin.get(tp, o)) for tp, o in end.items()}
         if isinstance(limit, ReadMaxRows):
             end = off.cap(begin, end, limit.max_rows)
         return off.to_json(end)
