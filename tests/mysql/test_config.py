@@ -40,10 +40,21 @@ def test_valid_config_has_debezium_defaults() -> None:
         ({"decimal.handling.mode": "exact"}, "decimal.handling.mode", "precise"),
         ({"skipped.operations": "x"}, "skipped.operations", "c, u, d, t, none"),
         ({"topic.prefix": "bad prefix"}, "topic.prefix", "may only contain"),
+        ({"topic.prefix": "p" * 250}, "topic.prefix", "at most 249"),
+        ({"topic.prefix": ".."}, "topic.prefix", "other than '.' or '..'"),
         ({"max.batch.size": "100", "max.queue.size": "50"}, "max.queue.size", "larger than max.batch.size"),
         ({"table.include.list": "a", "table.exclude.list": "b"}, "table.exclude.list", "mutually exclusive"),
         ({"message.key.columns": "nocolon"}, "message.key.columns", "<db>.<table regex>"),
         ({"database.port": "x"}, "database.port", "32-bit integer"),
+        ({"message.key.columns": "inv.t(:id"}, "message.key.columns", "not a valid regular expression"),
+        ({"column.mask.with.4.chars": "inv.t.(ssn"}, "column.mask.with.4.chars", "not a valid regular expression"),
+        (
+            {"column.mask.hash.SHA-256.with.salt.x": "inv.t.ssn"},
+            "column.mask.hash.SHA-256.with.salt.x",
+            "not supported",
+        ),
+        ({"column.blacklist": "inv.t.ssn"}, "column.blacklist", "renamed to column.exclude.list"),
+        ({"inconsistent.schema.handling.mode": "loud"}, "inconsistent.schema.handling.mode", "fail, warn, skip"),
     ],
 )
 def test_invalid_values_name_the_field(extra: dict[str, str], field: str, fragment: str) -> None:
@@ -60,6 +71,15 @@ def test_missing_required_and_renamed_keys() -> None:
     with pytest.raises(ConfigException, match=r"database\.server\.name was renamed to topic\.prefix"):
         MySqlConnectorConfig({**{k: v for k, v in BASE.items() if k != "topic.prefix"}, "database.server.name": "x"})
     assert MySqlConnectorConfig({**BASE, "snapshot.mode": "schema_only"}).snapshot_mode == "no_data"
+
+
+def test_malformed_stored_offset_is_advice_not_a_bug() -> None:
+    from cdc.api import ConnectException
+    from cdc_mysql.offset_context import MySqlOffsetContext
+
+    for stored in ({"pos": 4}, {"file": "mysql-bin.000001", "pos": 4, "row": "x"}):
+        with pytest.raises(ConnectException, match="delete the connector's offsets"):
+            MySqlOffsetContext.load(stored)
 
 
 def test_exactly_one_task_with_a_warning(caplog) -> None:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cdc.api import ConnectException
+from cdc.api import ConfigException, ConnectException
 from tests.mysql.harness import MemoryOffsets, TaskRunner, connector_props, execute, op
 
 
@@ -137,3 +137,25 @@ def test_server_restart_in_the_middle_of_a_transaction_resumes_at_its_start(priv
         run.poll_once()
         assert run.task.streaming.reconnects >= 1
     assert [r.value.get("after").get("id") for r in run.data()] == list(range(20_001))
+
+
+def test_user_without_replication_slave_is_told_the_grant(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    grants = "SELECT, RELOAD, SHOW DATABASES, BINLOG MONITOR, REPLICA MONITOR, LOCK TABLES"
+    execute(private_db, "CREATE USER 'norepl'@'%' IDENTIFIED BY 'pw'", f"GRANT {grants} ON *.* TO 'norepl'@'%'")
+    try:
+        props = connector_props(private_db, database__user="norepl", database__password="pw")
+        with pytest.raises(ConnectException) as e, TaskRunner(props) as run:
+            run.poll_until(lambda _: False, timeout=15, what="the privilege error")
+    finally:
+        execute(private_db, "DROP USER 'norepl'@'%'")
+    # MariaDB words it "Access denied ... (using password: YES)": the advice must name the privilege.
+    assert "lacks the REPLICATION SLAVE privilege" in str(e.value) and "GRANT REPLICATION SLAVE" in str(e.value)
+
+
+def test_message_key_column_missing_from_the_table_names_the_key(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    props = connector_props(private_db, message__key__columns=f"{private_db.database}.t:nosuch")
+    with pytest.raises(ConfigException) as e, TaskRunner(props) as run:
+        run.poll_until(lambda _: False, timeout=15, what="the key column error")
+    assert e.value.name == "message.key.columns" and "'nosuch', which table" in str(e.value)

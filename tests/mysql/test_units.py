@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from cdc.api import ConnectException
 from cdc_debezium.filters import IncludeExclude, compile_list
 from cdc_debezium.queue import ChangeEventQueue, QueueClosed
 from cdc_mysql.gtid import MariaDbGtidSet, MySqlGtidSet
@@ -44,7 +45,7 @@ def test_offset_round_trip_and_legacy_snapshot_flag() -> None:
     assert MySqlOffsetContext.load(ctx.offset()) == ctx
     assert MySqlOffsetContext.load({"file": "f", "pos": 4, "snapshot": True}).snapshot
     assert MySqlOffsetContext.load({"file": "f", "pos": 4, "snapshot": "INITIAL"}).snapshot
-    with pytest.raises(ValueError, match="no valid 'file'/'pos'"):
+    with pytest.raises(ConnectException, match="no valid 'file'/'pos'"):
         MySqlOffsetContext.load({"lsn": 5})
 
 

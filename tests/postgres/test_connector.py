@@ -349,3 +349,75 @@ def test_transaction_metadata(herder: StandaloneHerder, postgres_db) -> None:
     blocks = [v["transaction"] for v in values(herder, "srv.public.t1")]
     assert [b["total_order"] for b in blocks] == [1, 2] and blocks[0]["id"] == begin["id"]
     assert values(herder, "srv.public.t2")[0]["transaction"]["data_collection_order"] == 1
+
+
+def test_unknown_database_names_database_dbname(herder: StandaloneHerder, postgres_db) -> None:
+    herder.put_connector_config(connector(postgres_db, **{"database.dbname": "no_such_db"}))
+    trace = _failed_trace(herder)
+    assert 'database "no_such_db" does not exist; check database.dbname' in trace
+
+
+def test_slot_active_elsewhere_fails_with_advice(herder: StandaloneHerder, postgres_db) -> None:
+    from cdc_postgres.replication import ReplicationConnection
+
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE busy(id int PRIMARY KEY)")
+    sql.execute("CREATE PUBLICATION dbz_publication FOR ALL TABLES")
+    other = ReplicationConnection(postgres_db.dsn)
+    try:
+        other.create_slot("cdc_test", export_snapshot=False)
+        other.start("cdc_test", ["dbz_publication"])
+        # Streaming (no snapshot needed) used to retry forever while reporting RUNNING.
+        extra = {"snapshot.mode": "no_data", "slot.max.retries": "2", "slot.retry.delay.ms": "200"}
+        herder.put_connector_config(connector(postgres_db, **extra))
+        trace = _failed_trace(herder)
+    finally:
+        other.close()
+    assert "replication slot 'cdc_test' is in use by process" in trace
+    assert "its own slot.name" in trace and "pg_terminate_backend(" in trace
+
+
+def test_message_key_columns_are_table_regexes(herder: StandaloneHerder, postgres_db) -> None:
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE orders_2024(id int PRIMARY KEY, code text NOT NULL)")
+    sql.execute("INSERT INTO orders_2024 VALUES (1, 'a')")
+    herder.put_connector_config(connector(postgres_db, **{"message.key.columns": r"public\.orders_\d+:code"}))
+    topic = "srv.public.orders_2024"
+    wait_until(lambda: len(topic_records(herder.worker.log, topic)) == 1, what="the snapshot row")
+    key = json.loads(topic_records(herder.worker.log, topic)[0].key)["payload"]
+    assert key == {"code": "a"}
+
+
+def test_message_key_column_missing_from_the_table(herder: StandaloneHerder, postgres_db) -> None:
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE k(id int PRIMARY KEY)")
+    sql.execute("INSERT INTO k VALUES (1)")
+    herder.put_connector_config(connector(postgres_db, **{"message.key.columns": "public.k:nosuch"}))
+    trace = _failed_trace(herder)
+    assert "message.key.columns names column(s) nosuch, which table public.k does not have" in trace
+
+
+def test_slot_taken_while_reconnecting_fails_instead_of_retrying_forever(herder: StandaloneHerder, postgres_db) -> None:
+    from cdc_postgres.replication import ReplicationConnection, ReplicationError
+
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE taken(id int PRIMARY KEY)")
+    _streaming(sql, herder, **{"slot.max.retries": "1", "slot.retry.delay.ms": "500"})
+    active = "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'cdc_test'"
+    wait_until(lambda: sql.execute(active).fetchone()[0] is not None, what="the task streaming")
+    other = ReplicationConnection(postgres_db.dsn)
+    try:
+        sql.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'cdc_test'")
+
+        def take() -> bool:  # the other reader wins the slot while the task waits to reconnect
+            try:
+                other.start("cdc_test", ["dbz_publication"])
+                return True
+            except ReplicationError:
+                return False
+
+        wait_until(take, what="the other reader to take the slot")
+        trace = _failed_trace(herder)
+    finally:
+        other.close()
+    assert "replication slot 'cdc_test' is in use by another connection" in trace

@@ -49,6 +49,7 @@ MESSAGE_KEY_COLUMNS = "message.key.columns"
 SNAPSHOT_FETCH_SIZE = "snapshot.fetch.size"
 
 _TOPIC_PREFIX_CHARS = re.compile(r"^[a-zA-Z0-9._\-]+$")
+_MAX_TOPIC_PREFIX = 249  # Kafka's limit: the prefix alone names the schema change topic
 _MESSAGE_KEY_COLUMNS = re.compile(r"^\s*[^:;\s]+\s*:\s*[^:;]+$")
 
 
@@ -58,6 +59,15 @@ def _topic_prefix(name: str, value: Any) -> None:
         raise ConfigException(
             f"Invalid value {value} for configuration {name}: the topic prefix may only contain "
             "ASCII letters, digits, '.', '_' and '-' because it starts every topic name",
+            name,
+            value,
+        )
+    if value in (".", "..") or len(value) > _MAX_TOPIC_PREFIX:
+        # Kafka refuses the topic names "." and "..", and names over 249 characters.
+        raise ConfigException(
+            f"Invalid value {value} for configuration {name}: use a name of at most {_MAX_TOPIC_PREFIX} "
+            "characters (Kafka's limit for topic names; shorter still leaves room for '.<db>.<table>'), "
+            "other than '.' or '..'",
             name,
             value,
         )
@@ -74,6 +84,16 @@ def _message_key_columns(name: str, value: Any) -> None:
                 name,
                 value,
             )
+        table = part.split(":", 1)[0].strip()
+        try:
+            re.compile(table)
+        except re.error as e:
+            raise ConfigException(
+                f"Invalid value {part!r} for configuration {name}: the table part {table!r} is not a valid "
+                f"regular expression ({e})",
+                name,
+                value,
+            ) from None
 
 
 def define_common(d: ConfigDef) -> ConfigDef:

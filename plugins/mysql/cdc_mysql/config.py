@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,8 @@ from cdc_debezium.handling_modes import (
     TimePrecisionMode,
 )
 
+log = logging.getLogger(__name__)
+
 HOSTNAME = "database.hostname"
 PORT = "database.port"
 USER = "database.user"
@@ -48,9 +51,13 @@ HISTORY_SKIP_UNPARSEABLE = "schema.history.internal.skip.unparseable.ddl"
 RECONNECT_MAX_ATTEMPTS = "errors.max.retries"
 RECONNECT_BACKOFF_MS = "errors.retry.delay.initial.ms"
 RECONNECT_BACKOFF_MAX_MS = "errors.retry.delay.max.ms"
+EVENT_PROCESSING_FAILURE = "event.processing.failure.handling.mode"
+EVENT_DESERIALIZATION_FAILURE = "event.deserialization.failure.handling.mode"
+INCONSISTENT_SCHEMA = "inconsistent.schema.handling.mode"
 
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always", "recovery")
 LOCKING_MODES = ("minimal", "none")
+FAILURE_MODES = ("fail", "warn", "skip", "ignore")
 FILE_HISTORY = "io.debezium.storage.file.history.FileSchemaHistory"
 KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
 MEMORY_HISTORY = "io.debezium.relational.history.MemorySchemaHistory"
@@ -63,8 +70,14 @@ _RENAMED = {
     "database.history.file.filename": "schema.history.internal.file.filename",
     "database.history.kafka.topic": "schema.history.internal.kafka.topic",
     "database.history.kafka.bootstrap.servers": "schema.history.internal.kafka.bootstrap.servers",
+    "database.history.store.only.captured.tables.ddl": "schema.history.internal.store.only.captured.tables.ddl",
+    "database.history.skip.unparseable.ddl": "schema.history.internal.skip.unparseable.ddl",
     "database.whitelist": "database.include.list",
+    "database.blacklist": "database.exclude.list",
     "table.whitelist": "table.include.list",
+    "table.blacklist": "table.exclude.list",
+    "column.whitelist": "column.include.list",
+    "column.blacklist": "column.exclude.list",
 }
 _MODE_ALIASES = {"schema_only": "no_data", "schema_only_recovery": "recovery"}
 
@@ -146,6 +159,15 @@ def config_def() -> ConfigDef:
         Importance.LOW,
         "Reconnect attempts after a lost connection; -1 retries forever.",
     )
+    for key in (EVENT_PROCESSING_FAILURE, EVENT_DESERIALIZATION_FAILURE, INCONSISTENT_SCHEMA):
+        d.define(
+            key,
+            ConfigType.STRING,
+            "fail",
+            ValidString.in_ignore_case(*FAILURE_MODES),
+            Importance.LOW,
+            "Only fail is implemented: an event that cannot be processed stops the task, never a silent skip.",
+        )
     d.define(RECONNECT_BACKOFF_MS, ConfigType.LONG, 300, Range.at_least(1), Importance.LOW, "First reconnect delay.")
     d.define(RECONNECT_BACKOFF_MAX_MS, ConfigType.LONG, 10000, Range.at_least(1), Importance.LOW, "Max delay.")
     return common.define_common(d)
@@ -188,7 +210,29 @@ def validate(props: Mapping[str, str]) -> list[ConfigValue]:
         by_name[HISTORY_KAFKA_TOPIC].add_error_message(
             f"{KAFKA_HISTORY} needs {HISTORY_KAFKA_TOPIC} and {HISTORY_KAFKA_BOOTSTRAP}"
         )
-    return values
+    return [*values, *_column_mapper_errors(props)]
+
+
+def _column_mapper_errors(props: Mapping[str, str]) -> list[ConfigValue]:
+    """`column.mask.*` / `column.truncate.*` keys: bad regexes, and the Debezium variants not implemented."""
+    out = []
+    for name, raw in props.items():
+        if not name.startswith(("column.mask.", "column.truncate.", "column.propagate.source.type")):
+            continue
+        cv = ConfigValue(name, raw)
+        out.append(cv)
+        try:
+            known = bool(ColumnMappers.from_config({name: raw}).rules)
+        except ConfigException as e:
+            cv.add_error_message(str(e))
+            continue
+        if not known:
+            # An unsupported masking key would leave the columns it names unmasked: refuse it.
+            cv.add_error_message(
+                f"{name} is not supported by this connector (only column.mask.with.<n>.chars and "
+                "column.truncate.to.<n>.chars are); leave the columns out with column.exclude.list instead"
+            )
+    return out
 
 
 @dataclass(frozen=True)
@@ -206,7 +250,16 @@ class KeyColumns:
             if not part.strip():
                 continue
             table, cols = part.split(":", 1)
-            rules.append((re.compile(table.strip(), re.IGNORECASE), tuple(c.strip() for c in cols.split(","))))
+            try:
+                pattern = re.compile(table.strip(), re.IGNORECASE)
+            except re.error as e:
+                raise ConfigException(
+                    f"Invalid value {part.strip()!r} for configuration {common.MESSAGE_KEY_COLUMNS}: "
+                    f"{table.strip()!r} is not a valid regular expression ({e})",
+                    common.MESSAGE_KEY_COLUMNS,
+                    value,
+                ) from e
+            rules.append((pattern, tuple(c.strip() for c in cols.split(","))))
         return cls(tuple(rules))
 
     def for_table(self, table_id: str) -> tuple[str, ...] | None:
@@ -269,6 +322,11 @@ class MySqlConnectorConfig(AbstractConfig):
         self.reconnect_attempts: int = self.get(RECONNECT_MAX_ATTEMPTS)
         self.reconnect_backoff_s: float = self.get(RECONNECT_BACKOFF_MS) / 1000
         self.reconnect_backoff_max_s: float = self.get(RECONNECT_BACKOFF_MAX_MS) / 1000
+        for key in (EVENT_PROCESSING_FAILURE, EVENT_DESERIALIZATION_FAILURE, INCONSISTENT_SCHEMA):
+            if self.get(key).lower() != "fail":
+                log.warning(
+                    "%s=%s is treated as fail: an event that cannot be processed stops the task", key, self.get(key)
+                )
 
     def captures_database(self, db: str) -> bool:
         return db.lower() not in _SYSTEM_DATABASES and self.database_filter(db)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.api import ConnectException
 from cdc_debezium.transaction import OFFSET_COLLECTION_ORDER_PREFIX, OFFSET_TRANSACTION_ID
 
 SNAPSHOT_INITIAL = "INITIAL"
@@ -52,24 +53,24 @@ class MySqlOffsetContext:
     def load(cls, stored: dict[str, Any]) -> MySqlOffsetContext:
         """Reads what Debezium (or this connector) stored; `snapshot: true` is the legacy form."""
         try:
-            file, pos = str(stored["file"]), int(stored["pos"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(
-                f"The stored offset {stored!r} has no valid 'file'/'pos'; delete the connector's offsets "
-                "to re-snapshot, or fix them with the offsets REST API"
+            snap = stored.get("snapshot")
+            return cls(
+                file=str(stored["file"]),
+                pos=int(stored["pos"]),
+                gtids=stored.get("gtids") or None,
+                event=int(stored.get("event", 0) or 0),
+                row=int(stored.get("row", 0) or 0),
+                ts_sec=int(stored.get("ts_sec", 0) or 0),
+                server_id=int(stored.get("server_id", 0) or 0),
+                snapshot=snap is True or (isinstance(snap, str) and snap.lower() not in ("false", "")),
+                transaction={k: v for k, v in stored.items() if _is_transaction_key(k)},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            # A user-edited or foreign offset: the task must fail with advice, not a trace.
+            raise ConnectException(
+                f"The stored offset {stored!r} has no valid 'file'/'pos' (or a malformed event/row/ts_sec/"
+                "server_id); delete the connector's offsets to re-snapshot, or fix them with the offsets REST API"
             ) from e
-        snap = stored.get("snapshot")
-        return cls(
-            file=file,
-            pos=pos,
-            gtids=stored.get("gtids") or None,
-            event=int(stored.get("event", 0) or 0),
-            row=int(stored.get("row", 0) or 0),
-            ts_sec=int(stored.get("ts_sec", 0) or 0),
-            server_id=int(stored.get("server_id", 0) or 0),
-            snapshot=snap is True or (isinstance(snap, str) and snap.lower() not in ("false", "")),
-            transaction={k: v for k, v in stored.items() if _is_transaction_key(k)},
-        )
 
 
 def _is_transaction_key(key: str) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
 
-from cdc.api import Schema, SchemaBuilder, Struct
+from cdc.api import ConfigException, Schema, SchemaBuilder, Struct
 from cdc_debezium.envelope import Envelope
 from cdc_debezium.filters import ColumnMappers
 from cdc_debezium.naming import TopicNamingStrategy
@@ -235,7 +235,11 @@ class MySqlSchema:
             kb = SchemaBuilder.struct().name(TopicNamingStrategy.key_schema_name(topic))
             for name in key_names:
                 if name not in by_name:
-                    raise ValueError(f"message.key.columns names column {name!r}, which table {table.id} does not have")
+                    raise ConfigException(
+                        f"message.key.columns names column {name!r}, which table {table.id} does not have "
+                        f"(its columns: {', '.join(by_name)}); fix the entry for {table.id}",
+                        "message.key.columns",
+                    )
                 schema, convert = by_name[name]
                 if schema.optional:
                     schema = _required(schema)

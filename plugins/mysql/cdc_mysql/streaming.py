@@ -62,6 +62,7 @@ COMPRESSED_EVENTS = {
     0xAB: "DELETE_ROWS_COMPRESSED_V1 (MariaDB log_bin_compress=ON)",
 }
 _CONNECTION_LOST = {2003, 2006, 2013, 2055}
+_ACCESS_DENIED = {1044, 1045, 1227}  # ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED
 HEARTBEAT_PERIOD_S = 1.0
 
 
@@ -211,6 +212,17 @@ class MySqlStreamingChangeEventSource:
                 f"(gtids={self.offset.gtids}): {message}. The binlog file {self.offset.file} has most likely been "
                 "purged; set snapshot.mode=when_needed to take a new snapshot, or increase the binlog retention "
                 "(binlog_expire_logs_seconds / expire_logs_days)"
+            )
+        if code in _ACCESS_DENIED:
+            # The login itself worked at start, so a refused binlog dump means a missing grant,
+            # even when the server words it as "Access denied ... (using password: YES)".
+            user = self.config.user
+            return ConnectException(
+                f"The server refused to send the binlog to {user!r} (MySQL error {code}: {message}): the user "
+                "lacks the REPLICATION SLAVE privilege (or its password changed since the start). Run "
+                f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'%'; (MariaDB 10.5+: "
+                f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{user}'@'%';) or set database.user "
+                "to a user that has it"
             )
         return ConnectException(f"Binlog streaming failed with MySQL error {code}: {message}")
 

@@ -2,16 +2,71 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.api import ConfigDef, ConfigType, Importance, NonEmptyString, Range, ValidRegex, ValidString
+from cdc.api import (
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConfigValue,
+    Importance,
+    NonEmptyString,
+    Range,
+    ValidRegex,
+    ValidString,
+)
 from cdc_debezium.config import add_cross_field_errors, define_common
 from cdc_postgres.replica_identity import ValidAutosetValues
 
-SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "never", "when_needed", "always")
+log = logging.getLogger(__name__)
+
+SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled", "no_tables")
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+FAILURE_MODES = ("fail", "warn", "skip", "ignore")
+FAILURE_KEYS = ("event.processing.failure.handling.mode", "inconsistent.schema.handling.mode")
+# Enum keys Debezium parses case-insensitively; parse() hands the task their lower-case form.
+_LOWER_CASE_KEYS = (
+    "snapshot.mode",
+    "plugin.name",
+    "publication.autocreate.mode",
+    "interval.handling.mode",
+    "hstore.handling.mode",
+    "database.sslmode",
+    *FAILURE_KEYS,
+)
+# Earlier Debezium names of snapshot modes, mapped to today's.
+_MODE_ALIASES = {"never": "no_data", "exported": "initial"}
+_RENAMED = {
+    "database.server.name": "topic.prefix",
+    "schema.whitelist": "schema.include.list",
+    "schema.blacklist": "schema.exclude.list",
+    "table.whitelist": "table.include.list",
+    "table.blacklist": "table.exclude.list",
+    "column.whitelist": "column.include.list",
+    "column.blacklist": "column.exclude.list",
+}
+_EXCLUSIVE = (
+    ("schema.include.list", "schema.exclude.list"),
+    ("message.prefix.include.list", "message.prefix.exclude.list"),
+)
+_SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
+
+
+def _slot_name(name: str, value: Any) -> None:
+    """PostgreSQL's own rule for slot names (and Debezium's check of slot.name)."""
+    if value is None or not _SLOT_NAME.fullmatch(str(value)):
+        raise ConfigException(
+            f"Invalid value {value} for configuration {name}: a replication slot name may contain only lower-case "
+            "letters, digits and underscores, at most 63 characters (e.g. debezium_shop)",
+            name,
+            value,
+        )
+
 
 _PG_KEYS = (
     ConfigDef()
@@ -20,30 +75,55 @@ _PG_KEYS = (
     .define("database.user", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
     .define("database.password", ConfigType.PASSWORD, None, None, Importance.HIGH)
     .define("database.dbname", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
-    .define("database.sslmode", ConfigType.STRING, "prefer", None, Importance.LOW, "libpq sslmode.")
+    .define(
+        "database.sslmode",
+        ConfigType.STRING,
+        "prefer",
+        ValidString.in_ignore_case(*SSL_MODES),
+        Importance.LOW,
+        "libpq sslmode.",
+    )
     .define(
         "plugin.name",
         ConfigType.STRING,
         "pgoutput",
-        ValidString.in_("pgoutput"),
+        ValidString.in_ignore_case("pgoutput"),
         Importance.MEDIUM,
         "Logical decoding plugin; only pgoutput (built into PostgreSQL 10+) is supported.",
     )
-    .define("slot.name", ConfigType.STRING, "debezium", NonEmptyString(), Importance.MEDIUM)
+    .define("slot.name", ConfigType.STRING, "debezium", _slot_name, Importance.MEDIUM)
+    .define(
+        "slot.max.retries",
+        ConfigType.INT,
+        6,
+        Range.at_least(0),
+        Importance.LOW,
+        "How often to retry when the slot is active for another connection.",
+    )
+    .define(
+        "slot.retry.delay.ms", ConfigType.LONG, 10_000, Range.at_least(0), Importance.LOW, "Delay of those retries."
+    )
     .define("slot.drop.on.stop", ConfigType.BOOLEAN, False, None, Importance.LOW, "Drop the slot on stop (tests).")
     .define("publication.name", ConfigType.STRING, "dbz_publication", NonEmptyString(), Importance.MEDIUM)
     .define(
         "publication.autocreate.mode",
         ConfigType.STRING,
         "all_tables",
-        ValidString.in_(*AUTOCREATE_MODES),
+        ValidString.in_ignore_case(*AUTOCREATE_MODES),
         Importance.MEDIUM,
     )
     .define("schema.include.list", ConfigType.LIST, None, ValidRegex(), Importance.MEDIUM)
     .define("schema.exclude.list", ConfigType.LIST, None, ValidRegex(), Importance.MEDIUM)
     .define("message.prefix.include.list", ConfigType.LIST, None, ValidRegex(), Importance.LOW)
     .define("message.prefix.exclude.list", ConfigType.LIST, None, ValidRegex(), Importance.LOW)
-    .define("snapshot.mode", ConfigType.STRING, "initial", ValidString.in_(*SNAPSHOT_MODES), Importance.MEDIUM)
+    .define(
+        "snapshot.mode",
+        ConfigType.STRING,
+        "initial",
+        ValidString.in_ignore_case(*SNAPSHOT_MODES, *_MODE_ALIASES),
+        Importance.MEDIUM,
+        "When to snapshot: " + ", ".join(SNAPSHOT_MODES),
+    )
     .define(
         "replica.identity.autoset.values",
         ConfigType.STRING,
@@ -60,8 +140,8 @@ _PG_KEYS = (
         Importance.LOW,
         "Stands in for unchanged TOASTed values that pgoutput does not send.",
     )
-    .define("interval.handling.mode", ConfigType.STRING, "numeric", ValidString.in_("numeric", "string"))
-    .define("hstore.handling.mode", ConfigType.STRING, "json", ValidString.in_("json", "map"))
+    .define("interval.handling.mode", ConfigType.STRING, "numeric", ValidString.in_ignore_case("numeric", "string"))
+    .define("hstore.handling.mode", ConfigType.STRING, "json", ValidString.in_ignore_case("json", "map"))
     .define("money.fraction.digits", ConfigType.SHORT, 2, Range.between(0, 20))
     .define("status.update.interval.ms", ConfigType.INT, 10_000, Range.at_least(0), Importance.LOW)
     .define(
@@ -93,11 +173,73 @@ _PG_KEYS = (
     )
 )
 
+for _key in FAILURE_KEYS:
+    _PG_KEYS.define(
+        _key,
+        ConfigType.STRING,
+        "fail",
+        ValidString.in_ignore_case(*FAILURE_MODES),
+        Importance.LOW,
+        "Only fail is implemented: an event that cannot be processed stops the task, never a silent skip.",
+    )
+
 CONFIG_DEF = define_common(ConfigDef()).merge(_PG_KEYS)
 
 
-def validate(props: Mapping[str, Any]) -> list:
-    return add_cross_field_errors(CONFIG_DEF.validate(props))
+def validate(props: Mapping[str, Any]) -> list[ConfigValue]:
+    """Per-key results plus the cross-key rules; renamed Debezium 1.x keys are errors that name the new key."""
+    values = add_cross_field_errors(CONFIG_DEF.validate(props))
+    by_name = {v.name: v for v in values}
+    for inc, exc in _EXCLUSIVE:
+        if props.get(inc) and props.get(exc):
+            by_name[exc].add_error_message(f"{inc} and {exc} are mutually exclusive: set only one of them")
+    key_columns = by_name["message.key.columns"]
+    if not key_columns.errors:
+        try:
+            key_overrides(props.get("message.key.columns"))
+        except ConfigException as e:
+            key_columns.add_error_message(str(e))
+    return [*values, *_extra_key_errors(props)]
+
+
+def _extra_key_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
+    """Keys Debezium knows that this connector must refuse rather than ignore."""
+    out = []
+    for name, value in props.items():
+        if name in _RENAMED and _RENAMED[name] not in props:
+            message = f"{name} was renamed to {_RENAMED[name]} in Debezium 2.0; set {_RENAMED[name]}={value} instead"
+        elif name.startswith(("column.mask.", "column.truncate.", "column.propagate.source.type")):
+            # Ignoring a masking rule would publish the very values it was meant to hide.
+            message = (
+                f"{name} is not supported by the PostgreSQL connector, so the columns would be emitted as they "
+                "are; leave them out with column.exclude.list instead"
+            )
+        else:
+            continue
+        cv = ConfigValue(name, value)
+        cv.add_error_message(message)
+        out.append(cv)
+    return out
+
+
+def key_overrides(value: str | None) -> list[tuple[re.Pattern[str], list[str]]]:
+    """`message.key.columns`: (`schema.table` regex, key columns) per `;`-separated entry, as Debezium reads it."""
+    out = []
+    for entry in (value or "").split(";"):
+        if ":" not in entry:
+            continue
+        table, cols = entry.split(":", 1)
+        try:
+            pattern = re.compile(table.strip())
+        except re.error as e:
+            raise ConfigException(
+                f"Invalid value {entry.strip()!r} for configuration message.key.columns: {table.strip()!r} is not a "
+                f"valid regular expression ({e})",
+                "message.key.columns",
+                value,
+            ) from e
+        out.append((pattern, [c.strip() for c in cols.split(",") if c.strip()]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -106,7 +248,20 @@ class PostgresConnectorConfig:
 
     @classmethod
     def parse(cls, props: Mapping[str, Any]) -> PostgresConnectorConfig:
-        return cls(CONFIG_DEF.parse(props))
+        """Checked values (the first problem raises, naming its key), enums in lower case, aliases mapped."""
+        for v in validate(props):
+            if v.errors:
+                raise ConfigException(v.errors[0], v.name, v.value)
+        values = CONFIG_DEF.parse(props)
+        for key in _LOWER_CASE_KEYS:
+            values[key] = values[key].lower()
+        values["snapshot.mode"] = _MODE_ALIASES.get(values["snapshot.mode"], values["snapshot.mode"])
+        for key in FAILURE_KEYS:
+            if values[key] != "fail":
+                log.warning(
+                    "%s=%s is treated as fail: an event that cannot be processed stops the task", key, values[key]
+                )
+        return cls(values)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

@@ -14,6 +14,25 @@ class PostgresConnectorError(ConnectException):
     """A condition the user must fix; the message says how."""
 
 
+# libpq/server wording → the key to fix; anything else may be any of the connection keys.
+_CONNECT_CAUSES = (
+    ('database "', "does not exist", "check database.dbname"),
+    ('role "', "does not exist", "check database.user"),
+    ("password authentication failed", "", "check database.password (and database.user)"),
+    ("no password supplied", "", "set database.password"),
+    ("sslmode", "", "set database.sslmode to disable, allow, prefer, require, verify-ca or verify-full"),
+    ("no pg_hba.conf entry", "", "allow this host and user in the server's pg_hba.conf, or change database.user"),
+)
+
+
+def connect_advice(message: str) -> str:
+    """Which config key a failed connection points at."""
+    for first, second, advice in _CONNECT_CAUSES:
+        if first in message and second in message:
+            return advice
+    return "check database.hostname, database.port, database.user and database.password"
+
+
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -25,7 +44,7 @@ class PostgresConnection:
         except psycopg.OperationalError as e:
             raise PostgresConnectorError(
                 f"cannot connect to PostgreSQL at {dsn.get('host')}:{dsn.get('port')}: {str(e).strip()}; "
-                "check database.hostname, database.port, database.user and database.password"
+                f"{connect_advice(str(e))}"
             ) from e
 
     def execute(self, *args: Any) -> Any:
@@ -58,16 +77,16 @@ class PostgresConnection:
                 f"the server is {version // 10000}. Set stream.in.progress.transactions=false"
             )
 
-    def slot(self, name: str) -> tuple[int | None, bool, str | None] | None:
-        """(confirmed_flush_lsn, active, wal_status) of an existing slot, or None."""
+    def slot(self, name: str) -> tuple[int | None, bool, str | None, int | None] | None:
+        """(confirmed_flush_lsn, active, wal_status, active_pid) of an existing slot, or None."""
         row = self.conn.execute(
-            "SELECT confirmed_flush_lsn::text, active, wal_status FROM pg_replication_slots"
+            "SELECT confirmed_flush_lsn::text, active, wal_status, active_pid FROM pg_replication_slots"
             " WHERE slot_name = %s AND database = current_database()",
             (name,),
         ).fetchone()
         if row is None:
             return None
-        return (parse_lsn(row[0]) if row[0] else None, row[1], row[2])
+        return (parse_lsn(row[0]) if row[0] else None, row[1], row[2], row[3])
 
     def retained_wal_bytes(self, name: str) -> int | None:
         row = self.conn.execute(

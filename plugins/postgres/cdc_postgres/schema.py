@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import decimal
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.api import ConfigException, Schema, SchemaBuilder, Struct, Type
 from cdc.api import Decimal as ConnectDecimal
-from cdc.api import Schema, SchemaBuilder, Struct, Type
 from cdc_debezium.envelope import Envelope
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_postgres.pgoutput import UNCHANGED_TOAST, Relation
@@ -158,14 +159,14 @@ class PostgresSchema:
         converters: PostgresValueConverters,
         placeholder: str,
         column_filter: Callable[[str], bool] = lambda _: True,
-        key_overrides: dict[str, list[str]] | None = None,
+        key_overrides: list[tuple[re.Pattern[str], list[str]]] | None = None,
     ) -> None:
         self.conn = conn
         self.topics = topics
         self.converters = converters
         self.placeholder = placeholder
         self.column_filter = column_filter
-        self.key_overrides = key_overrides or {}
+        self.key_overrides = key_overrides or []
         self.types = TypeRegistry.load(conn)
         self.by_relation: dict[int, TableSchema] = {}
         self._identity_checked: set[int] = set()
@@ -195,10 +196,26 @@ class PostgresSchema:
                 table_id, identity, ", ".join(missing), ", ".join(missing),
             )  # fmt: skip
 
+    def _key_override(self, table_id: str, names: list[str]) -> list[str] | None:
+        """The first `message.key.columns` entry whose regex matches the whole `schema.table`, as Debezium."""
+        for pattern, cols in self.key_overrides:
+            if pattern.fullmatch(table_id):
+                missing = [c for c in cols if c not in names]
+                if missing:
+                    raise ConfigException(
+                        f"message.key.columns names column(s) {', '.join(missing)}, which table {table_id} does not "
+                        f"have (its columns: {', '.join(names)}); fix the entry for {table_id}",
+                        "message.key.columns",
+                    )
+                return cols
+        return None
+
     def build(self, oid: int, schema_name: str, table_name: str, columns: list[tuple[str, int, int]]) -> TableSchema:
         notnull = {n: nn for n, _t, _m, nn in self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()}
         table_id = f"{schema_name}.{table_name}"
-        pk = self.key_overrides.get(table_id) or [r[0] for r in self.conn.execute(_PK_SQL, (oid,)).fetchall()]
+        pk = self._key_override(table_id, [c[0] for c in columns]) or [
+            r[0] for r in self.conn.execute(_PK_SQL, (oid,)).fetchall()
+        ]
         topic = self.topics.data_change_topic(schema_name, table_name)
         value_b = SchemaBuilder.struct().name(self.topics.value_schema_name(topic)).optional()
         key_b = SchemaBuilder.struct().name(self.topics.key_schema_name(topic))

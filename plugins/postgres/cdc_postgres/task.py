@@ -21,7 +21,7 @@ from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_postgres import __version__, replica_identity
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
-from cdc_postgres.config import PostgresConnectorConfig
+from cdc_postgres.config import PostgresConnectorConfig, key_overrides
 from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
 from cdc_postgres.lsn import format_lsn
 from cdc_postgres.offset_context import PostgresOffsetContext
@@ -40,6 +40,15 @@ WAL_SAMPLE_S = 4.0  # how often the slot's retained WAL is read for the metrics
 def _source_ts_ms(record: SourceRecord) -> int | None:
     ts = (record.source_offset or {}).get("ts_usec")
     return ts // 1000 if ts else None
+
+
+def slot_in_use(slot_name: str, pid: int | None, retries: int, delay_ms: int) -> PostgresConnectorError:
+    holder = f"process {pid}" if pid else "another connection"
+    return PostgresConnectorError(
+        f"replication slot {slot_name!r} is in use by {holder} (still after slot.max.retries={retries} x "
+        f"slot.retry.delay.ms={delay_ms}): another connector or client is reading it. Give this connector its own "
+        f"slot.name, or stop the other reader (SELECT pg_terminate_backend({pid or '<active_pid>'}); ends it)"
+    )
 
 
 class PostgresConnectorTask(SourceTask):
@@ -125,11 +134,11 @@ class PostgresConnectorTask(SourceTask):
         )
         snapshot_name: str | None = None
         consistent_point = 0
+        if slot is not None and slot[1]:
+            slot = self._await_slot_released(admin, slot_name)
         if needs_snapshot:
             # A snapshot must meet the stream at one LSN: (re)create the slot with an exported snapshot.
             if slot is not None:
-                if slot[1]:
-                    raise PostgresConnectorError(f"replication slot {slot_name!r} is active for another process")
                 admin.drop_slot(slot_name)
             self._slot_conn = ReplicationConnection(self.dsn)
             info = self._slot_conn.create_slot(slot_name, export_snapshot=True)
@@ -148,6 +157,21 @@ class PostgresConnectorTask(SourceTask):
             start_lsn = stored.lsn or 0
         return (needs_snapshot, snapshot_name, consistent_point, start_lsn, resume, mode == "initial_only")
 
+    def _await_slot_released(self, admin: PostgresConnection, slot_name: str) -> Any:
+        """Wait up to slot.max.retries x slot.retry.delay.ms for another reader to let go of the slot.
+
+        A restarted task's predecessor releases it within moments, so the slot is checked often;
+        a slot held by another connector fails the task with the holder's PID and the fix.
+        """
+        c = self.config
+        deadline = time.monotonic() + c["slot.max.retries"] * c["slot.retry.delay.ms"] / 1000
+        while True:
+            slot = admin.slot(slot_name)
+            if slot is None or not slot[1]:
+                return slot
+            if time.monotonic() >= deadline or self.stop_event.wait(0.2):
+                raise slot_in_use(slot_name, slot[3], c["slot.max.retries"], c["slot.retry.delay.ms"])
+
     def _stored_events(self) -> int:
         offset = self.context.offset_storage_reader().offset(self.partition) or {}
         return int(offset.get("lsn_events_processed", 0))
@@ -165,11 +189,7 @@ class PostgresConnectorTask(SourceTask):
             money_fraction_digits=c["money.fraction.digits"],
         )
         column_match = include_exclude(c.values, "column.include.list", "column.exclude.list")
-        keys: dict[str, list[str]] = {}
-        for entry in (c["message.key.columns"] or "").split(";"):
-            if ":" in entry:
-                table, cols = entry.split(":", 1)
-                keys[table.strip()] = [x.strip() for x in cols.split(",")]
+        keys = key_overrides(c["message.key.columns"])
         conn = PostgresConnection(self.dsn)
         schema = PostgresSchema(
             conn.conn, topics, PostgresValueConverters(settings), c["unavailable.value.placeholder"], column_match, keys
@@ -245,6 +265,7 @@ class PostgresConnectorTask(SourceTask):
         repeated across the reconnect.
         """
         delay = 0.5
+        in_use_since: float | None = None  # since when starts are refused because the slot is active elsewhere
         while not self.stop_event.is_set():
             try:
                 schema = self.streaming.schema
@@ -255,10 +276,18 @@ class PostgresConnectorTask(SourceTask):
             except (ReplicationError, psycopg.OperationalError) as e:
                 if self.stop_event.is_set():
                     return
+                c = self.config
+                if not isinstance(e.__cause__, psycopg.errors.ObjectInUse):
+                    in_use_since = None
+                elif in_use_since is None:
+                    in_use_since = time.monotonic()
+                elif time.monotonic() - in_use_since > c["slot.max.retries"] * c["slot.retry.delay.ms"] / 1000:
+                    # Someone else took the slot while we were away: retrying forever would hide it.
+                    raise slot_in_use(c["slot.name"], None, c["slot.max.retries"], c["slot.retry.delay.ms"]) from e
                 emitted = self.streaming.emitted
                 if emitted.lsn_commit is not None:
                     resume, start_lsn = emitted, emitted.lsn_commit
-                log.warning("PostgreSQL connection lost (%s); reconnecting in %.1fs", str(e).strip(), delay)
+                log.warning("PostgreSQL stream interrupted (%s); retrying in %.1fs", str(e).strip(), delay)
                 self.stop_event.wait(delay)
                 delay = min(delay * 2, 10.0)
 
