@@ -15,7 +15,7 @@ CONNECTOR_ALIASES = {
 
 
 def source_family(connector_class: str) -> str | None:
-    """"mysql" (MySQL/MariaDB), "postgres", or None for a connector the job tools cannot query."""
+    """ "mysql" (MySQL/MariaDB), "postgres", or None for a connector the job tools cannot query."""
     c = connector_class.lower()
     if "mysql" in c or "mariadb" in c:
         return "mysql"

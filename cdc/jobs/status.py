@@ -298,4 +298,3 @@ def render(status: JobStatus) -> list[str]:
     for r in [header, *rows]:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     return lines
-

@@ -40,9 +40,7 @@ class TopicHistoryLog:
         finally:
             producer.close()
         if remaining or errors:
-            raise LogError(
-                f"Could not append to history topic {self._topic!r}: {errors[0] if errors else 'timed out'}"
-            )
+            raise LogError(f"Could not append to history topic {self._topic!r}: {errors[0] if errors else 'timed out'}")
 
     def read_all(self) -> list[bytes]:
         tp = TopicPartition(self._topic, 0)

@@ -134,9 +134,11 @@ class WorkerSourceTask(WorkerTask):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def execute(self) -> None:
-        self.task.initialize(SourceTaskContextImpl(
+        self.task.initialize(
+            SourceTaskContextImpl(
                 self.task_config, self.offset_reader, self.metrics, history=self.topic_creator.history_log
-            ))
+            )
+        )
         self.task.start(dict(self.task_config))
         self.report_started()
         try:

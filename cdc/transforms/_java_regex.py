@@ -91,9 +91,7 @@ class JavaRegexValidator:
             try:
                 compile_java_regex(v)
             except re.error as e:
-                raise config_error(
-                    name, v, f"entry must be a Java-compatible regular expression: {e}"
-                ) from None
+                raise config_error(name, v, f"entry must be a Java-compatible regular expression: {e}") from None
 
     def __str__(self) -> str:
         return "valid regex"

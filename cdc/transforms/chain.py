@@ -206,11 +206,20 @@ class _Armed:
             self.check(name, value)
 
 
-def _define_armed(definition: ConfigDef, name: str, type: ConfigType, default: Any,
-                  check: Callable[[str, Any], None], documentation: str, group: str, order: int) -> None:
+def _define_armed(
+    definition: ConfigDef,
+    name: str,
+    type: ConfigType,
+    default: Any,
+    check: Callable[[str, Any], None],
+    documentation: str,
+    group: str,
+    order: int,
+) -> None:
     validator = _Armed(check)
-    definition.define(name, type, default, validator, Importance.MEDIUM, documentation, group=group,
-                      order_in_group=order)
+    definition.define(
+        name, type, default, validator, Importance.MEDIUM, documentation, group=group, order_in_group=order
+    )
     validator.armed = True
 
 
@@ -357,8 +366,10 @@ def prefixed_config_error(e: ConfigException, prefix: str, anchor: str, what: st
     if e.name.startswith(prefix):
         return e
     full = prefix + e.name
-    for old, new in ((f"configuration {e.name}:", f"configuration {full}:"),
-                     (f'configuration "{e.name}"', f'configuration "{full}"')):
+    for old, new in (
+        (f"configuration {e.name}:", f"configuration {full}:"),
+        (f'configuration "{e.name}"', f'configuration "{full}"'),
+    ):
         if old in message:
             return ConfigException(message.replace(old, new, 1), full, e.value)
     return ConfigException(f"Invalid configuration {full}: {message}", full, e.value)
@@ -378,13 +389,29 @@ def transformation_config_def(
     definition = ConfigDef(base)
     names = definition.names()
     if TRANSFORMS not in names:
-        definition.define(TRANSFORMS, ConfigType.LIST, [], _AliasValidator("transformation"), Importance.LOW,
-                          "Aliases for the transformations to be applied to records.", group="Transforms",
-                          width=Width.LONG, display_name="Transforms")
+        definition.define(
+            TRANSFORMS,
+            ConfigType.LIST,
+            [],
+            _AliasValidator("transformation"),
+            Importance.LOW,
+            "Aliases for the transformations to be applied to records.",
+            group="Transforms",
+            width=Width.LONG,
+            display_name="Transforms",
+        )
     if PREDICATES not in names:
-        definition.define(PREDICATES, ConfigType.LIST, [], _AliasValidator("predicate"), Importance.LOW,
-                          "Aliases for the predicates used by transformations.", group="Predicates",
-                          width=Width.LONG, display_name="Predicates")
+        definition.define(
+            PREDICATES,
+            ConfigType.LIST,
+            [],
+            _AliasValidator("predicate"),
+            Importance.LOW,
+            "Aliases for the predicates used by transformations.",
+            group="Predicates",
+            width=Width.LONG,
+            display_name="Predicates",
+        )
     transforms = _lenient_aliases(connector_config, TRANSFORMS)
     predicates = _lenient_aliases(connector_config, PREDICATES)
     for alias in transforms:
@@ -442,19 +469,41 @@ def _enrich(
     def type_validator(name: str, value: Any) -> None:
         _class_for(name, value, kind, resolve_class)
 
-    definition.define(prefix + TYPE, ConfigType.CLASS, NO_DEFAULT_VALUE, type_validator, Importance.HIGH,
-                      f"Class for the '{alias}' {label.lower()}.", group=group, order_in_group=order,
-                      width=Width.LONG, display_name=f"{label} type for {alias}")
+    definition.define(
+        prefix + TYPE,
+        ConfigType.CLASS,
+        NO_DEFAULT_VALUE,
+        type_validator,
+        Importance.HIGH,
+        f"Class for the '{alias}' {label.lower()}.",
+        group=group,
+        order_in_group=order,
+        width=Width.LONG,
+        display_name=f"{label} type for {alias}",
+    )
     reserved = {TYPE}
     if kind == "transform":
         reserved |= {PREDICATE, NEGATE}
-        _define_armed(definition, prefix + PREDICATE, ConfigType.STRING, "",
-                      lambda name, value: _check_predicate_alias(name, value, predicates),
-                      "The alias of a predicate used to determine whether to apply this transformation.",
-                      group, order + 1)
-        _define_armed(definition, prefix + NEGATE, ConfigType.BOOLEAN, False,
-                      lambda name, value: _check_negate_has_predicate(config, prefix),
-                      "Whether the configured predicate should be negated.", group, order + 2)
+        _define_armed(
+            definition,
+            prefix + PREDICATE,
+            ConfigType.STRING,
+            "",
+            lambda name, value: _check_predicate_alias(name, value, predicates),
+            "The alias of a predicate used to determine whether to apply this transformation.",
+            group,
+            order + 1,
+        )
+        _define_armed(
+            definition,
+            prefix + NEGATE,
+            ConfigType.BOOLEAN,
+            False,
+            lambda name, value: _check_negate_has_predicate(config, prefix),
+            "Whether the configured predicate should be negated.",
+            group,
+            order + 2,
+        )
         order += 2
     plugin_def = _plugin_config_def(config, resolve_class, kind, alias)
     if plugin_def is None:
@@ -465,10 +514,20 @@ def _enrich(
             log.warning("%s config %s of %s is masked by the implicit config of that name", label, key.name, alias)
             continue
         order += 1
-        definition.define(prefix + key.name, key.type, key.default_value, key.validator, key.importance,
-                          key.documentation, group=group, order_in_group=order, width=key.width,
-                          display_name=key.display_name, dependents=[prefix + d for d in key.dependents],
-                          internal=key.internal)
+        definition.define(
+            prefix + key.name,
+            key.type,
+            key.default_value,
+            key.validator,
+            key.importance,
+            key.documentation,
+            group=group,
+            order_in_group=order,
+            width=key.width,
+            display_name=key.display_name,
+            dependents=[prefix + d for d in key.dependents],
+            internal=key.internal,
+        )
 
 
 def _plugin_config_def(

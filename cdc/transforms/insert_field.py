@@ -43,18 +43,30 @@ PURPOSE = "field insertion"
 CONFIG_DEF = (
     ConfigDef()
     .define(TOPIC_FIELD, ConfigType.STRING, None, documentation="Field name for Kafka topic. " + _OPTIONALITY_DOC)
-    .define(PARTITION_FIELD, ConfigType.STRING, None,
-            documentation="Field name for Kafka partition. " + _OPTIONALITY_DOC)
-    .define(OFFSET_FIELD, ConfigType.STRING, None,
-            documentation="Field name for Kafka offset - only applicable to sink connectors.<br/>" + _OPTIONALITY_DOC)
-    .define(TIMESTAMP_FIELD, ConfigType.STRING, None,
-            documentation="Field name for record timestamp. " + _OPTIONALITY_DOC)
-    .define(STATIC_FIELD, ConfigType.STRING, None,
-            documentation="Field name for static data field. " + _OPTIONALITY_DOC)
+    .define(
+        PARTITION_FIELD, ConfigType.STRING, None, documentation="Field name for Kafka partition. " + _OPTIONALITY_DOC
+    )
+    .define(
+        OFFSET_FIELD,
+        ConfigType.STRING,
+        None,
+        documentation="Field name for Kafka offset - only applicable to sink connectors.<br/>" + _OPTIONALITY_DOC,
+    )
+    .define(
+        TIMESTAMP_FIELD, ConfigType.STRING, None, documentation="Field name for record timestamp. " + _OPTIONALITY_DOC
+    )
+    .define(
+        STATIC_FIELD, ConfigType.STRING, None, documentation="Field name for static data field. " + _OPTIONALITY_DOC
+    )
     .define(STATIC_VALUE, ConfigType.STRING, None, documentation="Static field value, if field name configured.")
-    .define(REPLACE_NULL_WITH_DEFAULT, ConfigType.BOOLEAN, True, importance=Importance.MEDIUM,
-            documentation="Whether to replace fields that have a default value and that are null to the default "
-            "value. When set to true, the default value is used, otherwise null is used.")
+    .define(
+        REPLACE_NULL_WITH_DEFAULT,
+        ConfigType.BOOLEAN,
+        True,
+        importance=Importance.MEDIUM,
+        documentation="Whether to replace fields that have a default value and that are null to the default "
+        "value. When set to true, the default value is used, otherwise null is used.",
+    )
 )
 
 _OPTIONAL_TIMESTAMP_SCHEMA = Timestamp.builder().optional().build()
@@ -94,9 +106,7 @@ class InsertField(OperatingSide, Transformation[R], ABC):
         self._static_value = config.get_string(STATIC_VALUE)
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT))
         if not any((self._topic, self._partition, self._offset, self._timestamp, self._static)):
-            raise ConfigException(
-                "No field insertion configured: set at least one of " + ", ".join(_FIELD_KEYS)
-            )
+            raise ConfigException("No field insertion configured: set at least one of " + ", ".join(_FIELD_KEYS))
         if self._static is not None and self._static_value is None:
             raise config_error(
                 STATIC_VALUE,

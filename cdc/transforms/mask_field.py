@@ -33,14 +33,29 @@ PURPOSE = "mask fields"
 
 CONFIG_DEF = (
     ConfigDef()
-    .define(FIELDS, ConfigType.LIST, validator=non_empty_list, importance=Importance.HIGH,
-            documentation="Names of fields to mask.")
-    .define(REPLACEMENT, ConfigType.STRING, None, validator=non_empty_string_or_null, importance=Importance.LOW,
-            documentation="Custom value replacement, that will be applied to all 'fields' values "
-            "(numeric or non-empty string values only).")
-    .define(REPLACE_NULL_WITH_DEFAULT, ConfigType.BOOLEAN, True,
-            documentation="Whether to replace fields that have a default value and that are null to the default "
-            "value. When set to true, the default value is used, otherwise null is used.")
+    .define(
+        FIELDS,
+        ConfigType.LIST,
+        validator=non_empty_list,
+        importance=Importance.HIGH,
+        documentation="Names of fields to mask.",
+    )
+    .define(
+        REPLACEMENT,
+        ConfigType.STRING,
+        None,
+        validator=non_empty_string_or_null,
+        importance=Importance.LOW,
+        documentation="Custom value replacement, that will be applied to all 'fields' values "
+        "(numeric or non-empty string values only).",
+    )
+    .define(
+        REPLACE_NULL_WITH_DEFAULT,
+        ConfigType.BOOLEAN,
+        True,
+        documentation="Whether to replace fields that have a default value and that are null to the default "
+        "value. When set to true, the default value is used, otherwise null is used.",
+    )
 )
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

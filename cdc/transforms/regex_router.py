@@ -15,10 +15,14 @@ REPLACEMENT = "replacement"
 
 CONFIG_DEF = (
     ConfigDef()
-    .define(REGEX, ConfigType.STRING, validator=JavaRegexValidator(), importance=Importance.HIGH,
-            documentation="Regular expression to use for matching.")
-    .define(REPLACEMENT, ConfigType.STRING, importance=Importance.HIGH,
-            documentation="Replacement string.")
+    .define(
+        REGEX,
+        ConfigType.STRING,
+        validator=JavaRegexValidator(),
+        importance=Importance.HIGH,
+        documentation="Regular expression to use for matching.",
+    )
+    .define(REPLACEMENT, ConfigType.STRING, importance=Importance.HIGH, documentation="Replacement string.")
 )
 
 

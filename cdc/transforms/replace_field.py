@@ -53,19 +53,43 @@ def _renames_validator(name: str, value: Any) -> None:
 
 CONFIG_DEF = (
     ConfigDef()
-    .define(EXCLUDE, ConfigType.LIST, [],
-            documentation="Fields to exclude. This takes precedence over the fields to include.")
-    .define(DEPRECATED_ALIASES[EXCLUDE], ConfigType.LIST, None, importance=Importance.LOW,
-            documentation="Deprecated. Use exclude instead.")
-    .define(INCLUDE, ConfigType.LIST, [],
-            documentation="Fields to include. If specified, only these fields will be used.")
-    .define(DEPRECATED_ALIASES[INCLUDE], ConfigType.LIST, None, importance=Importance.LOW,
-            documentation="Deprecated. Use include instead.")
-    .define(RENAMES, ConfigType.LIST, [], validator=_renames_validator,
-            documentation="Field rename mappings, a list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>.")
-    .define(REPLACE_NULL_WITH_DEFAULT, ConfigType.BOOLEAN, True,
-            documentation="Whether to replace fields that have a default value and that are null to the default "
-            "value. When set to true, the default value is used, otherwise null is used.")
+    .define(
+        EXCLUDE,
+        ConfigType.LIST,
+        [],
+        documentation="Fields to exclude. This takes precedence over the fields to include.",
+    )
+    .define(
+        DEPRECATED_ALIASES[EXCLUDE],
+        ConfigType.LIST,
+        None,
+        importance=Importance.LOW,
+        documentation="Deprecated. Use exclude instead.",
+    )
+    .define(
+        INCLUDE, ConfigType.LIST, [], documentation="Fields to include. If specified, only these fields will be used."
+    )
+    .define(
+        DEPRECATED_ALIASES[INCLUDE],
+        ConfigType.LIST,
+        None,
+        importance=Importance.LOW,
+        documentation="Deprecated. Use include instead.",
+    )
+    .define(
+        RENAMES,
+        ConfigType.LIST,
+        [],
+        validator=_renames_validator,
+        documentation="Field rename mappings, a list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>.",
+    )
+    .define(
+        REPLACE_NULL_WITH_DEFAULT,
+        ConfigType.BOOLEAN,
+        True,
+        documentation="Whether to replace fields that have a default value and that are null to the default "
+        "value. When set to true, the default value is used, otherwise null is used.",
+    )
 )
 
 

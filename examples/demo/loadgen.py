@@ -209,8 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         conn = pymysql.connect(
-            host=args.host, port=args.port, user=args.user, password=args.password, database=args.database,
-            connect_timeout=10, autocommit=True,
+            host=args.host,
+            port=args.port,
+            user=args.user,
+            password=args.password,
+            database=args.database,
+            connect_timeout=10,
+            autocommit=True,
         )
     except pymysql.MySQLError as e:
         print(f"loadgen: cannot connect to {args.host}:{args.port}/{args.database}: {e.args[-1]}", file=sys.stderr)

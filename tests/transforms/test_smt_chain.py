@@ -216,8 +216,12 @@ def test_already_built_stages_are_closed_when_a_later_one_fails() -> None:
         ({"transforms.a.predicate": "p"}, "transforms.a.predicate", "predicate 'p' is not defined"),
         ({"transforms.a.negate": "true"}, "transforms.a.negate", "no config 'transforms.a.predicate'"),
         (
-            {"transforms.a.predicate": "p", "transforms.a.negate": "yes", "predicates": "p",
-             "predicates.p.type": K + "predicates.RecordIsTombstone"},
+            {
+                "transforms.a.predicate": "p",
+                "transforms.a.negate": "yes",
+                "predicates": "p",
+                "predicates.p.type": K + "predicates.RecordIsTombstone",
+            },
             "transforms.a.negate",
             "true or false",
         ),
@@ -270,11 +274,18 @@ def test_config_def_embeds_prefixed_plugin_keys() -> None:
     )
     names = definition.names()
     assert {
-        "transforms", "predicates",
-        "transforms.route.type", "transforms.route.predicate", "transforms.route.negate",
-        "transforms.route.regex", "transforms.route.replacement",
-        "transforms.bad.type", "transforms.bad.predicate", "transforms.bad.negate",
-        "predicates.p.type", "predicates.p.name",
+        "transforms",
+        "predicates",
+        "transforms.route.type",
+        "transforms.route.predicate",
+        "transforms.route.negate",
+        "transforms.route.regex",
+        "transforms.route.replacement",
+        "transforms.bad.type",
+        "transforms.bad.predicate",
+        "transforms.bad.negate",
+        "predicates.p.type",
+        "predicates.p.name",
     } == names
     assert definition.config_keys["transforms.route.regex"].group == "Transforms: route"
 

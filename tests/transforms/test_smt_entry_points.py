@@ -26,8 +26,17 @@ def load(target: str) -> type:
 def test_all_expected_smts_are_registered() -> None:
     short = {name.rsplit(".", 1)[-1] for name in ENTRY_POINTS}
     assert short == {
-        "RegexRouter", "InsertField$Key", "InsertField$Value", "ReplaceField$Key", "ReplaceField$Value",
-        "MaskField$Key", "MaskField$Value", "Filter", "TopicNameMatches", "RecordIsTombstone", "HasHeaderKey",
+        "RegexRouter",
+        "InsertField$Key",
+        "InsertField$Value",
+        "ReplaceField$Key",
+        "ReplaceField$Value",
+        "MaskField$Key",
+        "MaskField$Value",
+        "Filter",
+        "TopicNameMatches",
+        "RecordIsTombstone",
+        "HasHeaderKey",
     }
 
 

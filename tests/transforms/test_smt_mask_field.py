@@ -42,17 +42,37 @@ NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
 
 def struct_value() -> Struct:
     return (
-        Struct(SCHEMA).put("magic", 42).put("bool", True).put("byte", 42).put("short", 42).put("int", 42)
-        .put("long", 42).put("float", 42.0).put("double", 42.0).put("string", "hmm")
-        .put("date", NOW.date()).put("time", NOW.time()).put("timestamp", NOW)
-        .put("decimal", decimal.Decimal("42.00")).put("array", [1, 2, 3]).put("map", {"what": "what"})
+        Struct(SCHEMA)
+        .put("magic", 42)
+        .put("bool", True)
+        .put("byte", 42)
+        .put("short", 42)
+        .put("int", 42)
+        .put("long", 42)
+        .put("float", 42.0)
+        .put("double", 42.0)
+        .put("string", "hmm")
+        .put("date", NOW.date())
+        .put("time", NOW.time())
+        .put("timestamp", NOW)
+        .put("decimal", decimal.Decimal("42.00"))
+        .put("array", [1, 2, 3])
+        .put("map", {"what": "what"})
     )
 
 
 VALUES = {
-    "magic": 42, "bool": True, "int": 42, "float": 42.0, "string": "55.121.20.20",
-    "bigdec": decimal.Decimal("42.0"), "datetime": NOW, "date": NOW.date(), "time": NOW.time(),
-    "list": [42], "map": {"key": "value"},
+    "magic": 42,
+    "bool": True,
+    "int": 42,
+    "float": 42.0,
+    "string": "55.121.20.20",
+    "bigdec": decimal.Decimal("42.0"),
+    "datetime": NOW,
+    "date": NOW.date(),
+    "time": NOW.time(),
+    "list": [42],
+    "map": {"key": "value"},
 }
 
 
@@ -74,9 +94,17 @@ def test_schemaless_default_masks() -> None:
     out = xform(fields).apply(record(VALUES))
     assert out is not None
     assert out.value == {
-        "magic": 42, "bool": False, "int": 0, "float": 0.0, "string": "", "bigdec": decimal.Decimal(0),
-        "datetime": datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC), "date": datetime.date(1970, 1, 1),
-        "time": datetime.time(0), "list": [], "map": {},
+        "magic": 42,
+        "bool": False,
+        "int": 0,
+        "float": 0.0,
+        "string": "",
+        "bigdec": decimal.Decimal(0),
+        "datetime": datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC),
+        "date": datetime.date(1970, 1, 1),
+        "time": datetime.time(0),
+        "list": [],
+        "map": {},
     }
     assert VALUES["int"] == 42  # input untouched
 

@@ -44,7 +44,9 @@ def test_exclude_wins_over_include() -> None:
 
 def test_with_schema() -> None:
     schema = (
-        SchemaBuilder.struct().name("n").version(3)
+        SchemaBuilder.struct()
+        .name("n")
+        .version(3)
         .field("dont", Schema.STRING_SCHEMA)
         .field("abc", Schema.INT32_SCHEMA)
         .field("foo", Schema.BOOLEAN_SCHEMA)

@@ -59,6 +59,7 @@ CHANGE_SCHEMA = (
     .build()
 )
 
+
 def value_schema(source_schema: Schema) -> Schema:
     return (
         SchemaBuilder.struct()
