@@ -35,6 +35,8 @@ def _errors(props: dict[str, str]) -> dict[str, list[str]]:
         ({"column.mask.with.4.chars": "public.t.ssn"}, "column.mask.with.4.chars", "not supported"),
         ({"schema.whitelist": "public"}, "schema.whitelist", "renamed to schema.include.list"),
         ({"event.processing.failure.handling.mode": "loud"}, "event.processing.failure.handling.mode", "fail"),
+        ({"snapshot.isolation.mode": "snapshot"}, "snapshot.isolation.mode", "repeatable_read"),
+        ({"snapshot.locking.mode": "custom"}, "snapshot.locking.mode", "shared"),
     ],
 )
 def test_invalid_values_name_the_field(extra: dict[str, str], field: str, fragment: str) -> None:
@@ -79,3 +81,13 @@ def test_connect_errors_point_at_the_key() -> None:
     assert "database.dbname" in connect_advice('FATAL:  database "nosuch" does not exist')
     assert "database.user" in connect_advice('FATAL:  role "nosuch" does not exist')
     assert "database.password" in connect_advice('FATAL:  password authentication failed for user "u"')
+
+
+def test_snapshot_isolation_and_locking_modes(caplog: pytest.LogCaptureFixture) -> None:
+    c = PostgresConnectorConfig.parse(BASE)
+    assert (c["snapshot.isolation.mode"], c["snapshot.locking.mode"]) == ("serializable", "shared")
+    c = PostgresConnectorConfig.parse(
+        {**BASE, "snapshot.isolation.mode": "READ_COMMITTED", "snapshot.locking.mode": "NONE"}
+    )
+    assert (c["snapshot.isolation.mode"], c["snapshot.locking.mode"]) == ("read_committed", "none")
+    assert "REPEATABLE READ" in caplog.text  # the weaker level is not what runs: said, not silent

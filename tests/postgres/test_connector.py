@@ -421,3 +421,50 @@ def test_slot_taken_while_reconnecting_fails_instead_of_retrying_forever(herder:
     finally:
         other.close()
     assert "replication slot 'cdc_test' is in use by another connection" in trace
+
+
+def test_snapshot_locks_its_tables_only_while_reading_their_structure(postgres_db) -> None:
+    """snapshot.locking.mode=shared (Debezium's default): ACCESS SHARE locks while the structures are
+    read, released after; an exclusive lock held elsewhere fails after snapshot.lock.timeout.ms with
+    the fix. (Tested on the snapshot source itself: an ALTER TABLE already running when the task
+    starts holds up the slot's creation first, so only a DDL begun after it meets these locks.)"""
+    import psycopg
+
+    from cdc_debezium.filters import include_exclude
+    from cdc_debezium.naming import TopicNamingStrategy
+    from cdc_postgres.connection import PostgresConnectorError
+    from cdc_postgres.schema import PostgresSchema
+    from cdc_postgres.snapshot import PostgresSnapshotChangeEventSource, captured_tables
+    from cdc_postgres.value_converters import PostgresValueConverters
+
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE locked(id int PRIMARY KEY)")
+    catalog = psycopg.connect(postgres_db.dsn, autocommit=True)
+    schema = PostgresSchema(
+        catalog,
+        TopicNamingStrategy("srv"),
+        PostgresValueConverters(),
+        "__unavailable",
+        include_exclude({}, "a", "b"),
+        [],
+    )
+    source = PostgresSnapshotChangeEventSource(
+        {}, schema, None, lambda t: t == "public.locked", 100, None, "shared", 300
+    )  # type: ignore[arg-type]
+    snapshot = psycopg.connect(postgres_db.dsn)
+    tables = captured_tables(snapshot, source.table_filter)
+    blocker = psycopg.connect(postgres_db.dsn)
+    blocker.execute("LOCK TABLE locked IN ACCESS EXCLUSIVE MODE")  # an ALTER TABLE in progress, say
+    with pytest.raises(
+        PostgresConnectorError, match=r"within snapshot.lock.timeout.ms=300.*snapshot.locking.mode=none"
+    ):
+        source._read_structures(snapshot, tables)
+    blocker.rollback()
+    snapshot.rollback()
+
+    structures = source._read_structures(snapshot, tables)
+    assert [t.id for t in structures.values()] == [schema.for_table(*tables[0]).id]
+    held = "SELECT count(*) FROM pg_locks WHERE relation = 'locked'::regclass AND pid = %s"
+    assert catalog.execute(held, (snapshot.info.backend_pid,)).fetchone()[0] == 0  # released after the read
+    for conn in (snapshot, blocker, catalog):
+        conn.close()

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled", "no_tables")
+ISOLATION_MODES = ("serializable", "repeatable_read", "read_committed", "read_uncommitted")
+LOCKING_MODES = ("shared", "none")
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 FAILURE_MODES = ("fail", "warn", "skip", "ignore")
 FAILURE_KEYS = ("event.processing.failure.handling.mode", "inconsistent.schema.handling.mode")
@@ -37,6 +39,8 @@ _LOWER_CASE_KEYS = (
     "interval.handling.mode",
     "hstore.handling.mode",
     "database.sslmode",
+    "snapshot.isolation.mode",
+    "snapshot.locking.mode",
     *FAILURE_KEYS,
 )
 # Earlier Debezium names of snapshot modes, mapped to today's.
@@ -123,6 +127,33 @@ _PG_KEYS = (
         ValidString.in_ignore_case(*SNAPSHOT_MODES, *_MODE_ALIASES),
         Importance.MEDIUM,
         "When to snapshot: " + ", ".join(SNAPSHOT_MODES),
+    )
+    .define(
+        "snapshot.isolation.mode",
+        ConfigType.STRING,
+        "serializable",
+        ValidString.in_ignore_case(*ISOLATION_MODES),
+        Importance.LOW,
+        "Debezium's isolation of the snapshot transaction. The snapshot reads the replication slot's exported "
+        "snapshot, which PostgreSQL imports only under REPEATABLE READ: every value reads that one consistent "
+        "snapshot (read_committed and read_uncommitted get the stronger isolation, with a warning).",
+    )
+    .define(
+        "snapshot.locking.mode",
+        ConfigType.STRING,
+        "shared",
+        ValidString.in_ignore_case(*LOCKING_MODES),
+        Importance.LOW,
+        "shared: ACCESS SHARE locks on the captured tables while their structure is read (DDL waits, writes do "
+        "not); none: no locks.",
+    )
+    .define(
+        "snapshot.lock.timeout.ms",
+        ConfigType.LONG,
+        10_000,
+        Range.at_least(0),
+        Importance.LOW,
+        "How long the snapshot waits for its table locks before failing.",
     )
     .define(
         "replica.identity.autoset.values",
@@ -256,6 +287,12 @@ class PostgresConnectorConfig:
         for key in _LOWER_CASE_KEYS:
             values[key] = values[key].lower()
         values["snapshot.mode"] = _MODE_ALIASES.get(values["snapshot.mode"], values["snapshot.mode"])
+        if values["snapshot.isolation.mode"] in ("read_committed", "read_uncommitted"):
+            log.warning(
+                "snapshot.isolation.mode=%s: the snapshot reads the replication slot's exported snapshot under "
+                "REPEATABLE READ (the only level that imports it), so it is consistent with where streaming starts",
+                values["snapshot.isolation.mode"],
+            )
         for key in FAILURE_KEYS:
             if values[key] != "fail":
                 log.warning(

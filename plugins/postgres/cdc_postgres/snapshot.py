@@ -17,6 +17,7 @@ from psycopg.adapt import Loader
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
+from cdc_postgres.connection import PostgresConnectorError
 from cdc_postgres.schema import PostgresSchema
 
 log = logging.getLogger(__name__)
@@ -52,13 +53,41 @@ class PostgresSnapshotChangeEventSource:
         table_filter: Callable[[str], bool],
         fetch_size: int,
         progress: SnapshotProgress | None = None,
+        locking_mode: str = "shared",
+        lock_timeout_ms: int = 10_000,
     ) -> None:
         self.dsn = dsn
         self.schema = schema
         self.emitter = emitter
         self.table_filter = table_filter
         self.fetch_size = fetch_size
+        self.locking_mode = locking_mode
+        self.lock_timeout_ms = lock_timeout_ms
         self.progress = progress if progress is not None else SnapshotProgress(log)
+
+    def _read_structures(self, conn: psycopg.Connection, tables: list[tuple[int, str, str]]) -> dict[int, Any]:
+        """Every captured table's structure, read before any row (snapshot.locking.mode=shared: under
+        ACCESS SHARE locks, so no DDL changes a table between its structure and its rows being read).
+
+        As Debezium, the locks are held only while the structures are read: they are taken after a
+        savepoint and released by rolling back to it; the snapshot transaction goes on.
+        """
+        if self.locking_mode != "shared" or not tables:
+            return {oid: self.schema.for_table(oid, ns, name) for oid, ns, name in tables}
+        conn.execute("SAVEPOINT cdc_schema_snapshot")
+        conn.execute(f"SET LOCAL lock_timeout = {int(self.lock_timeout_ms)}")
+        names = ", ".join(f"{_quote(ns)}.{_quote(name)}" for _, ns, name in tables)
+        try:
+            conn.execute(f"LOCK TABLE {names} IN ACCESS SHARE MODE")
+        except psycopg.errors.LockNotAvailable as e:
+            raise PostgresConnectorError(
+                f"the snapshot could not lock its tables within snapshot.lock.timeout.ms={self.lock_timeout_ms} "
+                f"(another session holds an exclusive lock, e.g. a long ALTER TABLE): {str(e).strip()}. Retry when "
+                "it is done, raise snapshot.lock.timeout.ms, or set snapshot.locking.mode=none"
+            ) from None
+        structures = {oid: self.schema.for_table(oid, ns, name) for oid, ns, name in tables}
+        conn.execute("ROLLBACK TO SAVEPOINT cdc_schema_snapshot")  # releases the locks taken after it
+        return structures
 
     def run(self, snapshot_name: str | None, consistent_point: int, should_stop: Callable[[], bool]) -> int:
         """Emit every captured row; returns the number of rows."""
@@ -67,6 +96,7 @@ class PostgresSnapshotChangeEventSource:
             if snapshot_name:
                 conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
             tables = captured_tables(conn, self.table_filter)
+            structures = self._read_structures(conn, tables)
             for oid in {t for t in self.schema.types.types}:
                 conn.adapters.register_loader(oid, _RawText)
             estimates = {
@@ -78,7 +108,7 @@ class PostgresSnapshotChangeEventSource:
             self.progress.begin(len(tables))
             ts_us = time.time_ns() // 1000
             for t_index, (oid, ns, name) in enumerate(tables):
-                table = self.schema.for_table(oid, ns, name)
+                table = structures[oid]
                 cols = ", ".join(_quote(c.name) for c in table.value_columns)
                 self.progress.start_table(table.id, estimates[oid])
                 progress = self.progress.tables[table.id]  # rows counted in place: no lookup per row

@@ -218,7 +218,14 @@ class PostgresConnectorTask(SourceTask):
             c = self.config
             if needs_snapshot:
                 snap = PostgresSnapshotChangeEventSource(
-                    self.dsn, schema, emitter, self.table_filter, c["snapshot.fetch.size"], self.progress
+                    self.dsn,
+                    schema,
+                    emitter,
+                    self.table_filter,
+                    c["snapshot.fetch.size"],
+                    self.progress,
+                    locking_mode=c["snapshot.locking.mode"],
+                    lock_timeout_ms=c["snapshot.lock.timeout.ms"],
                 )
                 snap.run(snapshot_name, consistent_point, self.stop_event.is_set)
                 if self._slot_conn is not None:
