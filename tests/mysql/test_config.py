@@ -91,3 +91,8 @@ def test_exactly_one_task_with_a_warning(caplog) -> None:
     with pytest.raises(ConfigException) as e:
         MySqlConnector().start({**BASE, "database.server.id": "-1"})
     assert e.value.name == "database.server.id"
+
+
+def test_failure_modes_other_than_fail_say_they_act_as_fail(caplog) -> None:
+    MySqlConnectorConfig({**BASE, "event.deserialization.failure.handling.mode": "skip"})
+    assert "event.deserialization.failure.handling.mode=skip is treated as fail" in caplog.text

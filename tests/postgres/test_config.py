@@ -91,3 +91,8 @@ def test_snapshot_isolation_and_locking_modes(caplog: pytest.LogCaptureFixture) 
     )
     assert (c["snapshot.isolation.mode"], c["snapshot.locking.mode"]) == ("read_committed", "none")
     assert "REPEATABLE READ" in caplog.text  # the weaker level is not what runs: said, not silent
+
+
+def test_failure_modes_other_than_fail_say_they_act_as_fail(caplog: pytest.LogCaptureFixture) -> None:
+    PostgresConnectorConfig.parse({**BASE, "event.processing.failure.handling.mode": "WARN"})
+    assert "event.processing.failure.handling.mode=warn is treated as fail" in caplog.text

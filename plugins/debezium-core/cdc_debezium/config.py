@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cdc.api import (
@@ -24,6 +25,8 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
+
+log = logging.getLogger(__name__)
 
 TOPIC_PREFIX = "topic.prefix"
 TOMBSTONES_ON_DELETE = "tombstones.on.delete"
@@ -212,3 +215,29 @@ def add_cross_field_errors(values: list[ConfigValue]) -> list[ConfigValue]:
 
 def skipped_operations(values: list[str]) -> set[str]:
     return set() if "none" in values else set(values)
+
+
+FAILURE_MODES = ("fail", "warn", "skip", "ignore")
+EVENT_PROCESSING_FAILURE = "event.processing.failure.handling.mode"
+
+
+def define_failure_modes(d: ConfigDef, keys: Iterable[str]) -> ConfigDef:
+    """Debezium's `*.failure.handling.mode` keys, with Debezium's values so its configs load."""
+    for key in keys:
+        d.define(
+            key,
+            ConfigType.STRING,
+            "fail",
+            ValidString.in_ignore_case(*FAILURE_MODES),
+            Importance.LOW,
+            "Only fail is implemented: an event that cannot be processed stops the task, never a silent skip.",
+        )
+    return d
+
+
+def warn_unless_fail(get: Callable[[str], Any], keys: Iterable[str]) -> None:
+    """Say at start that warn/skip/ignore act as fail: nothing is skipped without a word."""
+    for key in keys:
+        value = str(get(key)).lower()
+        if value != "fail":
+            log.warning("%s=%s is treated as fail: an event that cannot be processed stops the task", key, value)

@@ -51,13 +51,12 @@ HISTORY_SKIP_UNPARSEABLE = "schema.history.internal.skip.unparseable.ddl"
 RECONNECT_MAX_ATTEMPTS = "errors.max.retries"
 RECONNECT_BACKOFF_MS = "errors.retry.delay.initial.ms"
 RECONNECT_BACKOFF_MAX_MS = "errors.retry.delay.max.ms"
-EVENT_PROCESSING_FAILURE = "event.processing.failure.handling.mode"
 EVENT_DESERIALIZATION_FAILURE = "event.deserialization.failure.handling.mode"
 INCONSISTENT_SCHEMA = "inconsistent.schema.handling.mode"
+FAILURE_KEYS = (common.EVENT_PROCESSING_FAILURE, EVENT_DESERIALIZATION_FAILURE, INCONSISTENT_SCHEMA)
 
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always", "recovery")
 LOCKING_MODES = ("minimal", "none")
-FAILURE_MODES = ("fail", "warn", "skip", "ignore")
 FILE_HISTORY = "io.debezium.storage.file.history.FileSchemaHistory"
 KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
 MEMORY_HISTORY = "io.debezium.relational.history.MemorySchemaHistory"
@@ -159,15 +158,7 @@ def config_def() -> ConfigDef:
         Importance.LOW,
         "Reconnect attempts after a lost connection; -1 retries forever.",
     )
-    for key in (EVENT_PROCESSING_FAILURE, EVENT_DESERIALIZATION_FAILURE, INCONSISTENT_SCHEMA):
-        d.define(
-            key,
-            ConfigType.STRING,
-            "fail",
-            ValidString.in_ignore_case(*FAILURE_MODES),
-            Importance.LOW,
-            "Only fail is implemented: an event that cannot be processed stops the task, never a silent skip.",
-        )
+    common.define_failure_modes(d, FAILURE_KEYS)
     d.define(RECONNECT_BACKOFF_MS, ConfigType.LONG, 300, Range.at_least(1), Importance.LOW, "First reconnect delay.")
     d.define(RECONNECT_BACKOFF_MAX_MS, ConfigType.LONG, 10000, Range.at_least(1), Importance.LOW, "Max delay.")
     return common.define_common(d)
@@ -322,11 +313,7 @@ class MySqlConnectorConfig(AbstractConfig):
         self.reconnect_attempts: int = self.get(RECONNECT_MAX_ATTEMPTS)
         self.reconnect_backoff_s: float = self.get(RECONNECT_BACKOFF_MS) / 1000
         self.reconnect_backoff_max_s: float = self.get(RECONNECT_BACKOFF_MAX_MS) / 1000
-        for key in (EVENT_PROCESSING_FAILURE, EVENT_DESERIALIZATION_FAILURE, INCONSISTENT_SCHEMA):
-            if self.get(key).lower() != "fail":
-                log.warning(
-                    "%s=%s is treated as fail: an event that cannot be processed stops the task", key, self.get(key)
-                )
+        common.warn_unless_fail(self.get, FAILURE_KEYS)
 
     def captures_database(self, db: str) -> bool:
         return db.lower() not in _SYSTEM_DATABASES and self.database_filter(db)

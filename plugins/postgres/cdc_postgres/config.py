@@ -19,7 +19,13 @@ from cdc.api import (
     ValidRegex,
     ValidString,
 )
-from cdc_debezium.config import add_cross_field_errors, define_common
+from cdc_debezium.config import (
+    EVENT_PROCESSING_FAILURE,
+    add_cross_field_errors,
+    define_common,
+    define_failure_modes,
+    warn_unless_fail,
+)
 from cdc_postgres.replica_identity import ValidAutosetValues
 
 log = logging.getLogger(__name__)
@@ -29,8 +35,7 @@ AUTOCREATE_MODES = ("all_tables", "filtered", "disabled", "no_tables")
 ISOLATION_MODES = ("serializable", "repeatable_read", "read_committed", "read_uncommitted")
 LOCKING_MODES = ("shared", "none")
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
-FAILURE_MODES = ("fail", "warn", "skip", "ignore")
-FAILURE_KEYS = ("event.processing.failure.handling.mode", "inconsistent.schema.handling.mode")
+FAILURE_KEYS = (EVENT_PROCESSING_FAILURE, "inconsistent.schema.handling.mode")
 # Enum keys Debezium parses case-insensitively; parse() hands the task their lower-case form.
 _LOWER_CASE_KEYS = (
     "snapshot.mode",
@@ -204,15 +209,7 @@ _PG_KEYS = (
     )
 )
 
-for _key in FAILURE_KEYS:
-    _PG_KEYS.define(
-        _key,
-        ConfigType.STRING,
-        "fail",
-        ValidString.in_ignore_case(*FAILURE_MODES),
-        Importance.LOW,
-        "Only fail is implemented: an event that cannot be processed stops the task, never a silent skip.",
-    )
+define_failure_modes(_PG_KEYS, FAILURE_KEYS)
 
 CONFIG_DEF = define_common(ConfigDef()).merge(_PG_KEYS)
 
@@ -293,11 +290,7 @@ class PostgresConnectorConfig:
                 "REPEATABLE READ (the only level that imports it), so it is consistent with where streaming starts",
                 values["snapshot.isolation.mode"],
             )
-        for key in FAILURE_KEYS:
-            if values[key] != "fail":
-                log.warning(
-                    "%s=%s is treated as fail: an event that cannot be processed stops the task", key, values[key]
-                )
+        warn_unless_fail(values.__getitem__, FAILURE_KEYS)
         return cls(values)
 
     def __getitem__(self, key: str) -> Any:
