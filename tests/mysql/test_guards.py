@@ -139,18 +139,27 @@ def test_server_restart_in_the_middle_of_a_transaction_resumes_at_its_start(priv
     assert [r.value.get("after").get("id") for r in run.data()] == list(range(20_001))
 
 
-def test_user_without_replication_slave_is_told_the_grant(private_db) -> None:
+def test_user_without_replication_slave_is_told_the_grant(private_db, monkeypatch) -> None:
     execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
     grants = "SELECT, RELOAD, SHOW DATABASES, BINLOG MONITOR, REPLICA MONITOR, LOCK TABLES"
     execute(private_db, "CREATE USER 'norepl'@'%' IDENTIFIED BY 'pw'", f"GRANT {grants} ON *.* TO 'norepl'@'%'")
     try:
         props = connector_props(private_db, database__user="norepl", database__password="pw")
-        with pytest.raises(ConnectException) as e, TaskRunner(props) as run:
+        runner = TaskRunner(props)
+        # At start, before the snapshot: not after hours of it, when streaming begins.
+        with pytest.raises(ConnectException) as e:
+            runner.task.start(dict(props))
+        # Past the check (say the grant is revoked after the start), streaming says the same.
+        from cdc_mysql.connection import MySqlConnection
+
+        monkeypatch.setattr(MySqlConnection, "check_binlog_access", lambda self: None)
+        with pytest.raises(ConnectException) as streaming, TaskRunner(props) as run:
             run.poll_until(lambda _: False, timeout=15, what="the privilege error")
     finally:
         execute(private_db, "DROP USER 'norepl'@'%'")
     # MariaDB words it "Access denied ... (using password: YES)": the advice must name the privilege.
     assert "lacks the REPLICATION SLAVE privilege" in str(e.value) and "GRANT REPLICATION SLAVE" in str(e.value)
+    assert "lacks the REPLICATION SLAVE privilege" in str(streaming.value)
 
 
 def test_message_key_column_missing_from_the_table_names_the_key(private_db) -> None:

@@ -16,6 +16,21 @@ from cdc_mysql.config import MySqlConnectorConfig
 log = logging.getLogger(__name__)
 
 
+ACCESS_DENIED = {1044, 1045, 1227}  # ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED
+
+
+def replication_grant_advice(user: str, code: int, message: str) -> str:
+    """A refused binlog dump after a login that worked means a missing grant, even when the
+    server words it as "Access denied ... (using password: YES)"."""
+    return (
+        f"The server refused to send the binlog to {user!r} (MySQL error {code}: {message}): the user "
+        "lacks the REPLICATION SLAVE privilege (or its password changed since the start). Run "
+        f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'%'; (MariaDB 10.5+: "
+        f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{user}'@'%';) or set database.user "
+        "to a user that has it"
+    )
+
+
 class MySqlConnection:
     def __init__(self, config: MySqlConnectorConfig) -> None:
         self.config = config
@@ -116,6 +131,33 @@ class MySqlConnection:
                     f"and add {name}={want} to the [mysqld] section of my.cnf so it survives a restart "
                     f"(sessions already open keep the old value until they reconnect)"
                 )
+
+    def check_binlog_access(self) -> None:
+        """Ask for the binlog once, at start: a missing REPLICATION SLAVE grant would otherwise
+        surface only when streaming begins, after a snapshot that may take hours."""
+        from pymysqlreplication import BinLogStreamReader
+        from pymysqlreplication.event import RotateEvent
+
+        file, pos = self.master_status()
+        reader = BinLogStreamReader(
+            connection_settings=self.settings(),
+            server_id=self.config.server_id,
+            blocking=False,  # the dump ends at the binlog's end: nothing is waited for
+            resume_stream=True,
+            log_file=file,
+            log_pos=pos,
+            only_events=[RotateEvent],
+            enable_logging=False,
+        )
+        try:
+            next(iter(reader), None)
+        except pymysql.err.OperationalError as e:
+            code = e.args[0] if e.args else None
+            if code in ACCESS_DENIED:
+                raise ConnectException(replication_grant_advice(self.config.user, code, str(e.args[-1]))) from None
+            raise
+        finally:
+            reader.close()
 
     def check_server_id(self, wait_s: float = 4.0) -> None:
         """`database.server.id` must differ from the server's and from every connected replica's.

@@ -39,7 +39,7 @@ from cdc_debezium.envelope import Operation
 from cdc_mysql import gtid as gtids
 from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
-from cdc_mysql.connection import MySqlConnection
+from cdc_mysql.connection import ACCESS_DENIED, MySqlConnection, replication_grant_advice
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
@@ -62,7 +62,6 @@ COMPRESSED_EVENTS = {
     0xAB: "DELETE_ROWS_COMPRESSED_V1 (MariaDB log_bin_compress=ON)",
 }
 _CONNECTION_LOST = {2003, 2006, 2013, 2055}
-_ACCESS_DENIED = {1044, 1045, 1227}  # ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED
 HEARTBEAT_PERIOD_S = 1.0
 
 
@@ -213,17 +212,8 @@ class MySqlStreamingChangeEventSource:
                 "purged; set snapshot.mode=when_needed to take a new snapshot, or increase the binlog retention "
                 "(binlog_expire_logs_seconds / expire_logs_days)"
             )
-        if code in _ACCESS_DENIED:
-            # The login itself worked at start, so a refused binlog dump means a missing grant,
-            # even when the server words it as "Access denied ... (using password: YES)".
-            user = self.config.user
-            return ConnectException(
-                f"The server refused to send the binlog to {user!r} (MySQL error {code}: {message}): the user "
-                "lacks the REPLICATION SLAVE privilege (or its password changed since the start). Run "
-                f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'%'; (MariaDB 10.5+: "
-                f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{user}'@'%';) or set database.user "
-                "to a user that has it"
-            )
+        if code in ACCESS_DENIED:
+            return ConnectException(replication_grant_advice(self.config.user, code, message))
         return ConnectException(f"Binlog streaming failed with MySQL error {code}: {message}")
 
     # -- the read loop ---------------------------------------------------------------------------

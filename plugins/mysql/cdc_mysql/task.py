@@ -59,6 +59,7 @@ class MySqlConnectorTask(SourceTask):
         connection.check_binlog_settings()
         self.is_mariadb = connection.is_mariadb()
         connection.check_server_id()
+        connection.check_binlog_access()
         if config.include_query and self.is_mariadb:
             log.warning(
                 "include.query=true: on MariaDB the query comes from ANNOTATE_ROWS events, which "
