@@ -3,7 +3,8 @@
 Kafka Connect configs (RegexRouter, TopicNameMatches) are written for java.util.regex, so
 the same strings must keep working here. The two dialects agree on almost everything topic
 patterns use; the differences handled are named groups `(?<name>...)`, back references
-`\\k<name>`, quoting `\\Q...\\E` and the `\\z`/`\\Z` anchors. Replacement strings use Java's
+`\\k<name>`, quoting `\\Q...\\E`, the `\\z`/`\\Z` anchors and the POSIX classes
+`\\p{Alpha}` etc. (and `\\P{…}` outside brackets). Replacement strings use Java's
 `$1` / `${name}` / `\\$` syntax, which differs from Python's `\\1`, so they are parsed here.
 """
 
@@ -14,6 +15,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.transforms._util import config_error
+
+# java.util.regex's POSIX character classes (US-ASCII only, as Java defines them by default),
+# as the contents of a Python character class. Python's re has no \p at all.
+_POSIX_CLASSES = {
+    "Lower": "a-z",
+    "Upper": "A-Z",
+    "ASCII": "\\x00-\\x7f",
+    "Alpha": "a-zA-Z",
+    "Digit": "0-9",
+    "Alnum": "a-zA-Z0-9",
+    "Punct": "!-/:-@\\[-`{-~",
+    "Graph": "!-~",
+    "Print": " -~",
+    "Blank": " \\t",
+    "Cntrl": "\\x00-\\x1f\\x7f",
+    "XDigit": "0-9a-fA-F",
+    "Space": " \\t\\n\\x0b\\f\\r",
+}
+
+
+def _posix_class(java: str, i: int) -> tuple[str, int] | None:
+    """`\\p{Name}` / `\\P{Name}` at `i`: (class contents, index after `}`), if a POSIX class."""
+    if not java.startswith("{", i + 2):
+        return None
+    end = java.find("}", i + 3)
+    contents = _POSIX_CLASSES.get(java[i + 3 : end]) if end > 0 else None
+    return None if contents is None else (contents, end + 1)
 
 
 def translate_pattern(java: str) -> str:
@@ -31,6 +59,14 @@ def translate_pattern(java: str) -> str:
                 out.append(re.escape(literal))
                 i = n if end < 0 else end + 2
                 continue
+            if nxt in "pP":
+                posix = _posix_class(java, i)
+                # Inside brackets only \p can be spliced in; \P stays and fails to compile.
+                if posix is not None and not (in_class and nxt == "P"):
+                    contents, after = posix
+                    out.append(contents if in_class else ("[^" if nxt == "P" else "[") + contents + "]")
+                    i = after
+                    continue
             if not in_class:
                 if nxt == "z":
                     out.append(r"\Z")

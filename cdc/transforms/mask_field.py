@@ -68,6 +68,9 @@ _INT_RANGES = {
     Type.INT64: (-(2**63), 2**63 - 1),
 }
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+# java.math.BigDecimal's string form, which Kafka parses numeric replacements with: no
+# NaN/Infinity, no surrounding whitespace, no underscores (all of which float() accepts).
+_JAVA_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 # -- default masks ---------------------------------------------------------------------------
@@ -186,21 +189,15 @@ def _integer(replacement: str, field: str, label: str, lo: int, hi: int) -> int:
 
 
 def _float(replacement: str, field: str, label: str) -> float:
-    try:
-        if "_" in replacement:  # Python accepts 1_000; Java's parseDouble does not
-            raise ValueError
-        return float(replacement)
-    except ValueError:
-        raise _unparseable(replacement, field, label) from None
+    if not _JAVA_NUMBER.fullmatch(replacement):
+        raise _unparseable(replacement, field, label)
+    return float(replacement)
 
 
 def _decimal(replacement: str, field: str, scale: int | None) -> decimal.Decimal:
-    try:
-        number = decimal.Decimal(replacement)
-    except decimal.InvalidOperation:
-        number = decimal.Decimal("NaN")
-    if not number.is_finite():
+    if not _JAVA_NUMBER.fullmatch(replacement):
         raise _unparseable(replacement, field, "decimal")
+    number = decimal.Decimal(replacement)
     if scale is None:
         return number
     exponent = number.as_tuple().exponent

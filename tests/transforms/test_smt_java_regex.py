@@ -46,3 +46,22 @@ def test_replacement_without_specials_is_literal(replacement: str) -> None:
     parsed = parse_java_replacement(replacement, re.compile("x"))
     m = re.fullmatch("x", "x")
     assert m is not None and parsed.expand(m) == replacement
+
+
+@pytest.mark.parametrize(
+    ("java", "matches", "rejects"),
+    [
+        (r"\p{Lower}+", "abc", "aBc"),
+        (r"\p{Upper}\p{Digit}", "A1", "a1"),
+        (r"\p{Alnum}+\p{Punct}", "db1.", "db1_x"),
+        (r"\P{Digit}+", "ab.c", "a1"),
+        (r"[\p{Alpha}_]+", "a_B", "a-1"),
+        (r"\p{Punct}\p{Graph}\p{Print}", "!~ ", "a\tb"),
+        (r"\p{Space}\p{Blank}\p{Cntrl}", "\n\t\x7f", "  a"),
+        (r"\p{XDigit}{2}", "fF", "fg"),
+    ],
+)
+def test_posix_character_classes(java: str, matches: str, rejects: str) -> None:
+    # java.util.regex's POSIX classes (US-ASCII only by default); Python's re has no \p.
+    p = compile_java_regex(java)
+    assert p.fullmatch(matches) and not p.fullmatch(rejects)

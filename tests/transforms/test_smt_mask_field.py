@@ -252,3 +252,24 @@ def test_replace_null_with_default() -> None:
     off = t.apply(record(Struct(schema), schema))
     assert on.value.get_without_default("n") == 0  # type: ignore[union-attr]  # the default (7) got masked
     assert off.value.get_without_default("n") is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("replacement", ["NaN", "nan", "Infinity", "-inf", "+infinity"])
+@pytest.mark.parametrize("field", ["float", "double", "decimal"])
+def test_replacement_needs_java_number_syntax(field: str, replacement: str) -> None:
+    # Kafka parses numeric replacements with `new BigDecimal(s)` (Values.asDouble), which
+    # rejects the NaN/Infinity spellings that Python's float() accepts.
+    with pytest.raises(DataException, match=f"Unable to convert replacement .* for masked field '{field}'"):
+        xform([field], replacement).apply(record(struct_value(), SCHEMA))
+
+
+@pytest.mark.parametrize("replacement", ["nan", "inf"])
+def test_schemaless_float_replacement_needs_java_number_syntax(replacement: str) -> None:
+    with pytest.raises(DataException, match="Unable to convert replacement"):
+        xform(["float"], replacement).apply(record(VALUES))
+
+
+@pytest.mark.parametrize(("replacement", "expected"), [("1.", 1.0), (".5", 0.5), ("-2E3", -2000.0), ("+1e-1", 0.1)])
+def test_replacement_java_number_forms(replacement: str, expected: float) -> None:
+    out = xform(["double"], replacement).apply(record(struct_value(), SCHEMA))
+    assert out is not None and out.value.get("double") == expected

@@ -27,6 +27,7 @@ def route(regex: str, replacement: str, topic: str) -> str:
         ("(x)", "$12", "x", "x2"),  # Java: only one group, so "$12" is group 1 then "2"
         ("(x)", r"\$1", "x", "$1"),  # backslash escapes the dollar
         ("a|ab", "X", "ab", "Xb"),  # matches() gates, replaceFirst() then takes the first find()
+        (r"(\p{Lower}+)\.\P{Digit}+", "$1", "shop.orders", "shop"),  # Java POSIX classes
     ],
 )
 def test_routes_like_kafka(regex: str, replacement: str, topic: str, expected: str) -> None:
