@@ -198,13 +198,11 @@ def _collect_tables(job: JobSpec, log_: TopicLog, status: JobStatus, now_ms: int
     pattern = re.compile(data_topic_pattern(prefix))
     batch, applied = committed_offsets(checkpoint_dir(job))
     status.checkpoint_batch = batch
-    wanted = {t.source for t in job.tables}
+    # Every data topic, not only those sink.tables names: the sink applies them all.
     for topic, desc in sorted(log_.list_topics().items()):
         if not pattern.fullmatch(topic):
             continue
         table = _table_of(topic, prefix)
-        if wanted and table not in wanted:
-            continue
         tps = [TopicPartition(topic, p) for p in range(desc.partitions)]
         ends, begins = log_.end_offsets(tps), log_.beginning_offsets(tps)
         t = TableStatus(table, topic)

@@ -281,8 +281,9 @@ def test_verify_postgres_source_against_delta_built_in_the_sink_layout(tmp_path:
     res = _verify(str(job), "--json")
     assert res.exit_code == 1, res.stdout + res.stderr
     doc = json.loads(res.stdout)
-    assert doc["not_checked"] == ["public.audit"]  # captured, but the sink has no table for it
-    (accounts,) = doc["tables"]
+    accounts, audit = doc["tables"]
+    # Captured with rows, but the sink has no table for it: every row is missing.
+    assert (audit["source"], audit["missing"], doc["not_checked"]) == ("public.audit", 1, [])
     assert (accounts["source_rows"], accounts["target_rows"], accounts["differences"]) == (3, 3, 1)
     assert accounts["samples"] == [
         {"kind": "changed", "key": {"id": "3"}, "columns": [{"column": "note", "source": "z", "target": "CHANGED"}]}
@@ -292,6 +293,7 @@ def test_verify_postgres_source_against_delta_built_in_the_sink_layout(tmp_path:
     assert res.exit_code == 2 and "--table public.nope: not a table of the job (known: public.accounts" in res.stderr
 
     sql.execute("UPDATE accounts SET note = 'CHANGED' WHERE id = 3")
+    sql.execute("DELETE FROM audit")  # an empty table without a target is passed over
     res = _verify(str(job))
     assert res.exit_code == 0, res.stdout + res.stderr
     assert "public.accounts → " in res.stdout and ": 3 source rows, 3 target rows, 0 differences" in res.stdout

@@ -10,7 +10,7 @@ from cdc.jobs.spec import JobSpec
 from cdc.jobs.verify.compare import TableResult, compare
 from cdc.jobs.verify.normalize import Column
 from cdc.jobs.verify.source import SourceReader, SourceTable, filters, open_source
-from cdc.jobs.verify.target import TargetReader, open_target
+from cdc.jobs.verify.target import TargetReader, open_target, table_name
 
 _MAPPED = re.compile(r"^column\.(mask\.with\.\d+\.chars|mask\.hash\..+|truncate\.to\.\d+\.chars)$")
 
@@ -72,31 +72,38 @@ class Verifier:
 
     def target_table(self, table: SourceTable) -> str:
         spec = self.specs.get(table.qualified)
-        if spec is not None and spec.target:
-            return spec.target
+        if spec is not None and spec.target and self.target.kind != "parquet":  # the changelog is by topic
+            # The sink sanitizes a configured name as it does a topic's (SinkConfig.table_for).
+            return table_name(spec.target)
         return self.target.name_for(f"{self.prefix}.{table.qualified}")
 
     def tables(self, only: list[str] | None = None) -> tuple[list[SourceTable], list[str]]:
-        """The tables to check, and the captured ones passed over because they have no target."""
+        """The tables to check, and the captured ones passed over because they have no target.
+
+        sink.tables only sets options: the sink applies every captured table, so the tables
+        it does not name are checked too (they must not pass unnoticed). A captured table
+        without a target is passed over only when it has no rows (the sink creates a table
+        on its first change); one with rows is checked, all its rows missing.
+        """
+        for name in self.specs:
+            if "." not in name:
+                raise ConfigException(
+                    f"sink.tables.{name}: name the source table as <database>.<table> (MySQL) or "
+                    "<schema>.<table> (PostgreSQL)",
+                    f"sink.tables.{name}",
+                )
+        chosen = [SourceTable(*name.split(".", 1)) for name in self.specs]
+        named = {t.qualified.lower() for t in chosen}
+        captured = [t for t in self.source.tables() if t.qualified.lower() not in named]
         passed: list[str] = []
-        if self.specs:
-            for name in self.specs:
-                if "." not in name:
-                    raise ConfigException(
-                        f"sink.tables.{name}: name the source table as <database>.<table> (MySQL) or "
-                        "<schema>.<table> (PostgreSQL)",
-                        f"sink.tables.{name}",
-                    )
-            chosen = [SourceTable(*name.split(".", 1)) for name in self.specs]
-        elif only:
-            chosen = self.source.tables()  # a table asked for by name is checked even without a target
+        if only:
+            chosen.extend(captured)  # a table asked for by name is checked even without a target
         else:
-            chosen = []
-            for t in self.source.tables():
-                if self.target.columns(self.target_table(t)) is None:
-                    passed.append(t.qualified)
-                else:
+            for t in captured:
+                if self.target.columns(self.target_table(t)) is not None or self._unapplied(t):
                     chosen.append(t)
+                else:
+                    passed.append(t.qualified)
         if only:
             by_name = {t.qualified.lower(): t for t in chosen}
             unknown = [n for n in only if n.lower() not in by_name]
@@ -107,6 +114,13 @@ class Verifier:
                 )
             chosen = [by_name[n.lower()] for n in only]
         return chosen, passed
+
+    def _unapplied(self, table: SourceTable) -> bool:
+        """Rows the sink should have written somewhere; a table in the sink's own layout (a
+        PostgreSQL warehouse in the source database) is the lake itself, not data to check."""
+        if any(c.name == "__seq" for c in self.source.columns(table)):
+            return False
+        return self.source.has_rows(table)
 
     def keys_for(self, table: SourceTable) -> list[str]:
         spec = self.specs.get(table.qualified)
@@ -155,6 +169,13 @@ class Verifier:
             result.notes.append(f"not captured (column include/exclude lists): {', '.join(excluded)}")
         if masked:
             result.notes.append(f"masked or truncated by the connector, not compared: {', '.join(masked)}")
+        wraps = getattr(self.source, "wraps", None)
+        wrapped = [c.name for c in columns if c.kind == "uint64" and wraps is not None and wraps(table, c.name)]
+        if wrapped:
+            result.notes.append(
+                f"BIGINT UNSIGNED compared as the connector emits it: values above 2^63-1 wrap to negative "
+                f"(bigint.unsigned.handling.mode=long; set precise to keep them): {', '.join(wrapped)}"
+            )
         if not_compared:
             result.notes.append("types not compared: " + ", ".join(f"{c.name} ({c.type})" for c in not_compared))
         skip = {*masked, *(c.name for c in not_compared)}

@@ -42,6 +42,12 @@ class Column:
 
 
 # -- numbers ------------------------------------------------------------------------------------
+def _exact(digits: int) -> decimal.Context:
+    """A context that rounds nothing: the default one keeps 28 digits, which would make
+    NUMERIC(60,3) values that differ past the 28th digit compare equal."""
+    return decimal.Context(prec=max(digits, 28), Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
 def _dec_text(d: decimal.Decimal) -> str:
     if d.is_nan():
         return "NaN"
@@ -49,7 +55,11 @@ def _dec_text(d: decimal.Decimal) -> str:
         return "Infinity" if d > 0 else "-Infinity"
     if d == 0:
         return "0"
-    return format(d.normalize(), "f")
+    return format(d.normalize(_exact(len(d.as_tuple().digits))), "f")
+
+
+def _scaled(unscaled: int, scale: int) -> decimal.Decimal:
+    return decimal.Decimal(unscaled).scaleb(-scale, _exact(len(str(abs(unscaled)))))
 
 
 def _float_text(f: float) -> str:
@@ -80,14 +90,21 @@ def _decimal(v: Any, col: Column) -> str | None:
     if isinstance(v, str) and v.startswith("{"):  # VariableScaleDecimal stored as JSON text
         node = json.loads(v)
         unscaled = int.from_bytes(base64.b64decode(node["value"]), "big", signed=True)
-        v = decimal.Decimal(unscaled).scaleb(-int(node["scale"]))
+        v = _scaled(unscaled, int(node["scale"]))
     elif isinstance(v, dict) and "scale" in v:
         raw = v["value"]
         raw = base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)
-        v = decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-int(v["scale"]))
+        v = _scaled(int.from_bytes(raw, "big", signed=True), int(v["scale"]))
     if col.decimal_mode == "double":  # Debezium sent a double: compare at double precision
         return _float_text(float(v))
     return _number(v)
+
+
+def _wrapped64(v: Any) -> str:
+    # bigint.unsigned.handling.mode=long: Debezium emits BIGINT UNSIGNED as a signed long, so
+    # values above 2^63-1 arrive as their two's complement (a one-to-one mapping: no change hides).
+    n = int(_number(v))
+    return str(n - 2**64 if n >= 2**63 else n)
 
 
 def _float32(v: Any) -> str:
@@ -263,6 +280,7 @@ def _timetz(v: Any, col: Column) -> str:
 
 _CANON: dict[str, Callable[[Any, Column], str | None]] = {
     "int": lambda v, c: _number(v),
+    "uint64": lambda v, c: _wrapped64(v),
     "bool": lambda v, c: _bool(v),
     "decimal": _decimal,
     "float": lambda v, c: _float(v),

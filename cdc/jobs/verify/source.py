@@ -39,6 +39,8 @@ class SourceReader(Protocol):
 
     def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]: ...
 
+    def has_rows(self, table: SourceTable) -> bool: ...
+
     def close(self) -> None: ...
 
 
@@ -102,6 +104,7 @@ class MySqlSource:
         self.time_mode = str(source.get("time.precision.mode", "adaptive_time_microseconds")).lower()
         self.decimal_mode = str(source.get("decimal.handling.mode", "precise")).lower()
         self.binary_mode = str(source.get("binary.handling.mode", "bytes")).lower()
+        self.bigint_mode = str(source.get("bigint.unsigned.handling.mode", "long")).lower()
         host = str(source.get("database.hostname", "localhost"))
         port = int(source.get("database.port") or 3306)
         try:
@@ -153,7 +156,9 @@ class MySqlSource:
         dtype = dtype.lower()
         kind: str | None
         unit = "us"
-        if dtype in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"):
+        if dtype == "bigint" and "unsigned" in ctype.lower() and self.bigint_mode == "long":
+            kind = "uint64"  # compared as the connector emits it (see normalize._wrapped64)
+        elif dtype in ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"):
             kind = "int"
         elif dtype in ("decimal", "numeric"):
             kind = "decimal"
@@ -212,6 +217,14 @@ class MySqlSource:
             cur.execute(f"SELECT {cols} FROM {_q(table.schema, '`')}.{_q(table.name, '`')}")
             while batch := cur.fetchmany(FETCH):
                 yield from batch
+
+    def has_rows(self, table: SourceTable) -> bool:
+        return bool(self._query(f"SELECT 1 FROM {_q(table.schema, '`')}.{_q(table.name, '`')} LIMIT 1"))
+
+    def wraps(self, table: SourceTable, column: str) -> bool:
+        """Whether a BIGINT UNSIGNED column holds values the connector's long mode wraps."""
+        ref = f"{_q(table.schema, '`')}.{_q(table.name, '`')}"
+        return bool(self._query(f"SELECT 1 FROM {ref} WHERE {_q(column, '`')} > 9223372036854775807 LIMIT 1"))
 
     def close(self) -> None:
         self.conn.close()
@@ -355,14 +368,33 @@ class PostgresSource:
         return [r[0] for r in rows]
 
     def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]:
+        _infinite_dates(self.conn)
         cols = ", ".join(c.select or _q(c.name, '"') for c in columns)
         with self.conn.transaction(), self.conn.cursor(name="cdc_verify") as cur:
             cur.itersize = FETCH
             cur.execute(f"SELECT {cols} FROM {self._regclass(table)}")  # type: ignore[arg-type]
             yield from cur
 
+    def has_rows(self, table: SourceTable) -> bool:
+        return self.conn.execute(f"SELECT 1 FROM {self._regclass(table)} LIMIT 1").fetchone() is not None  # type: ignore[arg-type]
+
     def close(self) -> None:
         self.conn.close()
+
+
+def _infinite_dates(conn: Any) -> None:
+    """Read PostgreSQL's ±infinity dates and timestamps as the text 'infinity' / '-infinity'
+    (psycopg cannot make Python dates of them and would fail the whole table)."""
+    from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+
+    for name, base in (("date", DateLoader), ("timestamp", TimestampLoader), ("timestamptz", TimestamptzLoader)):
+
+        class Loader(base):  # type: ignore[valid-type, misc]
+            def load(self, data: Any) -> Any:
+                text = bytes(data)
+                return text.decode() if text in (b"infinity", b"-infinity") else super().load(data)
+
+        conn.adapters.register_loader(name, Loader)
 
 
 def open_source(source: Mapping[str, Any]) -> SourceReader:
