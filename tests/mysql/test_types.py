@@ -123,3 +123,41 @@ def test_type_handling_knobs(mariadb_db) -> None:
 
             assert row["tm"] == datetime.time(10, 11, 12)
             assert row["dtm"] == datetime.datetime(2024, 1, 2, 3, 4, 5, 500000, tzinfo=datetime.UTC)
+
+
+def test_edge_values_read_the_same_from_the_binlog_as_from_a_select(mariadb_db) -> None:
+    """Values python-mysql-replication decodes differently from the server: a negative TIME
+    with a fraction, an empty SET, YEAR 0000. The binlog must give what the snapshot gives."""
+    columns = "id INT PRIMARY KEY, tm6 TIME(6), tm3 TIME(3), st SET('x','y'), yr YEAR, tm1 TIME(1), tm5 TIME(5)"
+    rows = [
+        "({id}, '-12:34:56.000001', '-00:00:01.500', '', 0, '-00:00:00.1', '-01:00:00.00001')",
+        "({id}, '-838:59:58.999999', '00:00:00.001', 'y', 1901, '-838:59:58.9', '838:59:58.99999')",
+    ]
+    execute(
+        mariadb_db,
+        f"CREATE TABLE edge ({columns})",
+        *(f"INSERT INTO edge VALUES {r.format(id=i)}" for i, r in enumerate(rows)),
+    )
+    with TaskRunner(connector_props(mariadb_db)) as run:
+        run.wait_data(2)
+        execute(mariadb_db, *(f"INSERT INTO edge VALUES {r.format(id=10 + i)}" for i, r in enumerate(rows)))
+        records = run.wait_data(4)
+    by_id = {after(r)["id"]: {k: v for k, v in after(r).items() if k != "id"} for r in records}
+    max_time = (838 * 3600 + 59 * 60 + 58) * 1_000_000
+    assert by_id[0] == {
+        "tm6": -(12 * 3600 + 34 * 60 + 56) * 1_000_000 - 1,
+        "tm3": -1_500_000,
+        "st": "",
+        "yr": 0,
+        "tm1": -100_000,
+        "tm5": -3_600_000_010,
+    }
+    assert by_id[1] == {
+        "tm6": -max_time - 999_999,
+        "tm3": 1_000,
+        "st": "y",
+        "yr": 1901,
+        "tm1": -max_time - 900_000,
+        "tm5": max_time + 999_990,
+    }
+    assert by_id[10] == by_id[0] and by_id[11] == by_id[1]  # streaming (binlog) = snapshot (SELECT)

@@ -5,11 +5,13 @@ checks, bitmap helpers and one `read()` call per value: that dispatch, not the b
 unpacking, is most of a streaming connector's CPU time. The library stays in charge of
 the protocol, event framing, table maps and rows-event headers; only the row images are
 read here, by a function generated once per table structure that unpacks the common
-types straight from the event's buffer. Every other type (DECIMAL, TIME, JSON, BIT, ENUM,
-SET, GEOMETRY, the pre-5.6 temporal formats) is read by the library's own per-value
-reader, so values are the library's, byte for byte (tests/mysql/test_row_decoder.py
-compares both on every type). Anything unusual (MySQL's partial JSON updates, a column
-without a name, a rows event left half-read) goes through the library's `rows` untouched.
+types straight from the event's buffer. Every other type (DECIMAL, JSON, BIT, ENUM,
+GEOMETRY, the pre-5.6 temporal formats) is read by the library's own per-value reader, so
+values are the library's, byte for byte (tests/mysql/test_row_decoder.py compares both on
+every type), except where the library is wrong: TIME (negative with 5-6 fractional digits),
+an empty SET (None) and YEAR 0000 (1900) are read here as the server stores them.
+Anything unusual (MySQL's partial JSON updates, a column without a name, a rows event left
+half-read) goes through the library's `rows` untouched.
 """
 
 from __future__ import annotations
@@ -78,6 +80,34 @@ def timestamp2(data: bytes, pos: int, fsp: int) -> tuple[datetime.datetime, int]
     return (value.replace(microsecond=micro) if micro > 0 else value), pos
 
 
+_TIMEF_INT_OFS = 0x800000
+_TIMEF_OFS = 0x800000000000
+
+
+def time2(data: bytes, pos: int, fsp: int) -> tuple[datetime.timedelta, int]:
+    """TIME(fsp) in the 5.6+ format, as the server unpacks it (my_time_packed_from_binary).
+
+    Hand-written: python-mysql-replication misreads negative values with 5 or 6 fractional
+    digits ('-12:34:56.000001' came out as -12:34:56.999999). Negative values keep their
+    fraction in reverse order for binary sorting, so it is flipped back into the packed
+    value, whose absolute value then holds hour, minute, second and microsecond.
+    """
+    n = 3 + _FSP_BYTES.get(fsp, 0)
+    raw = int.from_bytes(data[pos : pos + n], "big")
+    if fsp >= 5:
+        packed = raw - _TIMEF_OFS
+    else:
+        width = 8 * (n - 3)
+        intpart, frac = (raw >> width) - _TIMEF_INT_OFS, raw & ((1 << width) - 1)
+        if intpart < 0 and frac:
+            intpart, frac = intpart + 1, frac - (1 << width)
+        packed = (intpart << 24) + frac * (10_000 if width == 8 else 100)
+    magnitude = abs(packed)
+    hms, micro = magnitude >> 24, magnitude & 0xFFFFFF
+    total = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 0x3F) * 60 + (hms & 0x3F)) * 1_000_000 + micro
+    return datetime.timedelta(microseconds=-total if packed < 0 else total), pos + n
+
+
 def date(data: bytes, pos: int) -> datetime.date | None:
     packed = data[pos] | (data[pos + 1] << 8) | (data[pos + 2] << 16)
     if packed == 0:
@@ -112,8 +142,19 @@ def _column_code(column: Any, index: int, namespace: dict[str, Any], errors: str
         return [f"{v} = unpack_from('<f', data, pos)[0]", "pos += 4"]
     if t == FIELD_TYPE.DOUBLE:
         return [f"{v} = unpack_from('<d', data, pos)[0]", "pos += 8"]
-    if t == FIELD_TYPE.YEAR:
-        return [f"{v} = data[pos] + 1900", "pos += 1"]
+    if t == FIELD_TYPE.YEAR:  # 0 is the year 0000, not 1900 as the library reads it
+        return [f"{v} = data[pos] + 1900 if data[pos] else 0", "pos += 1"]
+    if t == FIELD_TYPE.TIME2:
+        return [f"{v}, pos = time2(data, pos, {int(column.fsp)})"]
+    if t == FIELD_TYPE.SET and column.set_values and column.size in (1, 2, 3, 4, 8):
+        # The library turns an empty set ('') into None, which reads as SQL NULL.
+        namespace[f"s{index}"] = tuple(column.set_values)
+        mask = f"m{index}"
+        return [
+            f"{mask} = int.from_bytes(data[pos:pos + {int(column.size)}], 'little')",
+            f"pos += {int(column.size)}",
+            f"{v} = {{x for j, x in enumerate(s{index}) if {mask} >> j & 1}}",
+        ]
     if t == FIELD_TYPE.DATE:
         return [f"{v} = date(data, pos)", "pos += 3"]
     if t == FIELD_TYPE.DATETIME2:
@@ -161,7 +202,7 @@ def _image_code(columns: list[Any], bitmap: bytes, namespace: dict[str, Any], er
 def compile_decoder(columns: list[Any], bitmaps: tuple[bytes, ...], errors: str) -> Decoder:
     """A function decoding all rows of an event; one bitmap for writes/deletes, two for updates."""
     namespace: dict[str, Any] = {"unpack_from": unpack_from, "date": date, "datetime2": datetime2,
-                                 "timestamp2": timestamp2}  # fmt: skip
+                                 "timestamp2": timestamp2, "time2": time2}  # fmt: skip
     body = ["rows = []", "while pos < end:"]
     if len(bitmaps) == 1:
         body += [f"    {s}" for s in _image_code(columns, bitmaps[0], namespace, errors, "values")]
