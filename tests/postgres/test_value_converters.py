@@ -252,3 +252,17 @@ def test_timestamptz_shortcut_matches_the_full_parse(text: str) -> None:
 def test_timestamptz_beyond_python_datetime(text: str, expected: str) -> None:
     """Years outside 1..9999 print like Java's ISO_OFFSET_DATE_TIME (Debezium's format), never crash."""
     assert PostgresValueConverters._timestamptz(text) == expected
+
+
+def test_numerics_wider_than_28_digits_are_not_rounded(table) -> None:
+    registry, meta, _ = table
+    wide = "-12345678901234567890123456789012345678.123456"
+    for column in ("c_num_free", "c_num"):  # variable scale, and a fixed scale re-quantized
+        oid, mod = meta[column]
+        col = PgColumn(column, registry.get(oid), mod)
+        value = PostgresValueConverters().converter(col, None)(wide)
+        if column == "c_num_free":
+            assert value.get("scale") == 6
+            assert int.from_bytes(value.get("value"), "big", signed=True) == int(wide.replace(".", ""))
+        else:
+            assert value == decimal.Decimal(wide).quantize(decimal.Decimal("0.001"), context=decimal.Context(prec=100))

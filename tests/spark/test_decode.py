@@ -289,3 +289,38 @@ def test_latest_rows_reduces_across_partitions_and_skips_unique_keys() -> None:
     assert sorted((r["topic"], r["key"], r["offset"]) for r in got.to_pylist()) == [("a", "k1", 2), ("a", "k2", 9)]
     unique = rows(("a", "k2", 1, 0), ("a", "k1", 2, 1), ("b", "k2", 3, 2))
     assert latest_rows(unique, {}).equals(unique)  # nothing to reduce: kept as collected
+
+
+def test_decimals_wider_than_28_digits_reach_the_lake_unrounded() -> None:
+    """Decimal arithmetic rounds to 28 digits by default: NUMERIC(60,3) and DECIMAL(65,30)
+    values lost their last digits on the way to the lake (found by cdc verify)."""
+    from cdc_spark.decode.columns import flatten_enveloped
+    from cdc_spark.decode.flatten import flatten_rows
+
+    wide = decimal.Decimal("12345678901234567890123456789012345678.123")
+    t = Table(
+        "p.db.wide",
+        {
+            "id": Schema.INT32_SCHEMA,
+            "big": Decimal.builder(3).optional().parameter("connect.decimal.precision", "60").build(),
+        },
+    )
+    _, value = t.event("c", 1, {"big": wide}, 5)
+    winners = pa.table(
+        {
+            "key": ['{"id":1}'],
+            "value": [value],
+            "__op": ["c"],
+            "__seq": [b"\x01"],
+            "__source_ts_ms": pa.array([1], pa.int64()),
+            "__deleted": [False],
+        }
+    )
+    for flat in (
+        flatten("p.db.wide", winners),
+        flatten_rows("p.db.wide", winners),
+        flatten_enveloped("p.db.wide", winners),
+    ):
+        assert flat is not None
+        got = flat.table.to_pylist()[0]["big"]
+        assert decimal.Decimal(got) == wide and str(got) == str(wide), got

@@ -36,6 +36,10 @@ NEGATIVE_INFINITY_TIMESTAMP = -9223372036832400000
 Converter = Callable[[str], Any]
 
 
+# quantize rounds to the context's 28 digits by default; numeric holds up to 131072 digits.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC)
+
+
 @dataclass(frozen=True)
 class ConverterSettings:
     decimal_handling_mode: str = "precise"  # precise | double | string
@@ -298,7 +302,7 @@ class PostgresValueConverters:
                     return self._nan(column)
                 exp = d.as_tuple().exponent
                 scale = -exp if isinstance(exp, int) and exp < 0 else 0
-                d = d.quantize(decimal.Decimal(1).scaleb(-scale)) if scale else d.to_integral_value()
+                d = d.quantize(decimal.Decimal(1).scaleb(-scale), context=_EXACT) if scale else d.to_integral_value()
                 return (
                     Struct(vsd_schema)
                     .put("scale", scale)
@@ -307,13 +311,12 @@ class PostgresValueConverters:
 
             return variable
         quantum = decimal.Decimal(1).scaleb(-ps[1])
-        context = decimal.Context(prec=1000)  # quantize must not round a wide value to 28 digits
 
         def fixed(x: str) -> Any:
             d = parse(x)
             if not d.is_finite():
                 return self._nan(column)
-            return d.quantize(quantum, context=context)
+            return d.quantize(quantum, context=_EXACT)
 
         return fixed
 

@@ -31,13 +31,18 @@ def _days(v: Any) -> Any:
     return None if v is None else _EPOCH_DATE + datetime.timedelta(days=int(v))
 
 
+# Decimal arithmetic rounds to the context's 28 digits by default; PostgreSQL numerics and
+# MySQL DECIMAL(65) are wider, and a rounded value would reach the lake without a word.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC)
+
+
 def _decimal(scale: int) -> Convert:
     def conv(v: Any) -> Any:
         if v is None:
             return None
         if isinstance(v, str):  # base64 of the unscaled big-endian two's complement
             unscaled = int.from_bytes(base64.b64decode(v), "big", signed=True)
-            return decimal.Decimal(unscaled).scaleb(-scale)
+            return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
         return decimal.Decimal(str(v))  # decimal.format=NUMERIC
 
     return conv
