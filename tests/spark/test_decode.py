@@ -324,3 +324,30 @@ def test_decimals_wider_than_28_digits_reach_the_lake_unrounded() -> None:
         assert flat is not None
         got = flat.table.to_pylist()[0]["big"]
         assert decimal.Decimal(got) == wide and str(got) == str(wide), got
+
+
+def test_nan_and_infinities_flatten_to_floats() -> None:
+    """JsonConverter writes them as the strings "NaN" / "Infinity" / "-Infinity" (as Kafka's);
+    a REAL column holding NaN stopped the sink."""
+    import math
+
+    t = Table(
+        "p.db.f", {"id": Schema.INT32_SCHEMA, "r": Schema.OPTIONAL_FLOAT32_SCHEMA, "d": Schema.OPTIONAL_FLOAT64_SCHEMA}
+    )
+    rows = [
+        t.event("c", 1, {"r": float("nan"), "d": float("-inf")}, 5),
+        t.event("c", 2, {"r": 1.5, "d": float("inf")}, 6),
+    ]
+    winners = pa.table(
+        {
+            "key": ['{"id":1}', '{"id":2}'],
+            "value": [v for _, v in rows],
+            "__op": ["c", "c"],
+            "__seq": [b"\x01", b"\x02"],
+            "__source_ts_ms": pa.array([1, 2], pa.int64()),
+            "__deleted": [False, False],
+        }
+    )
+    out = flatten("p.db.f", winners).table.select(["r", "d"]).to_pylist()
+    assert math.isnan(out[0]["r"]) and out[0]["d"] == -math.inf
+    assert out[1] == {"r": 1.5, "d": math.inf}

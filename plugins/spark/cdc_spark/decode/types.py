@@ -48,6 +48,11 @@ def _decimal(scale: int) -> Convert:
     return conv
 
 
+def _float(v: Any) -> Any:
+    """JsonConverter writes NaN and the infinities as the strings "NaN", "Infinity", "-Infinity"."""
+    return float(v) if isinstance(v, str) else v
+
+
 _PRIMITIVE: dict[str, pa.DataType] = {
     "int8": pa.int8(),
     "int16": pa.int16(),
@@ -86,6 +91,8 @@ def arrow_type(schema: dict[str, Any]) -> tuple[pa.DataType, Convert]:
         return pa.date32(), _days
     if kind == "bytes":
         return pa.binary(), _b64
+    if kind in ("float", "float32", "double", "float64"):
+        return _PRIMITIVE[kind], _float
     if kind in _PRIMITIVE:
         return _PRIMITIVE[kind], _ident
     return pa.string(), _json_text  # struct, array, map: kept as JSON text
