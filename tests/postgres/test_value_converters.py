@@ -266,3 +266,15 @@ def test_numerics_wider_than_28_digits_are_not_rounded(table) -> None:
             assert int.from_bytes(value.get("value"), "big", signed=True) == int(wide.replace(".", ""))
         else:
             assert value == decimal.Decimal(wide).quantize(decimal.Decimal("0.001"), context=decimal.Context(prec=100))
+
+
+def test_multi_dimensional_arrays_name_the_column_and_the_fix(table) -> None:
+    from cdc.api import DataException
+
+    registry, meta, _ = table
+    oid, mod = meta["c_int_arr"]
+    t = registry.get(oid)
+    conv = PostgresValueConverters().converter(PgColumn("c_int_arr", t, mod), registry.get(t.element_oid))
+    assert conv("{1,NULL,3}") == [1, None, 3]
+    with pytest.raises(DataException, match=r"column c_int_arr holds a multi-dimensional array.*column.exclude.list"):
+        conv("{{1,2},{3,4}}")

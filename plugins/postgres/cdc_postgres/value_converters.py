@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cdc.api import DataException, Schema, SchemaBuilder, Struct
 from cdc.api import Date as ConnectDate
 from cdc.api import Decimal as ConnectDecimal
-from cdc.api import Schema, SchemaBuilder, Struct
 from cdc.api import Time as ConnectTime
 from cdc.api import Timestamp as ConnectTimestamp
 from cdc_postgres import text_values as tv
@@ -236,7 +236,19 @@ class PostgresValueConverters:
         t = column.type
         if t.category == "A" and element is not None:
             inner = self.converter(PgColumn(column.name, element, column.type_modifier), None)
-            return lambda text: tv.parse_array(text, inner)
+
+            def array(text: str) -> list[Any]:
+                items = tv.parse_array(text, inner)
+                if any(isinstance(x, list) for x in items):
+                    # PostgreSQL's array types have no fixed dimension; the event schema has one.
+                    raise DataException(
+                        f"column {column.name} holds a multi-dimensional array ({text[:60]}), which the "
+                        "one-dimensional array schema of the change event cannot carry; exclude the column with "
+                        "column.exclude.list, or store one dimension per column"
+                    )
+                return items
+
+            return array
         return self._scalar(column, t)
 
     def _scalar(self, column: PgColumn, t: PgType) -> Converter:
