@@ -20,11 +20,13 @@ Each connector run is timed until the N-th event is out, so the last partial bat
 to poll.interval.ms (50 ms here) exactly as Debezium's ChangeEventQueue does. The machine's
 other load moves every figure; compare the ratios of one run.
 
-Measured (2 cores, 2026-11-22): 200k changes: streaming 1.57x the bare loop (row images
-decoded by cdc_mysql.row_decoder; 0.76-0.80 when the library decoded them), end to end
-0.55 (embedded log) and 0.65 (Kafka mock), snapshot 0.82, RSS growth 29 MB. 1M changes
-(BENCH_ROWS=1000000): streaming 1.88x, end to end 0.59/0.59, snapshot 0.45, RSS growth
-35.5 MB (bounded by max.queue.size, not by the backlog).
+Measured (2 cores, 2026-11-22): 200k changes: streaming 1.55-2.19x the bare loop (row
+images decoded by cdc_mysql.row_decoder; 0.76-0.80 when the library decoded them), end to
+end 0.46-0.53 (embedded log) and 0.48-0.59 (Kafka mock), snapshot 0.37-0.43, RSS growth
+21-29 MB; the spread is between runs of one day, and the commit before and after a change
+measured back to back differ by less. 1M changes (BENCH_ROWS=1000000): streaming 1.88x,
+end to end 0.59/0.59, snapshot 0.45, RSS growth 35.5 MB (bounded by max.queue.size, not by
+the backlog).
 """
 
 from __future__ import annotations
