@@ -61,3 +61,17 @@ def test_rows_with_keys_reads_only_the_wanted_pairs(tmp_path: Path) -> None:
         {"a": 2, "b": "y", "v": 21},
     ]
     assert rows_with_keys(dataset, wanted, ["a"], ["a", "v"]).column("v").to_pylist() == [10, 11, 20, 21]
+
+
+def test_a_value_the_lake_cannot_hold_names_the_table_and_column() -> None:
+    """PostgreSQL's -infinity arrives (as Debezium sends it) as -9223372036832400000 ms: no
+    microsecond timestamp holds it, and Arrow's cast error named neither table nor column."""
+    import pytest
+
+    from cdc_spark.apply.arrowutil import for_lake
+    from cdc_spark.apply.errors import ValueOutOfRangeError
+
+    rows = pa.table({"id": [1, 2], "at": pa.array([0, -9223372036832400000], pa.timestamp("ms"))})
+    with pytest.raises(ValueOutOfRangeError, match=r"table shop_events: column 'at' holds a value outside.*infinity"):
+        for_lake(rows, "shop_events")
+    assert for_lake(rows.slice(0, 1), "shop_events").schema.field("at").type == pa.timestamp("us")

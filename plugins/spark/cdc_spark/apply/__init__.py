@@ -2,7 +2,13 @@
 
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.engine import ChangeApplier
-from cdc_spark.apply.errors import PoisonEventError, SchemaEvolutionError, SinkConfigError, TypeWideningError
+from cdc_spark.apply.errors import (
+    PoisonEventError,
+    SchemaEvolutionError,
+    SinkConfigError,
+    TypeWideningError,
+    ValueOutOfRangeError,
+)
 
 __all__ = [
     "ChangeApplier",
@@ -11,4 +17,5 @@ __all__ = [
     "SinkConfig",
     "SinkConfigError",
     "TypeWideningError",
+    "ValueOutOfRangeError",
 ]

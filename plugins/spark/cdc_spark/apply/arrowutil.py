@@ -7,6 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from cdc_spark.apply.errors import ValueOutOfRangeError
+
 
 def by_topic(winners: pa.Table) -> dict[str, pa.Table]:
     """Split the collected winners per topic (each topic is one target table)."""
@@ -53,8 +55,9 @@ def hex_literal(seq: bytes) -> str:
     return f"X'{seq.hex()}'"
 
 
-def for_lake(table: pa.Table) -> pa.Table:
-    """Types Delta and Iceberg accept: microsecond timestamps, signed integers."""
+def for_lake(table: pa.Table, name: str = "") -> pa.Table:
+    """Types Delta and Iceberg accept: microsecond timestamps, signed integers. A value those
+    types cannot hold raises ValueOutOfRangeError naming table `name` and the column."""
     fields = []
     for f in table.schema:
         t = f.type
@@ -66,7 +69,18 @@ def for_lake(table: pa.Table) -> pa.Table:
             t = pa.string()
         fields.append(pa.field(f.name, t, nullable=True))
     schema = pa.schema(fields)
-    return table if schema == table.schema else table.cast(schema)
+    if schema == table.schema:
+        return table
+    try:
+        return table.cast(schema)
+    except pa.ArrowInvalid:
+        for f, want in zip(table.schema, schema, strict=True):
+            if f.type != want.type:
+                try:
+                    table.column(f.name).cast(want.type)
+                except pa.ArrowInvalid as column_error:
+                    raise ValueOutOfRangeError(name or "?", f.name, want.type, column_error) from None
+        raise
 
 
 def bytea_text(col: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -94,7 +94,7 @@ class DeltaTarget:
             dt.delete(f"__seq < {hex_literal(seq)}")
 
     def apply(self, table: str, batch: FlatBatch, batch_id: int) -> None:
-        source = for_lake(batch.table)
+        source = for_lake(batch.table, table)
         keys = batch.key_columns
         path = self.path(table)
         dt = _open(path)

@@ -42,6 +42,20 @@ class TypeWideningError(SchemaEvolutionError):
         )
 
 
+class ValueOutOfRangeError(RuntimeError):
+    """A value the source sends but the lake's type cannot hold (e.g. PostgreSQL's ±infinity
+    timestamps, which Debezium sends as their extreme epoch values)."""
+
+    def __init__(self, table: str, column: str, lake_type: object, cause: object) -> None:
+        self.table, self.column = table, column
+        super().__init__(
+            f"table {table}: column {column!r} holds a value outside what the lake's {lake_type} can store "
+            f"({cause}). For timestamps this is usually PostgreSQL's 'infinity' or '-infinity', which Debezium "
+            "sends as 9223372036825200000 / -9223372036832400000 ms. Fix: change such values at the source "
+            "(e.g. to '9999-12-31'), or leave the column out with column.exclude.list; then restart the query."
+        )
+
+
 class BatchTooLargeError(RuntimeError):
     """A micro-batch's per-key winners do not fit what the Spark driver accepts in one collect.
 

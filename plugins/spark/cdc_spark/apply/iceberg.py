@@ -138,7 +138,7 @@ class IcebergTarget:
 
     def apply(self, table: str, batch: FlatBatch, batch_id: int) -> None:
         keys = batch.key_columns
-        source = for_lake(batch.table)
+        source = for_lake(batch.table, table)
         tbl = self._load(table) or self.catalog.create_table((self.namespace, table), schema=source.schema)
         source, added = conform(table, tbl.schema().as_arrow(), source)
         if added:

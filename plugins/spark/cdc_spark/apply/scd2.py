@@ -56,7 +56,7 @@ class Scd2Delta:
 
     def apply(self, path: str, table: str, batch: FlatBatch, batch_id: int) -> None:
         keys = batch.key_columns
-        new = for_lake(batch.table)
+        new = for_lake(batch.table, table)
         new = new.append_column("__valid_from", new.column("__seq")).append_column(
             "__valid_to", pa.nulls(new.num_rows, pa.binary())
         )
