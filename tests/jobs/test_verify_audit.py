@@ -135,3 +135,27 @@ def test_status_lists_every_table_topic_not_only_sink_tables(tmp_path: Path) -> 
     _ops_state(job_file)  # the topic srv.shop.items: 3 changes, 2 applied
     status = collect(load_job(job_file, inspect_only=True), now_ms=10_000)
     assert [(t.table, t.applied_events, t.pending_events) for t in status.tables] == [("shop.items", 2, 1)]
+
+
+def test_tables_routed_by_regexrouter_are_looked_for_under_their_new_name() -> None:
+    """A job whose RegexRouter renames topics: the sink names the tables after the new topics,
+    so verify must too, or every row of those tables reads as missing."""
+    from cdc.jobs.verify.job import topic_router
+
+    config = {
+        "transforms": "route,other",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": r"shop\.inv\.(.*)",
+        "transforms.route.replacement": "lake.$1",
+        "transforms.route.predicate": "orders",
+        "transforms.other.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+        "transforms.other.static.field": "origin",
+        "transforms.other.static.value": "x",
+        "predicates": "orders",
+        "predicates.orders.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+        "predicates.orders.pattern": r".*\.orders",
+    }
+    route = topic_router(config)
+    assert route("shop.inv.orders") == "lake.orders"
+    assert route("shop.inv.items") == "shop.inv.items"  # the predicate does not match: unchanged
+    assert topic_router({})("shop.inv.orders") == "shop.inv.orders"

@@ -46,6 +46,32 @@ def _message_keys(config: dict[str, str]) -> list[tuple[re.Pattern[str], list[st
     return out
 
 
+def topic_router(config: dict[str, str]) -> Callable[[str], str]:
+    """Where the job's RegexRouter SMTs send a table's topic (the sink names its table after it).
+
+    Only topic renames matter here; the stages run on a stand-in record, so a predicate on
+    the topic (TopicNameMatches) decides as it would at run time.
+    """
+    if not config.get("transforms"):
+        return lambda topic: topic
+    from cdc.api.records import SourceRecord
+    from cdc.runtime.plugins import PluginRegistry
+    from cdc.runtime.validation import ConnectorValidator
+    from cdc.transforms.chain import build_transformation_chain
+    from cdc.transforms.regex_router import RegexRouter
+
+    chain = build_transformation_chain(config, ConnectorValidator(PluginRegistry.discover()).resolve_for_chain)
+    routers = [s for s in chain.stages if isinstance(s.transformation, RegexRouter)]
+
+    def route(topic: str) -> str:
+        record: SourceRecord | None = SourceRecord(None, None, topic, value={})
+        for stage in routers:
+            record = stage.apply(record) if record is not None else None
+        return record.topic if record is not None else topic
+
+    return route
+
+
 class Verifier:
     def __init__(self, job: JobSpec, progress: Callable[[str], None] = lambda m: None) -> None:
         self.job = job
@@ -53,6 +79,7 @@ class Verifier:
         self.progress = progress
         self.prefix = _prefix(job)
         self.specs = {t.source: t for t in job.tables}
+        self.route = topic_router(self.config)
         self.source: SourceReader = open_source(self.config)
         try:
             self.target: TargetReader = open_target(job)
@@ -75,7 +102,7 @@ class Verifier:
         if spec is not None and spec.target and self.target.kind != "parquet":  # the changelog is by topic
             # The sink sanitizes a configured name as it does a topic's (SinkConfig.table_for).
             return table_name(spec.target)
-        return self.target.name_for(f"{self.prefix}.{table.qualified}")
+        return self.target.name_for(self.route(f"{self.prefix}.{table.qualified}"))
 
     def tables(self, only: list[str] | None = None) -> tuple[list[SourceTable], list[str]]:
         """The tables to check, and the captured ones passed over because they have no target.
