@@ -206,10 +206,10 @@ def test_verify_values_that_came_through_the_binlog(tmp_path: Path, mariadb_db) 
     assert ": 29 source rows, 29 target rows, 0 differences" in res.stdout
 
 
-def _pg_job(tmp_path: Path, server, tables: str = "") -> Path:
+def _pg_job(tmp_path: Path, server, tables: str = "", name: str = "bank", prefix: str = "bank") -> Path:
     job = tmp_path / "job.yaml"
     job.write_text(
-        f"""name: bank
+        f"""name: {name}
 source:
   connector.class: postgres
   database.hostname: {server.host}
@@ -217,7 +217,7 @@ source:
   database.user: {server.user}
   database.password: '{server.password}'
   database.dbname: {server.dbname}
-  topic.prefix: bank
+  topic.prefix: {prefix}
 transport:
   state.dir: {tmp_path / "state"}
 sink:

@@ -17,6 +17,7 @@ from cdc.jobs.load import load_job
 from cdc.jobs.status import collect
 from cdc.jobs.verify.compare import TableResult, compare
 from cdc.jobs.verify.normalize import Column, canon
+from tests.jobs import test_verify as verify_tests
 from tests.jobs.test_ops import _job as _ops_job
 from tests.jobs.test_ops import _state as _ops_state
 
@@ -35,25 +36,7 @@ def _meta(n: int) -> dict[str, pa.Array]:
 
 
 def _pg_job(tmp_path: Path, server, tables: str = "") -> Path:
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        f"""name: audit
-source:
-  connector.class: postgres
-  database.hostname: {server.host}
-  database.port: {server.port}
-  database.user: {server.user}
-  database.password: '{server.password}'
-  database.dbname: {server.dbname}
-  topic.prefix: pga
-transport:
-  state.dir: {tmp_path / "state"}
-sink:
-  type: delta
-  path: {tmp_path / "lake"}
-{tables}"""
-    )
-    return job
+    return verify_tests._pg_job(tmp_path, server, tables, name="audit", prefix="pga")
 
 
 def test_decimals_beyond_28_digits_are_compared_exactly() -> None:
