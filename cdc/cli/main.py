@@ -33,7 +33,7 @@ from cdc.cli.verify import verify
 from cdc.config.files import load_connector_config
 from cdc.jobs.load import load_job
 from cdc.jobs.spec import JobSpec
-from cdc.log.base import TopicPartition
+from cdc.log.base import INSPECTION_REACH_TIMEOUT, TopicPartition
 from cdc.rest.server import RestBindError, RestServer
 from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
@@ -232,6 +232,7 @@ def topics_list(job_file: str | None, worker_path: str | None) -> None:
     with friendly_errors():
         config, _ = _open_target(job_file, worker_path)
         with open_log(config) as log_:
+            log_.probe(INSPECTION_REACH_TIMEOUT)
             for name, desc in sorted(log_.list_topics().items()):
                 tps = [TopicPartition(name, p) for p in range(desc.partitions)]
                 ends, begins = log_.end_offsets(tps), log_.beginning_offsets(tps)
@@ -274,6 +275,7 @@ def topics_read(
         config, _ = _open_target(job_file, worker_path)
         follow = (not from_beginning) if follow is None else follow
         with open_log(config) as log_:
+            log_.probe(INSPECTION_REACH_TIMEOUT)
             if log_.describe_topic(topic) is None:
                 where = f"cdc topics list {job_file}" if job_file else f"cdc topics list --worker {worker_path}"
                 fail(f"topic {topic!r} does not exist in the {config.transport} transport; see `{where}`")
@@ -331,6 +333,7 @@ def offsets() -> None:
 def _offset_store(config: WorkerConfig) -> Iterator[OffsetBackingStore | None]:
     """The started offset store, or None when its topic does not exist yet (nothing stored)."""
     with open_log(config) as log_:
+        log_.probe(INSPECTION_REACH_TIMEOUT)
         store = open_offset_store(config, log_)
         if hasattr(store, "refresh") and log_.describe_topic(config.get("offset.storage.topic")) is None:
             yield None

@@ -27,7 +27,7 @@ from typing import Any
 from cdc.jobs.lock import JobLock, JobRunningError
 from cdc.jobs.run import checkpoint_dir, data_topic_pattern, topic_prefix
 from cdc.jobs.spec import JobSpec
-from cdc.log.base import LogRecord, TopicLog, TopicPartition
+from cdc.log.base import INSPECTION_REACH_TIMEOUT, LogRecord, TopicLog, TopicPartition
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import describe_offsets
@@ -161,6 +161,7 @@ def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
     if config.transport == "embedded" and not (Path(config.get("state.dir")) / "cdc.db").exists():
         return status  # never ran: no log to open (and opening would create one)
     with open_log(config) as log_:
+        log_.probe(INSPECTION_REACH_TIMEOUT)
         _collect_stores(job, config, log_, status, now_ms)
         _collect_tables(job, log_, status, now_ms)
     return status

@@ -13,6 +13,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+# How long inspection commands (topics, offsets, status) wait for an unreachable transport.
+INSPECTION_REACH_TIMEOUT = 10.0
+
 
 class TopicPartition(NamedTuple):
     topic: str
@@ -198,6 +201,11 @@ class TopicLog(ABC):
     exact_end_offsets: bool = False
 
     # -- admin -------------------------------------------------------------------------------
+    def probe(self, within: float) -> None:
+        """Raise LogError naming the cause when the transport cannot be reached within `within`
+        seconds: for inspection commands, which should answer at once rather than wait out
+        request timeouts. Local transports are always reachable."""
+
     @abstractmethod
     def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
         """Create the topics that do not exist yet; returns the names created."""

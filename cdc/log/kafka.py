@@ -7,6 +7,7 @@ clients and the embedded log. Readers use assign/seek; sinks use real consumer g
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +45,10 @@ _rdkafka_log = logging.getLogger("cdc.log.kafka.librdkafka")
 _PRODUCER_ENFORCED = {"enable.idempotence": True, "partitioner": "murmur2_random", "acks": "all"}
 
 
+# How long inspection commands keep trying once librdkafka reports every broker down.
+_ALL_DOWN_GRACE = 2.0
+
+
 def _error_text(err: Any) -> str:
     return err.str() if hasattr(err, "str") else str(err)
 
@@ -72,9 +77,36 @@ class KafkaLog(TopicLog):
         self._producer_conf = dict(producer or {})
         self._consumer_conf = dict(consumer or {})
         self._timeout = request_timeout
-        self._admin = AdminClient({**self._common, **(admin or {})})
+        self._admin_conf = dict(admin or {})
+        self._admin = AdminClient({**self._common, **self._admin_conf})
 
     # -- admin -------------------------------------------------------------------------------
+    def probe(self, within: float) -> None:
+        # librdkafka retries an unreachable broker until the request times out (30 s), and the
+        # timeout names no cause; its error callback says "connection refused" at once.
+        errors: list[KafkaError] = []
+        # Its causes go into the error message, so librdkafka's own log lines stay quiet.
+        admin = AdminClient({**self._common, **self._admin_conf, "error_cb": errors.append, "log_level": 0})
+        start = time.monotonic()
+        while True:
+            try:
+                admin.list_topics(timeout=min(1.0, within))
+                return
+            except KafkaException as e:
+                last = e.args[0]
+            admin.poll(0)  # serves error_cb
+            elapsed = time.monotonic() - start
+            all_down = any(err.code() == KafkaError._ALL_BROKERS_DOWN for err in errors)
+            if elapsed >= within or (all_down and elapsed >= min(_ALL_DOWN_GRACE, within)):
+                causes = [err for err in errors if err.code() != KafkaError._ALL_BROKERS_DOWN]
+                # "host:port/bootstrap: Connect to … failed: Connection refused …" → from "Connect".
+                cause = re.sub(r"^\S+/\S+: ", "", _error_text(causes[-1] if causes else last))
+                raise LogError(
+                    f"cannot reach Kafka at {self.bootstrap_servers} within {elapsed:.0f} s: {cause}; "
+                    "check bootstrap.servers, that a broker is up, and the kafka.security.protocol/sasl./ssl. "
+                    "settings"
+                )
+
     def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
         existing = self.list_topics()
         new = [s for s in specs if s.name not in existing]

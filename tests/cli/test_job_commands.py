@@ -98,3 +98,17 @@ def test_spark_that_cannot_start_is_one_line(tmp_path: Path, monkeypatch: pytest
         ConnectException, match=r"^cannot start Spark \(spark.master=local\[2\]\): Could not parse Master URL"
     ):
         starter.get()
+
+
+@pytest.mark.parametrize("command", [("topics", "list"), ("status",), ("offsets", "show")])
+def test_inspection_commands_name_an_unreachable_broker(tmp_path: Path, command: tuple[str, ...]) -> None:
+    # librdkafka's own timeout said only "Broker transport failure", after 30 s.
+    job = _job(tmp_path, tmp_path / "state")
+    port = _closed_port()
+    job.write_text(
+        job.read_text().replace("transport:\n", f"transport:\n  type: kafka\n  bootstrap.servers: 127.0.0.1:{port}\n")
+    )
+    code, lines = _cdc(*command, str(job))
+    assert code == 1
+    assert lines[-1].startswith(f"error: cannot reach Kafka at 127.0.0.1:{port} within ")
+    assert "Connection refused" in lines[-1] and "check bootstrap.servers" in lines[-1]

@@ -45,6 +45,16 @@ def test_unreachable_broker_is_explained() -> None:
         lg.list_topics()
 
 
+def test_probe_answers_for_a_live_broker_and_names_the_cause_for_a_dead_one(log_: KafkaLog) -> None:
+    log_.probe(10)  # a live broker: returns
+    dead = KafkaLog("127.0.0.1:1")
+    try:
+        with pytest.raises(LogError, match=r"cannot reach Kafka at 127\.0\.0\.1:1 within \d+ s: .*Connection refused"):
+            dead.probe(10)
+    finally:
+        dead.close()
+
+
 def test_transactions_on_mock_cluster(kafka_mock) -> None:
     # Tansu 0.6 has no EndTxn; librdkafka's mock cluster does (it auto-creates topics).
     lg = KafkaLog(kafka_mock.bootstrap)
