@@ -255,6 +255,42 @@ def _check_dsn(job: dict[str, Any], out: _Collector) -> None:
         out.add(("sink", "dsn"), f"not a valid PostgreSQL DSN ({str(e).strip()}); e.g. postgresql://user@host:5432/db")
 
 
+def _check_cluster(job: dict[str, Any], out: _Collector) -> None:
+    """On a Spark cluster the executors read the topics and may write the target from other
+    machines: the transport and the target must be reachable from there, not only from here."""
+    master = str((job.get("spark") or {}).get("master", "local[2]"))
+    if master.startswith("local"):  # local, local[N], local-cluster[…]: this machine
+        return
+    transport = job.get("transport") or {}
+    if transport.get("type", "embedded") == "embedded":
+        out.add(
+            ("spark", "master"),
+            f"spark.master {master!r} runs executors on other machines, and they cannot read the embedded "
+            "transport (a SQLite file under state.dir on this one): set transport.type: kafka with "
+            "bootstrap.servers, or use a local master (local[N])",
+        )
+    sink = job.get("sink") or {}
+    if sink.get("type") == "postgres" and isinstance(sink.get("dsn"), str):
+        from psycopg import conninfo
+
+        try:
+            host = conninfo.conninfo_to_dict(sink["dsn"]).get("host") or "localhost"
+        except Exception:
+            return  # _check_dsn reported it
+        if any(h in ("localhost", "127.0.0.1", "::1") or h.startswith("/") for h in str(host).split(",")):
+            out.warn(
+                ("sink", "dsn"),
+                f"host {host!r} is this machine, but on spark.master {master!r} the executors write to "
+                "PostgreSQL from theirs: give a host name they can reach",
+            )
+    if sink.get("type") == "parquet" and "://" not in str(sink.get("path", "")):
+        out.warn(
+            ("sink", "path"),
+            f"on spark.master {master!r} the executors write the Parquet changelog on their own machines: "
+            "use a path on storage they share (hdfs://…, s3a://…, or a mount present on every node)",
+        )
+
+
 def _check_state_dir(job: dict[str, Any], out: _Collector) -> None:
     """`cdc run` creates state.dir and its lock there: say now when it cannot, not at start."""
     state_dir = Path(str((job.get("transport") or {}).get("state.dir", ".cdc")))
@@ -395,6 +431,8 @@ def validate_job_text(
         for path, message in _schema_messages(error):
             out.add(path, message)
     _check_dsn(data, out)
+    if not out.problems:
+        _check_cluster(data, out)
     if not out.problems:
         _check_sink(data, out)
     if not out.problems and not inspect_only:

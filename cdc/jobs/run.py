@@ -305,7 +305,12 @@ class JobRunner:
             return self._run(connector, sink)
 
     def _run(self, connector: dict[str, str], sink: dict[str, Any]) -> int:
-        config = WorkerConfig(self.job.worker_config())
+        props = self.job.worker_config()
+        if self.until_caught_up and "offset.flush.interval.ms" not in props:
+            # On Kafka, offsets are stored every offset.flush.interval.ms (60 s by default); the
+            # run is over only once the stored offset reaches the target, so store it often.
+            props["offset.flush.interval.ms"] = "1000"
+        config = WorkerConfig(props)
         log_ = open_log(config)
         worker = Worker(
             config,

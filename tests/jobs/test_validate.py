@@ -346,5 +346,23 @@ def test_unknown_source_key_without_a_close_match_is_a_warning(tmp_path: Path) -
 def test_spark_master_spark_cannot_use(tmp_path: Path) -> None:
     line = one_error(tmp_path, GOOD.replace("master: local[2]", "master: locale[2]"), "--offline")
     assert "spark.master: invalid value 'locale[2]': use local, local[N], local[*], spark://host:port" in line
+    on_kafka = GOOD.replace("type: embedded", "type: kafka\n  bootstrap.servers: kafka:9092")
     for master in ("local", "local[*]", "local[4, 2]", "spark://h:7077", "yarn", "k8s://https://h:443"):
-        assert run(tmp_path, GOOD.replace("master: local[2]", f"master: '{master}'"), "--offline")[0] == 0, master
+        assert run(tmp_path, on_kafka.replace("master: local[2]", f"master: '{master}'"), "--offline")[0] == 0, master
+
+
+def test_a_cluster_cannot_read_the_embedded_transport(tmp_path: Path) -> None:
+    line = one_error(tmp_path, GOOD.replace("master: local[2]", "master: spark://h:7077"), "--offline")
+    assert "spark.master: spark.master 'spark://h:7077' runs executors on other machines" in line
+    assert "set transport.type: kafka" in line
+
+
+def test_a_cluster_writing_to_a_local_postgres_is_warned(tmp_path: Path) -> None:
+    text = (
+        GOOD.replace("type: embedded", "type: kafka\n  bootstrap.servers: kafka:9092")
+        .replace("master: local[2]", "master: spark://h:7077")
+        .replace("  type: delta\n  path: ./lake", "  type: postgres\n  dsn: postgresql://cdc@localhost/lake")
+    )
+    code, lines = run(tmp_path, text, "--offline")
+    assert code == 0, lines
+    assert lines[0].startswith("warning: ") and "sink.dsn: host 'localhost' is this machine" in lines[0]
