@@ -55,7 +55,12 @@ def open_offset_store(config: WorkerConfig, log_: TopicLog, distributed: bool = 
 
 
 def open_status_store(config: WorkerConfig, log_: TopicLog) -> StatusBackingStore:
-    return StatusBackingStore(log_, config.get("status.storage.topic"), config.get("status.storage.partitions"))
+    return StatusBackingStore(
+        log_,
+        config.get("status.storage.topic"),
+        config.get("status.storage.partitions"),
+        config.get("status.storage.replication.factor"),
+    )
 
 
 def cluster_id(log_: TopicLog) -> str:

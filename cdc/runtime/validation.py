@@ -15,6 +15,7 @@ from cdc.api.errors import ConfigException
 from cdc.api.sink import SinkConnector
 from cdc.api.source import SourceConnector
 from cdc.config.validation import config_infos
+from cdc.runtime.client_overrides import override_errors
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind, PluginRegistry
 from cdc.transforms.chain import transformation_config_def, validate_transformations
@@ -33,8 +34,9 @@ def name_error(name: str) -> str | None:
 
 
 class ConnectorValidator:
-    def __init__(self, registry: PluginRegistry) -> None:
+    def __init__(self, registry: PluginRegistry, override_policy: str = "All") -> None:
         self.registry = registry
+        self.override_policy = override_policy  # the worker's connector.client.config.override.policy
 
     def connector_class(self, props: Mapping[str, str]) -> type[Connector]:
         name = props.get("connector.class")
@@ -59,6 +61,8 @@ class ConnectorValidator:
                 )
         self._check_name(props, values)
         self._check_converters(props, values)
+        for key, error in override_errors(self.override_policy, props).items():
+            values.setdefault(key, ConfigValue(key, props[key])).add_error_message(error)
         for v in [*cls().validate(props), *validate_transformations(props, self.resolve_for_chain)]:
             if v.name in values:
                 values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)

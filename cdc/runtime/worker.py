@@ -88,7 +88,7 @@ class Worker:
     ) -> None:
         self.config = config
         self.registry = registry
-        self.validator = ConnectorValidator(registry)
+        self.validator = ConnectorValidator(registry, config.get("connector.client.config.override.policy"))
         self.log = log_
         self.offset_store = offset_store
         self.status_store = status_store

@@ -6,11 +6,34 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api.config import AbstractConfig, ConfigDef, ConfigType, Importance, Range, ValidString
+from cdc.api.errors import ConfigException
+from cdc.runtime.client_overrides import policy_name
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 SIMPLE_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 
 TRANSPORTS = ("embedded", "kafka")
+
+
+def _replication_factor(name: str, value: Any) -> None:
+    """Kafka Connect's rule for the internal topics' `*.replication.factor`: -1 (the broker's
+    default.replication.factor) or a positive count of replicas."""
+    if value is not None and value != -1 and value < 1:
+        raise ConfigException(
+            f"Invalid value {value} for configuration {name}: use -1 for the broker's "
+            "default.replication.factor, or a count of replicas of at least 1",
+            name,
+        )
+
+
+def _override_policy(name: str, value: Any) -> None:
+    if value is not None and policy_name(value) is None:
+        raise ConfigException(
+            f"Invalid value {value} for configuration {name}: use All, None or Principal "
+            "(custom override policy classes are not supported)",
+            name,
+        )
+
 
 WORKER_CONFIG_DEF = (
     ConfigDef()
@@ -108,10 +131,43 @@ WORKER_CONFIG_DEF = (
     )
     .define("offset.storage.topic", ConfigType.STRING, "connect-offsets", None, Importance.LOW, "Offsets topic.")
     .define("offset.storage.partitions", ConfigType.INT, 25, Range.at_least(1), Importance.LOW, "")
-    .define("offset.storage.replication.factor", ConfigType.SHORT, -1, None, Importance.LOW, "")
+    .define(
+        "offset.storage.replication.factor",
+        ConfigType.SHORT,
+        -1,
+        _replication_factor,
+        Importance.LOW,
+        "Replication factor of the offsets topic when the worker creates it (-1: the broker's default).",
+    )
     .define("status.storage.topic", ConfigType.STRING, "connect-status", None, Importance.LOW, "Status topic.")
     .define("status.storage.partitions", ConfigType.INT, 5, Range.at_least(1), Importance.LOW, "")
+    .define(
+        "status.storage.replication.factor",
+        ConfigType.SHORT,
+        -1,
+        _replication_factor,
+        Importance.LOW,
+        "Replication factor of the status topic when the worker creates it (-1: the broker's default).",
+    )
     .define("config.storage.topic", ConfigType.STRING, "connect-configs", None, Importance.LOW, "Configs topic.")
+    .define(
+        "config.storage.replication.factor",
+        ConfigType.SHORT,
+        -1,
+        _replication_factor,
+        Importance.LOW,
+        "Replication factor of the config topic (always one partition) when the worker creates it "
+        "(-1: the broker's default).",
+    )
+    .define(
+        "worker.sync.timeout.ms",
+        ConfigType.INT,
+        3000,
+        Range.at_least(0),
+        Importance.MEDIUM,
+        "Distributed mode: how long a worker waits, after each rebalance, to read the config topic to its "
+        "end before it starts anything; until then it starts nothing.",
+    )
     .define(
         "task.shutdown.graceful.timeout.ms",
         ConfigType.LONG,
@@ -194,6 +250,16 @@ WORKER_CONFIG_DEF = (
         Importance.MEDIUM,
         "'process' runs each task in its own Python process, supervised by the worker: separate plugin "
         "imports and GIL per task, and a crashing task cannot take the worker down. 'thread' shares the worker's.",
+    )
+    .define(
+        "connector.client.config.override.policy",
+        ConfigType.STRING,
+        "All",
+        _override_policy,
+        Importance.MEDIUM,
+        "Which producer.override.*, consumer.override.* and admin.override.* keys connectors may set: "
+        "'All' (any), 'None' (no override) or 'Principal' (only sasl.jaas.config, sasl.mechanism and "
+        "security.protocol). Kafka Connect's class names for the three are accepted too.",
     )
     .define("worker.id", ConfigType.STRING, None, None, Importance.LOW, "Name reported in status (default host:pid).")
 )

@@ -12,6 +12,7 @@ three prefixes and skips it, so a Java worker sharing this topic is unaffected (
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from typing import Any
 from cdc.log.base import TopicLog, TopicSpec
 from cdc.storage._json import dumps, loads
 from cdc.storage.offsets import read_topic
+
+log = logging.getLogger(__name__)
 
 
 class State(Enum):
@@ -103,10 +106,17 @@ def status_value(s: Status) -> bytes:
 class StatusBackingStore:
     """In-memory status with an optional topic behind it."""
 
-    def __init__(self, log_: TopicLog | None = None, topic: str = "connect-status", partitions: int = 5) -> None:
+    def __init__(
+        self,
+        log_: TopicLog | None = None,
+        topic: str = "connect-status",
+        partitions: int = 5,
+        replication_factor: int = -1,
+    ) -> None:
         self._log = log_
         self.topic = topic
         self._partitions = partitions
+        self._replication_factor = replication_factor
         self._connectors: dict[str, ConnectorStatus] = {}
         self._tasks: dict[tuple[str, int], TaskStatus] = {}
         self._topics: dict[str, dict[str, dict[str, object]]] = {}  # connector -> topic -> TopicStatus
@@ -120,7 +130,9 @@ class StatusBackingStore:
     def start(self) -> None:
         if self._log is None:
             return
-        self._log.ensure_topic(TopicSpec(self.topic, self._partitions, config={"cleanup.policy": "compact"}))
+        self._log.ensure_topic(
+            TopicSpec(self.topic, self._partitions, self._replication_factor, {"cleanup.policy": "compact"})
+        )
         self._producer = self._log.producer()
         self.refresh()
 
@@ -131,8 +143,27 @@ class StatusBackingStore:
         records = read_topic(self._log, self.topic)
         with self._lock:
             for rec in records:
-                if rec.key is not None:
-                    self._load(rec.key.decode(), rec.value)
+                self._load_record(rec.key, rec.value, rec.partition, rec.offset)
+
+    def _load_record(self, key: bytes | None, value: bytes | None, partition: int, offset: int) -> None:
+        """Apply one record; skip one that is not Kafka Connect's format, as KafkaStatusBackingStore does.
+
+        The topic may be shared with other tools or hold a torn write: one bad record must neither
+        stop the worker from starting nor stop it from following every later status.
+        """
+        if key is None:
+            return
+        try:
+            self._load(key.decode(), value)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            log.warning(
+                "Discarding unreadable record %r at %s-%d@%d of the status topic: %s",
+                key,
+                self.topic,
+                partition,
+                offset,
+                e,
+            )
 
     def _load(self, key: str, value: bytes | None) -> None:
         if key.startswith(METRICS_PREFIX):
@@ -187,9 +218,8 @@ class StatusBackingStore:
         try:
             while not self._follow_stop.is_set():
                 for rec in reader.poll(500, 0.2):
-                    if rec.key is not None:
-                        with self._lock:
-                            self._load(rec.key.decode(), rec.value)
+                    with self._lock:
+                        self._load_record(rec.key, rec.value, rec.partition, rec.offset)
         finally:
             reader.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -35,7 +36,7 @@ def cluster_props(bootstrap: str, **extra: str) -> dict[str, str]:
 
 
 class Member:
-    def __init__(self, props: dict[str, str]) -> None:
+    def __init__(self, props: dict[str, str], before_start: Callable[[Member], None] | None = None) -> None:
         config = WorkerConfig(props)
         registry = PluginRegistry.discover()
         for cls in (GeneratorSource, CollectingSink, ControlledSource):
@@ -48,6 +49,8 @@ class Member:
         self.rest = RestServer(config, self.herder)
         self.rest.start()
         self.worker.worker_id = self.worker.reporter.worker_id = self.rest.url.removeprefix("http://")
+        if before_start is not None:
+            before_start(self)
         self.herder.start(self.rest.url)
         self.http = httpx.Client(base_url=self.rest.url, timeout=60)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.api.errors import ConfigException
 from cdc.log.base import LogProducer, TopicLog, TopicPartition, TopicSpec
 from cdc.runtime.herder import TargetState
 from cdc.storage._json import dumps, loads
@@ -107,9 +108,10 @@ def _split_key(key: str) -> tuple[str, str]:
 class ConfigTopic:
     """Writes Kafka Connect's config records and follows the topic on a background thread."""
 
-    def __init__(self, log_: TopicLog, topic: str, on_change: Callable[[], None]) -> None:
+    def __init__(self, log_: TopicLog, topic: str, on_change: Callable[[], None], replication_factor: int = -1) -> None:
         self._log = log_
         self.topic = topic
+        self._replication_factor = replication_factor
         self._on_change = on_change
         self.state = ClusterConfigState()
         self.lock = threading.RLock()
@@ -117,9 +119,21 @@ class ConfigTopic:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seen = threading.Condition(self.lock)
+        self._position = 0  # the follower's next offset to read, markers and skipped records included
 
     def start(self) -> None:
-        self._log.ensure_topic(TopicSpec(self.topic, 1, config={"cleanup.policy": "compact"}))
+        described = self._log.ensure_topic(
+            TopicSpec(self.topic, 1, self._replication_factor, {"cleanup.policy": "compact"})
+        )
+        if described.partitions != 1:
+            # Kafka Connect refuses such a topic too: configs are only ordered within one partition.
+            raise ConfigException(
+                f"Topic {self.topic!r} supplied via the 'config.storage.topic' property is required to have a "
+                f"single partition in order to guarantee consistency of connector configurations, but found "
+                f"{described.partitions} partitions. Point config.storage.topic at a new topic (the worker "
+                "creates it with one partition) or recreate this one with a single partition",
+                "config.storage.topic",
+            )
         self._producer = self._log.producer()
         self._thread = threading.Thread(target=self._follow, name="config-topic", daemon=True)
         self._thread.start()
@@ -139,6 +153,9 @@ class ConfigTopic:
             while not self._stop.is_set():
                 batch = reader.poll(500, 0.2)
                 if not batch:
+                    with self.lock:
+                        self._position = reader.position(tp)
+                        self._seen.notify_all()
                     continue
                 with self.lock:
                     for r in batch:
@@ -150,6 +167,7 @@ class ConfigTopic:
                             )
                         except (ValueError, KeyError, TypeError) as e:
                             log.warning("Skipping unreadable config record %r at offset %d: %s", r.key, r.offset, e)
+                    self._position = reader.position(tp)
                     self._seen.notify_all()
                 self._on_change()
         finally:
@@ -180,6 +198,17 @@ class ConfigTopic:
                     return False
                 self._seen.wait(left)
             return True
+
+    def read_to_end(self, timeout: float) -> bool:
+        """Block until the follower has applied every record written before this call.
+
+        Kafka Connect reads the config topic to its end before it acts on an assignment
+        (`readConfigToEnd`); acting on a partial read would, for instance, start a connector whose
+        later `target-state` record says STOPPED. False when that did not happen within `timeout`.
+        """
+        tp = TopicPartition(self.topic, 0)
+        end = self._log.end_offsets([tp])[tp]
+        return self.wait_for(lambda _: self._position >= end, timeout)
 
     def put_connector(self, name: str, props: Mapping[str, str], target: TargetState | None = None) -> None:
         records: list[tuple[str, Any]] = [(f"connector-{name}", {"properties": dict(props)})]

@@ -81,7 +81,16 @@ class DistributedHerder:
         self.worker = worker
         self.transformer = transformer
         self.url = ""
-        self.configs = ConfigTopic(worker.log, config.get("config.storage.topic"), self._wake)
+        self.configs = ConfigTopic(
+            worker.log,
+            config.get("config.storage.topic"),
+            self._wake,
+            config.get("config.storage.replication.factor"),
+        )
+        self._sync_timeout = config.get("worker.sync.timeout.ms") / 1000
+        # True once the config topic was read to its end after the latest assignment: until then
+        # this worker starts nothing, as Kafka Connect's herder (readConfigToEnd).
+        self._synced = False
         self.membership = GroupMembership(
             {"bootstrap.servers": ",".join(config.get("bootstrap.servers")), **config.client_configs("kafka.")},
             self.group_id,
@@ -111,6 +120,7 @@ class DistributedHerder:
         self.worker.start()
         self.worker.status_store.follow()
         self.configs.start()
+        self._synced = self._read_config_to_end(self._sync_timeout)
         slots = len(self.worker.log.partitions(self.worker.config.get("offset.storage.topic")))
         self.membership.start(slots)
         self._thread = threading.Thread(target=self._run, name="herder", daemon=True)
@@ -141,7 +151,22 @@ class DistributedHerder:
             self._woken.clear()
 
     # -- membership callbacks (on the herder thread, inside poll) ---------------------------
+    def _read_config_to_end(self, timeout: float) -> bool:
+        try:
+            return self.configs.read_to_end(timeout)
+        except Exception as e:  # the broker may be gone; never let a rebalance callback raise
+            log.warning("Could not read the config topic %r to its end: %s", self.configs.topic, e)
+            return False
+
     def _on_assigned(self, slots: set[int]) -> None:
+        self._synced = self._read_config_to_end(self._sync_timeout)
+        if not self._synced:
+            log.warning(
+                "Could not read the config topic %r to its end within worker.sync.timeout.ms (%.0f ms); "
+                "starting nothing until it is read",
+                self.configs.topic,
+                self._sync_timeout * 1000,
+            )
         if 0 in slots:
             log.info("This worker (%s) is the leader of group %s", self.url, self.group_id)
             self.configs.put_session_key(self.url)
@@ -184,6 +209,10 @@ class DistributedHerder:
         return dict(config) if self.transformer is None else self.transformer.transform(config).data
 
     def _reconcile(self) -> None:
+        if not self._synced:
+            self._synced = self._read_config_to_end(min(self._sync_timeout, 1.0))
+            if not self._synced:
+                return
         state = self._snapshot()
         for name in list(self.running):
             if name not in state.connectors:
@@ -285,6 +314,10 @@ class DistributedHerder:
             self.worker.stop_and_await_tasks(stale)
             for id in stale:
                 self.task_sources.pop(id, None)
+                if id.connector not in state.connectors:
+                    # Deleted: the task's last words (UNASSIGNED) must not outlive the connector, so
+                    # this worker tombstones its status after stopping it (Kafka Connect's onDeletion).
+                    self.worker.status_store.delete_task(id.connector, id.task)
         for id, source in desired.items():
             if id not in self.worker.tasks:
                 self._start_task(id, source, len(state.tasks[id.connector]), state.target(id.connector))
