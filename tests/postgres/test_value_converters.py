@@ -212,9 +212,18 @@ def test_values_serialize_with_the_json_converter(table) -> None:
 
 def test_unknown_type_is_explained(table) -> None:
     registry, _, _ = table
-    t = registry.get(next(oid for oid, ty in registry.types.items() if ty.name == "tsvector"))
+    t = registry.get(next(oid for oid, ty in registry.types.items() if ty.name == "tsquery"))
     with pytest.raises(UnsupportedTypeError, match=r"include\.unknown\.datatypes"):
-        PostgresValueConverters().schema_builder(PgColumn("doc", t))
+        PostgresValueConverters().schema_builder(PgColumn("query", t))
+
+
+def test_tsvector_is_debezium_tsvector_text(table) -> None:
+    registry, _, _ = table
+    t = registry.get(next(oid for oid, ty in registry.types.items() if ty.name == "tsvector"))
+    conv = PostgresValueConverters()
+    schema = conv.schema_builder(PgColumn("doc", t)).build()
+    assert (schema.type.value, schema.name) == ("string", "io.debezium.data.Tsvector")
+    assert conv.converter(PgColumn("doc", t))("'direct':6 'insert':8") == "'direct':6 'insert':8"
 
 
 @pytest.mark.parametrize(
@@ -232,11 +241,28 @@ def test_unknown_type_is_explained(table) -> None:
         "-infinity",
     ],
 )
-def test_timestamptz_shortcut_matches_the_full_parse(text: str) -> None:
+@pytest.mark.parametrize("width", [0, 3, 6])
+def test_timestamptz_shortcut_matches_the_full_parse(text: str, width: int) -> None:
     """UTC text takes a shortcut (the connector's sessions use TimeZone=UTC); it must agree byte for byte."""
     micros = tv.parse_timestamp(text)
-    full = micros if isinstance(micros, str) else _zoned_timestamp(micros)
-    assert PostgresValueConverters._timestamptz(text) == full
+    full = micros if isinstance(micros, str) else _zoned_timestamp(micros, width)
+    assert PostgresValueConverters._timestamptz(text, width) == full
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "expected"),
+    [
+        # Debezium's own expectations (AbstractRecordsProducerTest): timestamptz has 6 digits, zeros kept.
+        ("21016-11-04 06:51:30+00", 6, "+21016-11-04T06:51:30.000000Z"),
+        ("2020-04-01 11:51:02+00", 6, "2020-04-01T11:51:02.000000Z"),
+        ("2016-11-04 11:51:30.123456+00", 6, "2016-11-04T11:51:30.123456Z"),
+        ("2016-11-04 11:51:30.12+00", 3, "2016-11-04T11:51:30.120Z"),  # timestamptz(3)
+        ("2016-11-04 11:51:30+00", 0, "2016-11-04T11:51:30Z"),  # timestamptz(0): no fraction
+        ("infinity", 6, "infinity"),
+    ],
+)
+def test_timestamptz_fraction_has_the_column_precision(text: str, width: int, expected: str) -> None:
+    assert PostgresValueConverters._timestamptz(text, width) == expected
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from typing import Any
 from cdc.api import ConnectException, Headers, Schema, SchemaBuilder, SourceRecord, Struct
 from cdc_debezium.envelope import Envelope, Operation
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
+from cdc_postgres.pgoutput import UNCHANGED_TOAST
 from cdc_postgres.schema import TableSchema
 from cdc_postgres.source_info import SOURCE_SCHEMA, SourceInfo
 
@@ -30,6 +31,21 @@ def _lacks_key(table: TableSchema, old: tuple, old_is_key: bool) -> bool:
     if not old_is_key or table.key_schema is None:
         return False
     return any(not c.optional and _absent(old, c.index) for c in table.key_columns)
+
+
+def _with_old_toast(new: tuple, old: tuple | None, old_is_key: bool) -> tuple:
+    """The new row with its unchanged TOASTed values ('u') taken from a full old row.
+
+    Under REPLICA IDENTITY FULL, PostgreSQL logs the old row with every value in full, but the
+    new row still leaves unchanged TOASTed values out. Debezium fills them from the old row, so
+    `after` carries the real value, not the placeholder; a key-only old row has nothing to give.
+    """
+    if old is None or old_is_key or not any(v is UNCHANGED_TOAST for v in new):
+        return new
+    return tuple(
+        old[i] if v is UNCHANGED_TOAST and i < len(old) and old[i] is not None and old[i] is not UNCHANGED_TOAST else v
+        for i, v in enumerate(new)
+    )
 
 
 def _absent(row: tuple, index: int) -> bool:
@@ -134,6 +150,7 @@ class PostgresChangeRecordEmitter:
         pos: dict[str, Any],
         offset: dict[str, Any],
     ) -> None:
+        new = _with_old_toast(new, old, old_is_key)
         new_key = table.key(new)
         old_key = table.key(old) if old is not None and not _lacks_key(table, old, old_is_key) else None
         if old_key is not None and new_key is not None and old_key != new_key:

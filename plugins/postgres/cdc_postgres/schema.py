@@ -20,6 +20,7 @@ from cdc_debezium.envelope import Envelope
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_postgres.pgoutput import UNCHANGED_TOAST, Relation
 from cdc_postgres.source_info import SOURCE_SCHEMA
+from cdc_postgres.toast import ToastPlaceholder
 from cdc_postgres.types import PgColumn, TypeRegistry
 from cdc_postgres.value_converters import PostgresValueConverters, UnsupportedTypeError
 
@@ -69,6 +70,7 @@ class ColumnInfo:
     schema: Schema
     convert: Callable[[str], Any]
     optional: bool
+    toast: Any = None  # stands for an unchanged TOASTed value (None: no placeholder, use the null value)
 
 
 _FRESH = object()  # stands for a fallback that must be built anew for each row ([] or {})
@@ -84,7 +86,6 @@ class TableSchema:
     key_schema: Schema | None
     value_schema: Schema
     envelope: Envelope
-    placeholder: str
     relation_id: int = 0
     key_names: set[str] = field(default_factory=set)
     id: str = field(init=False, default="")  # schema.table
@@ -100,22 +101,21 @@ class TableSchema:
         null = None if col.optional else _fallback(col.schema)
         if isinstance(null, (list, dict)):
             null = _FRESH  # a new empty list/map per row: records must not share a mutable value
-        if col.schema.type is Type.STRING:
-            toast = self.placeholder
-        elif col.schema.type is Type.BYTES:
-            toast = self.placeholder.encode()
-        else:
-            toast = null
+        toast = null if col.toast is None else col.toast
+        if isinstance(toast, (list, dict)):
+            toast = _FRESH  # array and map placeholders are copied per row too
         return (col.index, None if col.convert is str else col.convert, null, toast, col)
+
+    @staticmethod
+    def _unchanged_toast(col: ColumnInfo) -> Any:
+        if col.toast is None:
+            return None if col.optional else _fallback(col.schema)
+        return col.toast.copy() if isinstance(col.toast, (list, dict)) else col.toast
 
     def _get(self, col: ColumnInfo, values: tuple[object, ...]) -> Any:
         raw = values[col.index] if col.index < len(values) else None
         if raw is UNCHANGED_TOAST:
-            if col.schema.type is Type.STRING:
-                return self.placeholder
-            if col.schema.type is Type.BYTES:
-                return self.placeholder.encode()
-            return None if col.optional else _fallback(col.schema)
+            return self._unchanged_toast(col)
         if raw is None:
             return None if col.optional else _fallback(col.schema)
         return col.convert(raw if isinstance(raw, str) else bytes(raw).decode())
@@ -131,7 +131,7 @@ class TableSchema:
             elif raw is None:
                 append(null if null is not _FRESH else _fallback(col.schema))
             elif raw is UNCHANGED_TOAST:
-                append(toast if toast is not _FRESH else _fallback(col.schema))
+                append(toast if toast is not _FRESH else self._unchanged_toast(col))
             else:
                 append(self._get(col, values))
         return out
@@ -164,7 +164,7 @@ class PostgresSchema:
         self.conn = conn
         self.topics = topics
         self.converters = converters
-        self.placeholder = placeholder
+        self.placeholder = ToastPlaceholder.parse(placeholder)
         self.column_filter = column_filter
         self.key_overrides = key_overrides or []
         self.types = TypeRegistry.load(conn)
@@ -245,7 +245,8 @@ class PostgresSchema:
             except UnsupportedTypeError as e:
                 log.warning("%s: %s", table_id, e)
                 continue
-            info = ColumnInfo(name, index, field_schema, self.converters.converter(col, element), optional)
+            toast = self.placeholder.for_column(field_schema, is_hstore=resolved.name == "hstore")
+            info = ColumnInfo(name, index, field_schema, self.converters.converter(col, element), optional, toast)
             value_b.field(name, field_schema)
             value_cols.append(info)
             if name in pk:
@@ -270,7 +271,6 @@ class PostgresSchema:
             key_b.build() if key_cols else None,
             value_schema,
             envelope,
-            self.placeholder,
             oid,
             {c.name for c in key_cols},
         )

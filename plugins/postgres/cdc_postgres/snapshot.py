@@ -104,10 +104,13 @@ class PostgresSnapshotChangeEventSource:
                 for oid, _, _ in tables
             }
             total = 0
-            pending: tuple[Any, ...] | None = None  # one-row look-ahead for the snapshot markers
+            # One-row look-ahead for the snapshot markers: (table, values, first overall, first in its
+            # table, last in its table). A table's last row stays held until a later table yields a
+            # row, so the snapshot's last row is `last` even when the tables after it are empty.
+            pending: tuple[Any, ...] | None = None
             self.progress.begin(len(tables))
             ts_us = time.time_ns() // 1000
-            for t_index, (oid, ns, name) in enumerate(tables):
+            for oid, ns, name in tables:
                 table = structures[oid]
                 cols = ", ".join(_quote(c.name) for c in table.value_columns)
                 self.progress.start_table(table.id, estimates[oid])
@@ -124,8 +127,8 @@ class PostgresSnapshotChangeEventSource:
                         for c, v in zip(table.value_columns, row, strict=True):
                             values[c.index] = v
                         if pending is not None:
-                            self._emit(*pending, last=False, consistent_point=consistent_point, ts_us=ts_us)
-                        pending = (table, tuple(values), total == 0, first_in_table)
+                            self._emit(*pending, last_overall=False, consistent_point=consistent_point, ts_us=ts_us)
+                        pending = (table, tuple(values), total == 0, first_in_table, False)
                         first_in_table = False
                         total += 1
                         progress.rows += 1
@@ -133,11 +136,9 @@ class PostgresSnapshotChangeEventSource:
                             log.info("Snapshot of %s: %d of ~%d rows", table.id, progress.rows, progress.estimate)
                 self.progress.finish_table(table.id)
                 if pending is not None and pending[0] is table:
-                    last_overall = t_index == len(tables) - 1
-                    self._emit(
-                        *pending, last=True, consistent_point=consistent_point, ts_us=ts_us, last_overall=last_overall
-                    )
-                    pending = None
+                    pending = (*pending[:4], True)
+            if pending is not None:
+                self._emit(*pending, last_overall=True, consistent_point=consistent_point, ts_us=ts_us)
             conn.execute("COMMIT")
         self.progress.complete()
         return total
@@ -148,20 +149,22 @@ class PostgresSnapshotChangeEventSource:
         values: tuple,
         first_overall: bool,
         first_in_table: bool,
+        last_in_table: bool,
         *,
-        last: bool,
+        last_overall: bool,
         consistent_point: int,
         ts_us: int,
-        last_overall: bool = False,
     ) -> None:
-        if first_overall:
-            marker = SnapshotRecord.FIRST
-        elif last_overall:
+        # Debezium's precedence: a row that is both first and last (of its table or of the
+        # snapshot) is marked by what ends, since `last` is what consumers wait for.
+        if last_overall:
             marker = SnapshotRecord.LAST
+        elif first_overall:
+            marker = SnapshotRecord.FIRST
+        elif last_in_table:
+            marker = SnapshotRecord.LAST_IN_DATA_COLLECTION
         elif first_in_table:
             marker = SnapshotRecord.FIRST_IN_DATA_COLLECTION
-        elif last:
-            marker = SnapshotRecord.LAST_IN_DATA_COLLECTION
         else:
             marker = SnapshotRecord.TRUE
         pos = {"lsn": consistent_point, "lsn_commit": None, "tx_id": None, "ts_us": ts_us}

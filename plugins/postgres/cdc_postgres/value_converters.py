@@ -82,13 +82,16 @@ def _point_schema() -> SchemaBuilder:
     )
 
 
-def _iso_time(micros: int) -> str:
-    """`HH:mm:ss[.f]` with the fraction trimmed as Java's ISO_LOCAL_TIME prints it."""
+def _iso_time(micros: int, width: int = 0) -> str:
+    """`HH:mm:ss[.f]`: with width 0 the fraction is trimmed as Java's ISO_LOCAL_TIME prints it;
+    otherwise it has exactly `width` digits, zeros included (Debezium's ZonedTimestamp)."""
     seconds, us = divmod(micros, 1_000_000)
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     text = f"{h % 24:02d}:{m:02d}:{s:02d}"
-    if us:
+    if width:
+        text += "." + f"{us:06d}"[:width]
+    elif us:
         text += "." + f"{us:06d}".rstrip("0")
     return text
 
@@ -106,7 +109,7 @@ def _civil_from_days(days: int) -> tuple[int, int, int]:
     return yoe + era * 400 + (month <= 2), month, day
 
 
-def _zoned_timestamp(micros_utc: int) -> str:
+def _zoned_timestamp(micros_utc: int, width: int = 0) -> str:
     days, rest = divmod(micros_utc, tv.MICROS_PER_DAY)
     if -719_162 <= days <= 2_932_896:  # years 1..9999: what datetime can hold
         date = datetime.date.fromordinal(719_163 + days).isoformat()
@@ -116,7 +119,7 @@ def _zoned_timestamp(micros_utc: int) -> str:
         y, m, d = _civil_from_days(days)
         year = f"+{y}" if y > 9999 else f"-{-y:04d}" if y < 0 else f"{y:04d}"
         date = f"{year}-{m:02d}-{d:02d}"
-    return f"{date}T{_iso_time(rest)}Z"
+    return f"{date}T{_iso_time(rest, width)}Z"
 
 
 def _bits(text: str) -> bytes:
@@ -179,6 +182,8 @@ class PostgresValueConverters:
                 return _named(SchemaBuilder.string(), "io.debezium.data.Uuid")
             case "ltree":
                 return _named(SchemaBuilder.string(), "io.debezium.data.Ltree")
+            case "tsvector":
+                return _named(SchemaBuilder.string(), "io.debezium.data.Tsvector")  # Debezium's spelling
             case "point":
                 return _point_schema()
             case "hstore":
@@ -287,14 +292,16 @@ class PostgresValueConverters:
             case "timestamp":
                 return self._timestamp(column)
             case "timestamptz":
-                return self._timestamptz
+                # Debezium writes the fraction with the column's precision (6 unless declared), zeros included.
+                width = column.fractional_precision
+                return lambda x: self._timestamptz(x, width)
             case "timetz":
                 return self._timetz
             case "interval":
                 if s.interval_handling_mode == "string":
                     return lambda x: tv.parse_interval(x).iso8601()
                 return lambda x: tv.parse_interval(x).approximate_micros()
-        return str  # text, json(b) as written, xml, uuid, ltree, network, ranges
+        return str  # text, json(b) as written, xml, uuid, ltree, tsvector, network, ranges
 
     def _decimal(
         self, column: PgColumn, ps: tuple[int, int] | None, parse: Callable[[str], decimal.Decimal]
@@ -395,9 +402,13 @@ class PostgresValueConverters:
         return convert
 
     @staticmethod
-    def _timestamptz(text: str) -> str:
-        # The connector's sessions run with TimeZone=UTC, so pgoutput writes `YYYY-MM-DD HH:MM:SS[.f]+00`,
-        # already Debezium's ISO text but for the 'T' and the 'Z'. Anything else takes the full parse.
+    def _timestamptz(text: str, width: int = 0) -> str:
+        """ISO text in UTC; the fraction has exactly `width` digits (0: trimmed, none when zero).
+
+        The connector's sessions run with TimeZone=UTC, so pgoutput writes `YYYY-MM-DD HH:MM:SS[.f]+00`
+        (fraction zeros trimmed), already Debezium's text but for the 'T', the 'Z' and the padding.
+        Anything else takes the full parse.
+        """
         n = len(text)
         if (
             22 <= n <= 29
@@ -408,9 +419,12 @@ class PostgresValueConverters:
             and text[-3:] == "+00"
             and (n == 22 or (text[19] == "." and text[-4] != "0"))  # PostgreSQL trims fraction zeros
         ):
-            return f"{text[:10]}T{text[11:-3]}Z"
+            if not width:
+                return f"{text[:10]}T{text[11:-3]}Z"
+            fraction = text[20:-3][:width].ljust(width, "0")
+            return f"{text[:10]}T{text[11:19]}.{fraction}Z"
         v = tv.parse_timestamp(text)
-        return v if isinstance(v, str) else _zoned_timestamp(v)
+        return v if isinstance(v, str) else _zoned_timestamp(v, width)
 
     @staticmethod
     def _timetz(text: str) -> str:
