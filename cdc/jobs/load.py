@@ -291,6 +291,23 @@ def _check_cluster(job: dict[str, Any], out: _Collector) -> None:
         )
 
 
+def _check_kafka_clients(job: dict[str, Any], out: _Collector) -> None:
+    """The transport's Kafka client settings translate for librdkafka (a JKS truststore does not)."""
+    transport = job.get("transport") or {}
+    if transport.get("type") != "kafka":
+        return
+    from cdc.api.kafka_clients import librdkafka_config
+
+    spec = JobSpec(job["name"], job["source"], [], transport)
+    try:
+        librdkafka_config(spec.kafka_security())
+        librdkafka_config(transport.get("kafka") or {}, "kafka.")
+    except ConfigException as e:
+        name = e.name or ""
+        path = ("transport", "kafka", name.removeprefix("kafka.")) if name.startswith("kafka.") else ("transport", name)
+        out.add(path if name else ("transport",), str(e).removeprefix(f"{name}: "))
+
+
 def _check_state_dir(job: dict[str, Any], out: _Collector) -> None:
     """`cdc run` creates state.dir and its lock there: say now when it cannot, not at start."""
     state_dir = Path(str((job.get("transport") or {}).get("state.dir", ".cdc")))
@@ -433,6 +450,7 @@ def validate_job_text(
     _check_dsn(data, out)
     if not out.problems:
         _check_cluster(data, out)
+        _check_kafka_clients(data, out)
     if not out.problems:
         _check_sink(data, out)
     if not out.problems and not inspect_only:

@@ -291,6 +291,8 @@ class JobRunner:
         else:
             src["bootstrap.servers"] = worker["bootstrap.servers"]
             src["probeEndOffsets"] = "true"
+            # The Spark source's consumers reach the brokers as the worker's clients do.
+            src.update({f"kafka.{k}": v for k, v in WorkerConfig(worker).kafka_common().items()})
         max_events = (self.job.spark or {}).get("maxEventsPerTrigger", DEFAULT_MAX_EVENTS_PER_TRIGGER)
         src["maxEventsPerTrigger"] = str(max_events)
         return src

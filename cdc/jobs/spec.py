@@ -24,6 +24,25 @@ def source_family(connector_class: str) -> str | None:
     return None
 
 
+# Kafka client security settings a job's transport takes under Kafka Connect's (Java) names.
+KAFKA_SECURITY_KEYS = (
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.jaas.config",
+    "sasl.oauthbearer.token.endpoint.url",
+    "ssl.truststore.location",
+    "ssl.truststore.type",
+    "ssl.truststore.password",
+    "ssl.keystore.location",
+    "ssl.keystore.type",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+)
+_KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
+_HISTORY = "schema.history.internal"
+
+
 def _str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -80,6 +99,7 @@ class JobSpec:
             config["topic.creation.default.replication.factor"] = _str(
                 self.transport.get("topic.replication.factor", -1)
             )
+        self._secure_history(config)
         aliases: list[str] = []
         predicates: list[str] = []
         for t in self.transforms:
@@ -105,6 +125,24 @@ class JobSpec:
             config["predicates"] = ",".join(predicates)
         return config
 
+    def kafka_security(self) -> dict[str, str]:
+        """The transport's Kafka security settings (Java names), for every client of the job."""
+        if self.transport_type != "kafka":
+            return {}
+        return {k: _str(self.transport[k]) for k in KAFKA_SECURITY_KEYS if k in self.transport}
+
+    def _secure_history(self, config: dict[str, str]) -> None:
+        """Debezium's Kafka schema history opens its own clients; on the transport's brokers they
+        need the transport's security settings, which Debezium would make the user repeat."""
+        security = self.kafka_security()
+        brokers = _str(self.transport.get("bootstrap.servers"))
+        same_brokers = config.get(f"{_HISTORY}.kafka.bootstrap.servers") == brokers
+        if not security or config.get(_HISTORY) != _KAFKA_HISTORY or not same_brokers:
+            return
+        for role in ("producer", "consumer"):
+            if not any(k.startswith(f"{_HISTORY}.{role}.") for k in config):
+                config.update({f"{_HISTORY}.{role}.{k}": v for k, v in security.items()})
+
     def worker_config(self) -> dict[str, str]:
         """Worker properties for the job's transport."""
         t = self.transport
@@ -122,6 +160,9 @@ class JobSpec:
             props["status.storage.topic"] = f"{self.name}-status"
         if "offset.flush.interval.ms" in t:
             props["offset.flush.interval.ms"] = _str(t["offset.flush.interval.ms"])
+        props.update(self.kafka_security())
+        for k, v in (t.get("kafka") or {}).items():
+            props[f"kafka.{k}"] = _str(v)
         for prefix in ("producer", "consumer"):
             for k, v in (t.get(prefix) or {}).items():
                 props[f"{prefix}.{k}"] = _str(v)

@@ -24,6 +24,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from cdc.api.kafka_clients import librdkafka_config
 from cdc.log.base import (
     DeliveryCallback,
     GroupConsumer,
@@ -73,11 +74,13 @@ class KafkaLog(TopicLog):
         self.bootstrap_servers = bootstrap_servers
         # librdkafka's own log lines go through Python logging (format, level, capture)
         # instead of raw "%3|…" lines on stderr.
-        self._common = {"bootstrap.servers": bootstrap_servers, "logger": _rdkafka_log, **(common or {})}
-        self._producer_conf = dict(producer or {})
-        self._consumer_conf = dict(consumer or {})
+        # Settings may use the Java client's names (worker.properties, Debezium configs): translated.
+        common_conf = librdkafka_config(common or {}, "kafka.")
+        self._common = {"bootstrap.servers": bootstrap_servers, "logger": _rdkafka_log, **common_conf}
+        self._producer_conf = librdkafka_config(producer or {}, "producer.")
+        self._consumer_conf = librdkafka_config(consumer or {}, "consumer.")
         self._timeout = request_timeout
-        self._admin_conf = dict(admin or {})
+        self._admin_conf = librdkafka_config(admin or {}, "admin.")
         self._admin = AdminClient({**self._common, **self._admin_conf})
 
     # -- admin -------------------------------------------------------------------------------
@@ -101,10 +104,11 @@ class KafkaLog(TopicLog):
                 causes = [err for err in errors if err.code() != KafkaError._ALL_BROKERS_DOWN]
                 # "host:port/bootstrap: Connect to … failed: Connection refused …" → from "Connect".
                 cause = re.sub(r"^\S+/\S+: ", "", _error_text(causes[-1] if causes else last))
+                protocol = str(self._common.get("security.protocol", "plaintext")).upper()
                 raise LogError(
-                    f"cannot reach Kafka at {self.bootstrap_servers} within {elapsed:.0f} s: {cause}; "
-                    "check bootstrap.servers, that a broker is up, and the kafka.security.protocol/sasl./ssl. "
-                    "settings"
+                    f"cannot reach Kafka at {self.bootstrap_servers} over {protocol} within {elapsed:.0f} s: "
+                    f"{cause}; check bootstrap.servers, that a broker is up and listens for {protocol} there, "
+                    "and the security.protocol, sasl.* and ssl.* settings"
                 )
 
     def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
@@ -188,6 +192,7 @@ class KafkaLog(TopicLog):
 
     # -- clients -----------------------------------------------------------------------------
     def producer(self, transactional_id: str | None = None, **overrides: str) -> KafkaProducer:
+        overrides = librdkafka_config(overrides, "producer.override.")
         conf: dict[str, Any] = {**self._common, **self._producer_conf, **overrides, **_PRODUCER_ENFORCED}
         if transactional_id:
             conf["transactional.id"] = transactional_id
@@ -200,7 +205,7 @@ class KafkaLog(TopicLog):
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             **self._consumer_conf,
-            **overrides,
+            **librdkafka_config(overrides, "consumer.override."),
             "group.id": group_id,
         }
 

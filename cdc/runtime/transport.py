@@ -18,7 +18,7 @@ def open_log(config: WorkerConfig) -> TopicLog:
 
         return KafkaLog(
             ",".join(config.get("bootstrap.servers")),
-            common=config.client_configs("kafka."),
+            common=config.kafka_common(),
             producer=config.client_configs("producer."),
             consumer=config.client_configs("consumer."),
             admin=config.client_configs("admin."),

@@ -7,6 +7,7 @@ from typing import Any
 
 from cdc.api.config import AbstractConfig, ConfigDef, ConfigType, Importance, Range, ValidString
 from cdc.api.errors import ConfigException
+from cdc.api.kafka_clients import SECURITY_KEYS, librdkafka_config
 from cdc.runtime.client_overrides import policy_name
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -276,6 +277,14 @@ class WorkerConfig(AbstractConfig):
     def client_configs(self, prefix: str) -> dict[str, str]:
         """`producer.X`, `consumer.X`, `admin.X` settings for the Kafka clients."""
         return {k: str(v) for k, v in self.originals_with_prefix(prefix).items()}
+
+    def kafka_common(self) -> dict[str, str]:
+        """Settings for every Kafka client: the worker's own security settings under Kafka Connect's
+        names (security.protocol, sasl.jaas.config, ssl.truststore.location, ...), translated for
+        librdkafka, then `kafka.X` (librdkafka's names) over them."""
+        originals = self.originals()
+        security = {k: str(originals[k]) for k in SECURITY_KEYS if k in originals}
+        return {**librdkafka_config(security), **self.client_configs("kafka.")}
 
     def converter_configs(self, role: str) -> dict[str, Any]:
         return self.originals_with_prefix(f"{role}.")

@@ -110,5 +110,5 @@ def test_inspection_commands_name_an_unreachable_broker(tmp_path: Path, command:
     )
     code, lines = _cdc(*command, str(job))
     assert code == 1
-    assert lines[-1].startswith(f"error: cannot reach Kafka at 127.0.0.1:{port} within ")
+    assert lines[-1].startswith(f"error: cannot reach Kafka at 127.0.0.1:{port} over PLAINTEXT within ")
     assert "Connection refused" in lines[-1] and "check bootstrap.servers" in lines[-1]

@@ -49,7 +49,7 @@ def test_probe_answers_for_a_live_broker_and_names_the_cause_for_a_dead_one(log_
     log_.probe(10)  # a live broker: returns
     dead = KafkaLog("127.0.0.1:1")
     try:
-        with pytest.raises(LogError, match=r"cannot reach Kafka at 127\.0\.0\.1:1 within \d+ s: .*Connection refused"):
+        with pytest.raises(LogError, match=r"at 127\.0\.0\.1:1 over PLAINTEXT within \d+ s: .*Connection refused"):
             dead.probe(10)
     finally:
         dead.close()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from cdc.api.errors import ConfigException
 from cdc.log.kafka import KafkaLog
 from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc_mysql.connector import MySqlConnector
@@ -63,3 +66,16 @@ def test_kafka_schema_history_writes_one_record_per_ddl(tansu) -> None:
     finally:
         log_.close()
     assert values == [{"source": {"server": "s"}, "position": {"file": "f", "pos": 4}, "ddl": "CREATE TABLE t (i INT)"}]
+
+
+def test_kafka_schema_history_takes_debezium_client_settings(tansu) -> None:
+    # schema.history.internal.producer.* / .consumer.*, Java names included, reach its clients.
+    big = {"ddl": "x" * 1_500_000}  # over librdkafka's default message.max.bytes
+    history = KafkaSchemaHistory(
+        "schema-history.settings", tansu.bootstrap, producer={"max.request.size": "2000000"}, consumer={}
+    )
+    history.record(big)
+    history.close()
+    with pytest.raises(ConfigException) as e:
+        KafkaSchemaHistory("schema-history.settings", tansu.bootstrap, consumer={"sasl.jaas.config": "nonsense"})
+    assert e.value.name == "schema.history.internal.consumer.sasl.jaas.config"

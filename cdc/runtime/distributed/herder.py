@@ -92,7 +92,7 @@ class DistributedHerder:
         # this worker starts nothing, as Kafka Connect's herder (readConfigToEnd).
         self._synced = False
         self.membership = GroupMembership(
-            {"bootstrap.servers": ",".join(config.get("bootstrap.servers")), **config.client_configs("kafka.")},
+            {"bootstrap.servers": ",".join(config.get("bootstrap.servers")), **config.kafka_common()},
             self.group_id,
             config.get("offset.storage.topic"),
             worker.worker_id,

@@ -13,11 +13,13 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from cdc.api import ConnectException
 from cdc.api.history import HistoryLog, history_log
+from cdc.api.kafka_clients import librdkafka_config
 from cdc_mysql import config as cfg
 
 log = logging.getLogger(__name__)
@@ -79,13 +81,13 @@ class FileSchemaHistory(SchemaHistory):
         return out
 
 
-def _ensure_history_topic(topic: str, bootstrap: str, timeout: float = 15.0) -> None:
+def _ensure_history_topic(topic: str, admin_conf: dict[str, str], timeout: float = 15.0) -> None:
     """Create the history topic as Debezium does: one partition, kept forever, never compacted
     (brokers often run with auto.create.topics.enable=false). Existing topics are left alone."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(admin_conf)
     try:
         if topic in admin.list_topics(timeout=timeout).topics:
             return
@@ -106,12 +108,22 @@ def _ensure_history_topic(topic: str, bootstrap: str, timeout: float = 15.0) -> 
 class KafkaSchemaHistory(SchemaHistory):
     """Writes to a one-partition Kafka topic with the connector's own client, as Debezium does."""
 
-    def __init__(self, topic: str, bootstrap: str) -> None:
+    def __init__(
+        self,
+        topic: str,
+        bootstrap: str,
+        producer: Mapping[str, str] | None = None,
+        consumer: Mapping[str, str] | None = None,
+    ) -> None:
+        """`producer`/`consumer`: Debezium's schema.history.internal.producer.* / .consumer.* client
+        settings (Java or librdkafka names); the topic is checked and created with the consumer's."""
         from confluent_kafka import Producer
 
         self.topic = topic
-        _ensure_history_topic(topic, bootstrap)
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        admin = librdkafka_config(consumer or producer or {}, f"{cfg.HISTORY_PREFIX}.consumer.")
+        _ensure_history_topic(topic, {**admin, "bootstrap.servers": bootstrap})
+        producer_conf = librdkafka_config(producer or {}, f"{cfg.HISTORY_PREFIX}.producer.")
+        self._producer = Producer({**producer_conf, "bootstrap.servers": bootstrap, "enable.idempotence": True})
 
     def record(self, record: dict[str, Any]) -> None:
         errors: list[Any] = []
@@ -157,7 +169,12 @@ def history_topic(c: cfg.MySqlConnectorConfig) -> str:
 def open_history(c: cfg.MySqlConnectorConfig, context: Any = None) -> SchemaHistory:
     """The configured store; with no file named, the worker's own log when the runtime offers it."""
     if c.history_class == cfg.KAFKA_HISTORY:
-        return KafkaSchemaHistory(c.get(cfg.HISTORY_KAFKA_TOPIC), c.get(cfg.HISTORY_KAFKA_BOOTSTRAP))
+        return KafkaSchemaHistory(
+            c.get(cfg.HISTORY_KAFKA_TOPIC),
+            c.get(cfg.HISTORY_KAFKA_BOOTSTRAP),
+            {k: str(v) for k, v in c.originals_with_prefix(f"{cfg.HISTORY_PREFIX}.producer.").items()},
+            {k: str(v) for k, v in c.originals_with_prefix(f"{cfg.HISTORY_PREFIX}.consumer.").items()},
+        )
     if c.history_class == cfg.FILE_HISTORY and c.history_file:
         return FileSchemaHistory(c.history_file)
     if c.history_class in (cfg.FILE_HISTORY, cfg.EMBEDDED_HISTORY):
