@@ -36,7 +36,7 @@ def test_valid_config_has_debezium_defaults() -> None:
     ("extra", "field", "fragment"),
     [
         ({"database.server.id": "0"}, "database.server.id", "at least 1"),
-        ({"snapshot.mode": "never"}, "snapshot.mode", "initial"),
+        ({"snapshot.mode": "never"}, "snapshot.mode", "snapshot.mode=no_data to stream changes from now on"),
         ({"decimal.handling.mode": "exact"}, "decimal.handling.mode", "precise"),
         ({"skipped.operations": "x"}, "skipped.operations", "c, u, d, t, none"),
         ({"topic.prefix": "bad prefix"}, "topic.prefix", "may only contain"),

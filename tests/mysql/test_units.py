@@ -65,6 +65,12 @@ def test_ddl_classification() -> None:
     assert classify("DROP TABLE IF EXISTS a.b").tables == (("a", "b"),)
     assert classify("TRUNCATE t").kind == "TRUNCATE"
     assert classify("RENAME TABLE a TO b").kind == "ALTER"
+    rename = classify("RENAME TABLE a TO a_old, `db`.`b` TO a")
+    assert rename.tables == ((None, "a"), ("db", "b")) and rename.renamed_to == ((None, "a_old"), (None, "a"))
+    assert classify("ALTER TABLE a ADD c INT, RENAME TO x.b").renamed_to == (("x", "b"),)
+    assert classify("ALTER TABLE a RENAME COLUMN c TO d, RENAME INDEX i TO j").renamed_to == ()
+    assert classify("ALTER TABLE a ADD c INT COMMENT 'x, rename to b'").renamed_to == ()
+    assert classify("DROP TABLE IF EXISTS a, `b`.c").tables == ((None, "a"), ("b", "c"))
     assert classify("CREATE DATABASE x").kind == "DATABASE"
     assert not is_ddl("SAVEPOINT s1") and not is_ddl("GRANT SELECT ON *.* TO x") and is_ddl("CREATE INDEX i ON t(c)")
 

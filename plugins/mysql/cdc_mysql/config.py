@@ -41,6 +41,7 @@ SNAPSHOT_LOCKING_MODE = "snapshot.locking.mode"
 INCLUDE_QUERY = "include.query"
 GTID_SOURCE_INCLUDES = "gtid.source.includes"
 GTID_SOURCE_EXCLUDES = "gtid.source.excludes"
+GTID_SOURCE_FILTER_DML = "gtid.source.filter.dml.events"
 HISTORY_PREFIX = "schema.history.internal"
 HISTORY_CLASS = "schema.history.internal"
 HISTORY_FILE = "schema.history.internal.file.filename"
@@ -138,6 +139,14 @@ def config_def() -> ConfigDef:
     )
     d.define(GTID_SOURCE_EXCLUDES, ConfigType.LIST, None, ValidRegex(), Importance.LOW, "GTID sources to drop.")
     d.define(
+        GTID_SOURCE_FILTER_DML,
+        ConfigType.BOOLEAN,
+        True,
+        None,
+        Importance.MEDIUM,
+        "With gtid.source.includes/excludes set: emit row changes only of transactions whose GTID source they keep.",
+    )
+    d.define(
         HISTORY_CLASS,
         ConfigType.STRING,
         FILE_HISTORY,
@@ -176,6 +185,16 @@ def normalize(props: Mapping[str, str]) -> dict[str, str]:
                 f"{old} was renamed to {new} in Debezium 2.0; set {new}={out[old]} instead", old, out[old]
             )
     mode = out.get(SNAPSHOT_MODE)
+    if mode and mode.strip().lower() == "never":
+        # Debezium 2.x streamed from the oldest binlog still on the server, without a snapshot: rows
+        # older than that binlog were never emitted. Removed in Debezium 3.6.
+        raise ConfigException(
+            "snapshot.mode=never is not supported (Debezium deprecated it and removed it in 3.6): it read only "
+            "the binlogs still on the server, silently missing every older row. Use snapshot.mode=initial to "
+            "read the existing rows first, or snapshot.mode=no_data to stream changes from now on without them",
+            SNAPSHOT_MODE,
+            mode,
+        )
     if mode and mode.lower() in _MODE_ALIASES:
         out[SNAPSHOT_MODE] = _MODE_ALIASES[mode.lower()]
     return out
@@ -305,6 +324,10 @@ class MySqlConnectorConfig(AbstractConfig):
             self.values(), common.COLUMN_INCLUDE_LIST, common.COLUMN_EXCLUDE_LIST
         )
         self.gtid_filter: IncludeExclude = include_exclude(self.values(), GTID_SOURCE_INCLUDES, GTID_SOURCE_EXCLUDES)
+        # Debezium's gtid.source.filter.dml.events: row events of other GTID sources are not emitted.
+        self.gtid_filters_dml: bool = self.get(GTID_SOURCE_FILTER_DML) and bool(
+            self.gtid_filter.include or self.gtid_filter.exclude
+        )
         self.column_mappers = ColumnMappers.from_config(props)
         self.key_columns = KeyColumns.parse(self.get(common.MESSAGE_KEY_COLUMNS))
         self.history_class: str = self.get(HISTORY_CLASS)

@@ -104,6 +104,13 @@ class MySqlConnection:
         value = self.variable("gtid_executed")
         return value.replace("\n", "") if value else None
 
+    def mariadb_gtid_pos_at(self, file: str, pos: int) -> str | None:
+        """MariaDB's GTID position (last GTID per domain) just before `file:pos`; None if that is no
+        event boundary of this server's binlog (a file of another server, or a position past its end)."""
+        rows = self.query("SELECT BINLOG_GTID_POS(%s, %s) AS p", (file, pos))
+        value = rows[0]["p"] if rows else None
+        return None if value is None else str(value)
+
     def binlog_files(self) -> list[str]:
         return [str(r["Log_name"]) for r in self.query("SHOW BINARY LOGS")]
 

@@ -51,5 +51,10 @@ class MySqlGtidSet:
         return str(self._set)
 
 
+def source_of(gtid: str, is_mariadb: bool) -> str:
+    """What gtid.source.includes/excludes match: a MySQL GTID's server UUID, a MariaDB GTID's domain id."""
+    return gtid.split("-", 1)[0] if is_mariadb else gtid.rsplit(":", 1)[0]
+
+
 def parse(text: str | None, is_mariadb: bool) -> MariaDbGtidSet | MySqlGtidSet:
     return MariaDbGtidSet(text) if is_mariadb else MySqlGtidSet(text)

@@ -134,6 +134,8 @@ class DdlStatement:
 
     kind: str  # CREATE | ALTER | DROP | TRUNCATE | DATABASE | OTHER
     tables: tuple[tuple[str | None, str], ...]  # (db or None for the session db, table)
+    # RENAME TABLE a TO b, c TO d / ALTER TABLE a RENAME TO b: the new name of each of `tables`
+    renamed_to: tuple[tuple[str | None, str], ...] = ()
 
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
@@ -148,8 +150,13 @@ _PATTERNS = [
     ("ALTER", re.compile(rf"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?{_QNAME}", re.I)),
     ("DROP", re.compile(rf"^\s*DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?{_QNAME}", re.I)),
     ("TRUNCATE", re.compile(rf"^\s*TRUNCATE\s+(?:TABLE\s+)?{_QNAME}", re.I)),
-    ("ALTER", re.compile(rf"^\s*RENAME\s+TABLES?\s+{_QNAME}", re.I)),
 ]  # fmt: skip
+_RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+", re.I)
+_RENAME_PAIR = re.compile(rf"\s*,?\s*{_QNAME}\s+TO\s+{_QNAME}", re.I)
+# ALTER TABLE a RENAME [TO|AS] b (not RENAME COLUMN/INDEX/KEY)
+_ALTER_RENAME = re.compile(rf"(?:^|,)\s*RENAME\s+(?:(?:TO|AS)\s+)?(?!(?:COLUMN|INDEX|KEY)\b){_QNAME}", re.I)
+_STRING = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"", re.S)
+_DROP_MORE = re.compile(rf"\s*,\s*{_QNAME}", re.I)
 _DATABASE = re.compile(r"^\s*(CREATE|DROP|ALTER)\s+(DATABASE|SCHEMA)\b", re.I)
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*\n|#[^\n]*\n", re.S)
 
@@ -158,14 +165,34 @@ def _unquote(ident: str) -> str:
     return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
 
 
+def _name(a: str, b: str | None) -> tuple[str | None, str]:
+    return (_unquote(a), _unquote(b)) if b else (None, _unquote(a))
+
+
 def classify(sql: str) -> DdlStatement:
     text = _COMMENT.sub(" ", sql)
+    m = _RENAME_TABLE.match(text)
+    if m:
+        # RENAME TABLE a TO b, c TO d: each old name with its new one.
+        olds, news = [], []
+        pos = m.end()
+        while pair := _RENAME_PAIR.match(text, pos):
+            olds.append(_name(pair.group(1), pair.group(2)))
+            news.append(_name(pair.group(3), pair.group(4)))
+            pos = pair.end()
+        return DdlStatement("ALTER", tuple(olds), tuple(news)) if olds else DdlStatement("OTHER", ())
     for kind, pattern in _PATTERNS:
         m = pattern.match(text)
         if m:
-            a, b = m.group(1), m.group(2)
-            table = (_unquote(a), _unquote(b)) if b else (None, _unquote(a))
-            return DdlStatement(kind, (table,))
+            tables = [_name(m.group(1), m.group(2))]
+            if kind == "DROP":
+                pos = m.end()
+                while more := _DROP_MORE.match(text, pos):
+                    tables.append(_name(more.group(1), more.group(2)))
+                    pos = more.end()
+            if kind == "ALTER" and (r := _ALTER_RENAME.search(_STRING.sub("''", text[m.end() :]))):
+                return DdlStatement(kind, tuple(tables), (_name(r.group(1), r.group(2)),))
+            return DdlStatement(kind, tuple(tables))
     if _DATABASE.match(text):
         return DdlStatement("DATABASE", ())
     return DdlStatement("OTHER", ())

@@ -10,6 +10,7 @@ MariaDB, `binlog_snapshot_file/position` give the same point without any lock (u
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -35,6 +36,27 @@ log = logging.getLogger(__name__)
 
 def _q(ident: str) -> str:
     return "`" + ident.replace("`", "``") + "`"
+
+
+def captured_tables(conn: Any, config: MySqlConnectorConfig) -> list[tuple[str, str]]:
+    """(db, table) of every base table the include/exclude lists capture, in name order."""
+    with conn.cursor(pymysql.cursors.DictCursor) as cur:
+        cur.execute(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
+            "ORDER BY TABLE_SCHEMA, TABLE_NAME"
+        )
+        rows = [(str(r["TABLE_SCHEMA"]), str(r["TABLE_NAME"])) for r in cur.fetchall()]
+    return [(db, table) for db, table in rows if config.captures_table(db, table)]
+
+
+def missing_rows_advice(db: str, table: str) -> str:
+    """How to get the existing rows of a table the snapshot did not read (there are no incremental snapshots)."""
+    regex = f"{re.escape(db)}\\.{re.escape(table)}"
+    return (
+        "To emit them, snapshot that table: run a one-off connector with another name and database.server.id, "
+        f"the same topic.prefix, snapshot.mode=initial_only and table.include.list={regex}; "
+        "or restart this connector once with snapshot.mode=always (it re-reads every captured table)"
+    )
 
 
 class MySqlSnapshotChangeEventSource:
@@ -131,26 +153,22 @@ class MySqlSnapshotChangeEventSource:
                 raise ConnectException(
                     "MariaDB reports no binlog_snapshot_file/position: binary logging must be on (log-bin)"
                 )
-            cur.execute("SELECT @@global.gtid_binlog_pos")
+            # The GTID position of the snapshot's own binlog position: @@gtid_binlog_pos may already
+            # include transactions committed after the snapshot (snapshot.locking.mode=none), which a
+            # resume by GTID would then skip.
+            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, int(pos)))
             row = cur.fetchone()
+            if row is None or row[0] is None:
+                cur.execute("SELECT @@global.gtid_binlog_pos")
+                row = cur.fetchone()
             gtid_text = str(row[0]) if row and row[0] else None
             return MySqlOffsetContext(file, int(pos), gtid_text)
         file, pos = self.connection.master_status()
         return MySqlOffsetContext(file, pos, self.connection.executed_gtids(False))
 
     def _read_schema(self, conn: Any) -> list[TableDef]:
-        with conn.cursor(pymysql.cursors.DictCursor) as cur:
-            cur.execute(
-                "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
-                "ORDER BY TABLE_SCHEMA, TABLE_NAME"
-            )
-            names = [
-                (str(r["TABLE_SCHEMA"]), str(r["TABLE_NAME"]))
-                for r in cur.fetchall()
-                if self.config.captures_table(str(r["TABLE_SCHEMA"]), str(r["TABLE_NAME"]))
-            ]
         tables = []
-        for table, meta in read_tables(conn, names, self.is_mariadb):
+        for table, meta in read_tables(conn, captured_tables(conn, self.config), self.is_mariadb):
             self.schema.set_meta(table, meta)
             tables.append(table)
         return tables

@@ -45,6 +45,7 @@ from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
 from cdc_mysql.schema_change import classify, is_ddl
+from cdc_mysql.snapshot import missing_rows_advice
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef, TableMeta
 
@@ -260,6 +261,8 @@ class MySqlStreamingChangeEventSource:
         query: str | None = None
         events_in_tx = 0
         first_tx = True
+        # gtid.source.filter.dml.events: the open transaction's GTID source is filtered out
+        filter_dml, skip_source = self.config.gtid_filters_dml, False
         dispatcher = self.dispatcher
         source_info = self.source_info
         # Room for the largest burst one row can add (BEGIN, delete, tombstone, create).
@@ -282,7 +285,7 @@ class MySqlStreamingChangeEventSource:
                         if first_tx and events_in_tx <= skip_events:
                             continue
                         ts = table_maps.get(ev.table_id)
-                        if ts is None:
+                        if ts is None or skip_source:
                             off.event, off.row = events_in_tx, 0
                             continue
                         rows = decode_rows(ev)
@@ -330,11 +333,13 @@ class MySqlStreamingChangeEventSource:
                     if isinstance(ev, XidEvent):
                         self._commit(file, end_pos, tx_gtid, ev.timestamp)
                         in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
+                        skip_source = False
                         continue
                     if isinstance(ev, MariadbGtidEvent | GtidEvent):
                         in_tx, events_in_tx = True, 0
                         tx_file, tx_pos = file, start_pos
                         tx_gtid = ev.gtid
+                        skip_source = filter_dml and not self.gtid_filter(gtids.source_of(tx_gtid, self.is_mariadb))
                         tx_id, thread, query = tx_gtid, None, None
                         self._begin(tx_file, tx_pos)
                         continue
@@ -352,6 +357,7 @@ class MySqlStreamingChangeEventSource:
                         if upper.startswith("COMMIT"):
                             self._commit(file, end_pos, tx_gtid, ev.timestamp)
                             in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
+                            skip_source = False
                             continue
                         if upper.startswith(("XA ", "SAVEPOINT", "ROLLBACK")):
                             continue
@@ -362,6 +368,8 @@ class MySqlStreamingChangeEventSource:
                         else:
                             log.debug("skipping DDL already processed before the restart: %s", sql)
                         in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
+                        skip_source = False
+                        dispatcher.maybe_heartbeat(off.offset)
                         continue
                     if isinstance(ev, RotateEvent):
                         file = ev.next_binlog
@@ -411,6 +419,9 @@ class MySqlStreamingChangeEventSource:
             off.gtids = str(self.gtid_set.filtered(self.gtid_filter))
         off.file, off.pos, off.event, off.row, off.ts_sec = file, end_pos, 0, 0, ts_sec
         self.dispatcher.commit_transaction(ts_sec * 1000, off.offset())
+        # The server sends its heartbeat only when the binlog is idle: a binlog busy with tables
+        # this connector does not capture would otherwise never move the stored offset forward.
+        self.dispatcher.maybe_heartbeat(off.offset)
 
     def _ddl(self, db: str, sql: str, ev: QueryEvent, file: str, start: int, end: int, gtid: str | None) -> None:
         stmt = classify(sql)
@@ -423,10 +434,14 @@ class MySqlStreamingChangeEventSource:
         offset = off.offset()
         ts_ms = ev.timestamp * 1000
         tables = [(t_db or db, t) for t_db, t in stmt.tables]
+        renamed = [(t_db or db, t) for t_db, t in stmt.renamed_to]
         if stmt.kind == "TRUNCATE":
             for t_db, t in tables:
-                table = self.schema.current.get(f"{t_db}.{t}")
-                if table is not None and self.config.captures_table(t_db, t):
+                if not self.config.captures_table(t_db, t):
+                    continue
+                # A table with no row event since the start is not known yet: its truncate still counts.
+                table = self.schema.current.get(f"{t_db}.{t}") or self._read_table(t_db, t)
+                if table is not None:
                     source = self.source_info.struct(
                         ts_ms=ts_ms, db=t_db, table=t, server_id=ev.packet.server_id, file=file, pos=start,
                         gtid=gtid, thread=ev.slave_proxy_id,
@@ -435,7 +450,8 @@ class MySqlStreamingChangeEventSource:
             return
         if not is_ddl(sql):
             return
-        captured = any(self.config.captures_table(t_db, t) for t_db, t in tables) if tables else (
+        named = tables + renamed
+        captured = any(self.config.captures_table(t_db, t) for t_db, t in named) if named else (
             not db or self.config.captures_database(db)
         )  # fmt: skip
         if self.config.history_store_only_captured and not captured:
@@ -444,8 +460,47 @@ class MySqlStreamingChangeEventSource:
             ts_ms=ts_ms, db=db, table=tables[0][1] if tables else None, server_id=ev.packet.server_id, file=file,
             pos=start, gtid=gtid, thread=ev.slave_proxy_id, query=sql if self.config.include_query else None,
         )  # fmt: skip
-        changes = [self._table_change(stmt.kind, t_db, t) for t_db, t in tables if stmt.kind != "DATABASE"]
+        if renamed:
+            changes = [self._rename(old, new) for old, new in zip(tables, renamed, strict=False)]
+        else:
+            changes = [self._table_change(stmt.kind, t_db, t) for t_db, t in tables if stmt.kind != "DATABASE"]
         self.dispatcher.schema_change(db, sql, source, offset, changes, emit=captured)
+
+    def _read_table(self, db: str, name: str) -> TableDef | None:
+        """The table as information_schema has it now, remembered as the current definition."""
+        try:
+            found = read_tables(self.connection.conn, [(db, name)], self.is_mariadb)
+        except pymysql.err.MySQLError as e:
+            log.warning("Could not read table %s.%s from information_schema: %s", db, name, e)
+            return None
+        if not found:
+            return None
+        table, meta = found[0]
+        self.schema.set_meta(table, meta)
+        self.schema.current[table.id] = table
+        return table
+
+    def _rename(self, old: tuple[str, str], new: tuple[str, str]) -> tuple[str, str, TableDef | None, TableMeta | None]:
+        """RENAME TABLE old TO new (or ALTER TABLE old RENAME TO new): an ALTER of the new name, as Debezium.
+
+        A table renamed into the include list from a name that was not captured brings rows the
+        connector never read: they are not emitted, and the log says so.
+        """
+        old_key = f"{old[0]}.{old[1]}"
+        known = self.schema.current.pop(old_key, None)
+        if known is not None:
+            self.schema.set_meta(known, None)
+        if self.config.captures_table(*new) and not self.config.captures_table(*old):
+            log.warning(
+                "Table %s.%s is captured from now on: it was renamed from %s, which this connector does not "
+                "capture, so the existing rows it brings were never read and will not be emitted (only its "
+                "changes from here on are). %s",
+                new[0], new[1], old_key, missing_rows_advice(*new),
+            )  # fmt: skip
+        kind, table_id, table, meta = self._table_change("ALTER", *new)
+        if table is None and known is not None:
+            table = TableDef(new[0], new[1], known.columns, known.primary_key)
+        return kind, table_id, table, meta
 
     def _table_change(self, kind: str, db: str, name: str) -> tuple[str, str, TableDef | None, TableMeta | None]:
         """The table a DDL produced, read from information_schema as the snapshot reads it.
@@ -461,17 +516,10 @@ class MySqlStreamingChangeEventSource:
                 self.schema.set_meta(known, None)
                 del self.schema.current[key]
             return kind, table_id, known, known_meta
-        try:
-            found = read_tables(self.connection.conn, [(db, name)], self.is_mariadb)
-        except pymysql.err.MySQLError as e:
-            log.warning("Could not read table %s from information_schema for the schema history: %s", key, e)
-            found = []
-        if not found:
+        table = self._read_table(db, name)
+        if table is None:
             return kind, table_id, known, known_meta
-        table, meta = found[0]
-        self.schema.set_meta(table, meta)
-        self.schema.current[key] = table
-        return kind, table_id, table, meta
+        return kind, table_id, table, self.schema.meta.get(key)
 
     def _not_implemented(self, ev: NotImplementedEvent, file: str, pos: int) -> None:
         kind = COMPRESSED_EVENTS.get(ev.event_type)

@@ -24,10 +24,11 @@ from cdc_mysql import __version__
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.gtid import MariaDbGtidSet
 from cdc_mysql.history import SchemaHistory, open_history
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
-from cdc_mysql.snapshot import MySqlSnapshotChangeEventSource
+from cdc_mysql.snapshot import MySqlSnapshotChangeEventSource, captured_tables, missing_rows_advice
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.streaming import MySqlStreamingChangeEventSource
 from cdc_mysql.value_converters import MySqlValueConverters
@@ -148,12 +149,16 @@ class MySqlConnectorTask(SourceTask):
             offset = yield from snapshot.execute(with_data=False)
         elif plan == "recovery":
             assert stored is not None
+            self._warn_about_tables_never_read()  # before the history is rebuilt with every captured table
             yield from snapshot.execute(with_data=False, at=stored)
             offset = stored
         else:
             assert stored is not None
             offset = stored
-            use_gtid = stored.file not in self.connection.binlog_files() and bool(stored.gtids)
+            use_gtid = bool(stored.gtids) and (
+                stored.file not in self.connection.binlog_files() or not self._position_matches_gtids(stored)
+            )
+            self._warn_about_tables_never_read()
         offset.server_id = 0
         self._snapshot_tail = len(self.dispatcher.buffer)
         self.streaming = MySqlStreamingChangeEventSource(
@@ -161,6 +166,67 @@ class MySqlConnectorTask(SourceTask):
             self.stop_event, use_gtid_start=use_gtid,
         )  # fmt: skip
         yield from self.streaming.execute()
+
+    def _position_matches_gtids(self, stored: MySqlOffsetContext) -> bool:
+        """False when the stored file/pos is not where the stored GTID set says on this server.
+
+        After a failover the new primary may have a binlog file of the same name with other
+        contents: resuming there by file/pos would skip or repeat changes silently. Debezium resumes
+        by GTID whenever the offset has GTIDs; this connector resumes by file/pos (exact, and safe
+        against the library's GTID reconnect issues) unless this check fails. MariaDB answers it
+        with BINLOG_GTID_POS; on MySQL the file name alone is checked.
+        """
+        if not self.is_mariadb:
+            return True
+        try:
+            at = self.connection.mariadb_gtid_pos_at(stored.file, stored.pos)
+        except Exception as e:  # a server without the function: keep resuming by file/pos
+            log.debug("BINLOG_GTID_POS(%s, %d) failed: %s", stored.file, stored.pos, e)
+            return True
+        ours = MariaDbGtidSet(stored.gtids)
+        theirs = MariaDbGtidSet(at) if at is not None else None
+        if theirs is not None and all(theirs.by_domain.get(d) == v for d, v in ours.by_domain.items()):
+            return True
+        log.warning(
+            "The stored offset %s:%d is %s on this server, but its GTID set is %s: the binlog files were "
+            "replaced (a failover to another server, or RESET MASTER). Resuming by GTID from %s",
+            stored.file, stored.pos,
+            "no event boundary" if theirs is None else f"at GTID position {at}", stored.gtids, stored.gtids,
+        )  # fmt: skip
+        return False
+
+    def _warn_about_tables_never_read(self) -> None:
+        """Names each captured table the schema history has never seen: its existing rows were never read.
+
+        A table added to table.include.list (or database.include.list) after the snapshot is streamed
+        from the stored position on, as with Debezium, which has incremental snapshots for the rest.
+        The schema history holds every table the snapshot read and every table a streamed DDL
+        created, so a table missing from it had rows before the connector looked at it.
+        """
+        try:
+            records = self.history.records()
+        except ConnectException as e:
+            log.warning("Could not read the schema history to check for newly captured tables: %s", e)
+            return
+        if not records:
+            return  # no durable history (memory, or a Kafka topic this connector does not read back)
+        known: set[str] = set()
+        for record in records:
+            for change in record.get("tableChanges") or []:
+                table_id = change.get("id")
+                if change.get("type") == "DROP":
+                    known.discard(table_id)
+                else:
+                    known.add(table_id)
+        for db, table in captured_tables(self.connection.conn, self.config):
+            if f'"{db}"."{table}"' not in known:
+                log.warning(
+                    "Table %s.%s is captured but was not when the snapshot ran (it was added to "
+                    "table.include.list/database.include.list, or removed from an exclude list, since): its "
+                    "changes are streamed from the stored offset on, but the rows it held before were never "
+                    "read and will not be emitted. %s",
+                    db, table, missing_rows_advice(db, table),
+                )  # fmt: skip
 
     def _heartbeat_action(self, query: str) -> None:
         conn = MySqlConnection(self.config).connect(autocommit=True)
