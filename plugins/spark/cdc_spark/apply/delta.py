@@ -26,7 +26,7 @@ from deltalake.table import TableMerger
 
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, hex_literal, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
-from cdc_spark.apply.evolution import conform
+from cdc_spark.apply.evolution import check_lake_range, conform
 from cdc_spark.decode.flatten import FlatBatch
 
 TOMBSTONE_SUFFIX = "__tombstones"
@@ -95,6 +95,7 @@ class DeltaTarget:
 
     def apply(self, table: str, batch: FlatBatch, batch_id: int) -> None:
         source = for_lake(batch.table, table)
+        check_lake_range(table, source)
         keys = batch.key_columns
         path = self.path(table)
         dt = _open(path)

@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from cdc_spark.apply.errors import SchemaEvolutionError, TypeWideningError
+from cdc_spark.apply.errors import SchemaEvolutionError, TypeWideningError, ValueOutOfRangeError
 
 _INT_ORDER = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
 _FLOAT_ORDER = [pa.float32(), pa.float64()]
@@ -34,19 +35,48 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
     if pa.types.is_timestamp(old) and pa.types.is_timestamp(new):
         return True
     if pa.types.is_decimal(old) and pa.types.is_decimal(new):
-        return new.scale == old.scale and new.precision <= old.precision
+        # decimal(10,2) values fit decimal(12,4) exactly: no more integer digits, no more scale.
+        return new.scale <= old.scale and new.precision - new.scale <= old.precision - old.scale
     return False
 
 
 def is_widening(old: pa.DataType, new: pa.DataType) -> bool:
-    """int → a wider int, float → double, decimal(p,s) → decimal(p2>p,s): lossless, but a type change."""
+    """int → a wider int, float → double, decimal(p,s) → more integer digits or more scale: lossless,
+    but a type change."""
     old, new = _small(old), _small(new)
     for order in (_INT_ORDER, _FLOAT_ORDER):
         if old in order and new in order:
             return order.index(new) > order.index(old)
     if pa.types.is_decimal(old) and pa.types.is_decimal(new):
-        return new.scale == old.scale and new.precision > old.precision
+        return not widens(old, new) and new.scale >= old.scale
     return False
+
+
+# The years Delta and Iceberg hold (Delta's protocol: 0001-01-01 to 9999-12-31; pyiceberg
+# computes column statistics with Python's datetime, which has the same range).
+_LAKE_DAYS = (-719_162, 2_932_896)
+_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def check_lake_range(table_name: str, table: pa.Table) -> None:
+    """Refuse dates and timestamps outside the years 1-9999 with ValueOutOfRangeError, which names
+    the table and column and says what to do (delta-rs panics on them, pyiceberg overflows)."""
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_date32(t):
+            per_day, ints = 1, table.column(f.name).cast(pa.int32())
+        elif pa.types.is_timestamp(t):
+            per_day, ints = _PER_DAY[t.unit], table.column(f.name).cast(pa.int64())
+        else:
+            continue
+        bounds = pc.min_max(ints)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if lo is None or (lo >= _LAKE_DAYS[0] * per_day and hi < (_LAKE_DAYS[1] + 1) * per_day):
+            continue
+        bad = lo if lo < _LAKE_DAYS[0] * per_day else hi
+        raise ValueOutOfRangeError(
+            table_name, f.name, t, f"{bad} {'days' if per_day == 1 else t.unit} since 1970-01-01 is outside 0001-9999"
+        )
 
 
 def conform(table_name: str, existing: pa.Schema, incoming: pa.Table) -> tuple[pa.Table, list[pa.Field]]:

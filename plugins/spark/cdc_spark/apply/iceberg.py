@@ -34,7 +34,7 @@ from pyiceberg.table import Table
 
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.evolution import conform
+from cdc_spark.apply.evolution import check_lake_range, conform
 from cdc_spark.decode.flatten import FlatBatch
 
 TOMBSTONE_SUFFIX = "__tombstones"
@@ -139,6 +139,7 @@ class IcebergTarget:
     def apply(self, table: str, batch: FlatBatch, batch_id: int) -> None:
         keys = batch.key_columns
         source = for_lake(batch.table, table)
+        check_lake_range(table, source)
         tbl = self._load(table) or self.catalog.create_table((self.namespace, table), schema=source.schema)
         source, added = conform(table, tbl.schema().as_arrow(), source)
         if added:

@@ -21,18 +21,31 @@ from collections.abc import Iterator, Mapping
 
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from psycopg import sql
 
 from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import SchemaEvolutionError
-from cdc_spark.decode.flatten import FlatBatch, flatten
+from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch, flatten
+from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE
 
 TOMBSTONE_SUFFIX = "__tombstones"
 # One row per truncated table: the last truncate's sequence, which later, older events lose to.
 TRUNCATES = "_cdc_truncates"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
+
+
+class WarehouseValueError(RuntimeError):
+    """A value PostgreSQL cannot store in its column; the message names table, column and fix."""
+
+
+def column_type(field: pa.Field) -> str:
+    """The PostgreSQL type of one batch column: what the source schema says (SQL_TYPE, e.g. numeric
+    for a VariableScaleDecimal carried as exact text), else what its Arrow type maps to."""
+    sql = (field.metadata or {}).get(SQL_TYPE)
+    return sql.decode() if sql else pg_type(field.type)
 
 
 def pg_type(t: pa.DataType) -> str:
@@ -60,8 +73,21 @@ def pg_type(t: pa.DataType) -> str:
 
 
 def _numeric(t: str) -> tuple[int, int] | None:
-    m = re.fullmatch(r"numeric\((\d+),(\d+)\)", t)
+    m = re.fullmatch(r"numeric\((\d+),(-?\d+)\)", t)
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _numeric_union(existing: str, incoming: str) -> str | None:
+    """The numeric type holding every value of both (as many integer digits and as much scale
+    as either has), or None when either is not numeric."""
+    if not (existing.startswith("numeric") and incoming.startswith("numeric")):
+        return None
+    old, new = _numeric(existing), _numeric(incoming)
+    if old is None or new is None:  # unconstrained numeric takes any
+        return "numeric"
+    scale = max(old[1], new[1])
+    digits = max(old[0] - old[1], new[0] - new[1]) + scale
+    return f"numeric({digits},{scale})" if digits <= 1000 else "numeric"
 
 
 def _fits(existing: str, incoming: str) -> bool:
@@ -71,20 +97,18 @@ def _fits(existing: str, incoming: str) -> bool:
         return _WIDER[incoming] <= _WIDER[existing]
     if existing == "double precision" and incoming in ("real", "smallint", "integer"):
         return True
-    old, new = _numeric(existing), _numeric(incoming)
-    if old and new:
-        return new[1] == old[1] and new[0] <= old[0]
-    return existing == "numeric" and incoming.startswith("numeric")  # unconstrained numeric takes any
+    return _numeric_union(existing, incoming) == existing  # e.g. numeric(10,2) into numeric(12,4)
 
 
-def _widens(existing: str, incoming: str) -> bool:
-    """A type change PostgreSQL applies in place without loss (ALTER COLUMN … TYPE)."""
+def _widens(existing: str, incoming: str) -> str | None:
+    """The type PostgreSQL changes the column to, in place and without loss (ALTER COLUMN … TYPE),
+    so that it holds the incoming values too; None when there is none."""
     if existing in _WIDER and incoming in _WIDER:
-        return _WIDER[incoming] > _WIDER[existing]
+        return incoming if _WIDER[incoming] > _WIDER[existing] else None
     if existing == "real" and incoming == "double precision":
-        return True
-    old, new = _numeric(existing), _numeric(incoming)
-    return bool(old and new and new[1] == old[1] and new[0] > old[0])
+        return incoming
+    union = _numeric_union(existing, incoming)  # precision up, scale up, or both (scale 2 → 4)
+    return union if union is not None and union != existing else None
 
 
 class PostgresWriter:
@@ -110,12 +134,13 @@ class PostgresWriter:
             name: (f"numeric({p},{s})" if dtype == "numeric" and p is not None else dtype) for name, dtype, p, s in rows
         }
 
-    def ensure_table(self, table: str, schema: pa.Schema, keys: list[str]) -> None:
-        """Create or widen the table under an advisory lock (partitions race for the DDL)."""
-        wanted = {f.name: pg_type(f.type) for f in schema}
+    def ensure_table(self, table: str, schema: pa.Schema, keys: list[str]) -> dict[str, str]:
+        """Create or widen the table under an advisory lock (partitions race for the DDL);
+        returns its columns (name → type)."""
+        wanted = {f.name: column_type(f) for f in schema}
         existing = self._columns(table)
         if existing and all(c in existing and _fits(existing[c], t) for c, t in wanted.items()):
-            return
+            return existing
         with self.conn.transaction():
             self.conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"cdc-spark:{self.config.schema}.{table}",)
@@ -133,9 +158,11 @@ class PostgresWriter:
                             self.ident(table), sql.Identifier(c), sql.SQL(t)
                         )
                     )
-                elif _widens(existing[c], t):
-                    self._widen(table, c, t, keys)
-                elif not _fits(existing[c], t):
+                elif _fits(existing[c], t):
+                    continue
+                elif wider := _widens(existing[c], t):
+                    self._widen(table, c, wider, keys)
+                else:
                     raise SchemaEvolutionError(f"{self.config.schema}.{table}", c, existing[c], t)
             if self.config.delete_mode == "hard":
                 key_types = [sql.SQL("{} {}").format(sql.Identifier(k), sql.SQL(wanted[k])) for k in keys]
@@ -149,9 +176,10 @@ class PostgresWriter:
                         sql.SQL(", ").join(map(sql.Identifier, keys)),
                     )
                 )
+        return self._columns(table)
 
     def _widen(self, table: str, column: str, wider: str, keys: list[str]) -> None:
-        """int → bigint, real → double precision, numeric(p,s) → numeric(p2,s): in place, keys too."""
+        """int → bigint, real → double precision, numeric(p,s) → numeric(p2,s2): in place, keys too."""
         tombs = table + TOMBSTONE_SUFFIX
         for name in [table] + ([tombs] if column in keys and self._columns(tombs) else []):
             self.conn.execute(
@@ -190,13 +218,18 @@ class PostgresWriter:
     def apply(self, table: str, batch: FlatBatch) -> None:
         data = batch.table
         keys = batch.key_columns
-        self.ensure_table(table, data.schema, keys)
+        columns = self.ensure_table(table, data.schema, keys)
+        _refuse_nul(f"{self.config.schema}.{table}", data)
         cols = data.column_names
         c_ids = sql.SQL(", ").join(map(sql.Identifier, cols))
         on = sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k)) for k in keys)
         target = self.ident(table)
+        # A row image is the whole row: columns the source dropped become NULL on update, as
+        # in the Delta and Iceberg targets (a stale value would outlive the column's removal).
+        dropped = [c for c in columns if c not in cols and c not in META_COLUMNS]
         updates = sql.SQL(", ").join(
-            sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in cols if c not in keys
+            [sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in cols if c not in keys]
+            + [sql.SQL("{0} = NULL").format(sql.Identifier(c)) for c in dropped]
         )
         upsert = sql.SQL(
             "INSERT INTO {t} AS t ({c}) SELECT {c} FROM _cdc_stage s {where} "
@@ -208,7 +241,7 @@ class PostgresWriter:
                     c=c_ids, t=target
                 )
             )
-            _copy(self.conn, data)
+            _copy(self.conn, data, f"{self.config.schema}.{table}")
             k_ids = sql.SQL(", ").join(map(sql.Identifier, keys))
             if self.config.delete_mode == "soft":
                 self.conn.execute(upsert.format(t=target, c=c_ids, where=sql.SQL(""), k=k_ids, u=updates))
@@ -246,12 +279,86 @@ class PostgresWriter:
                 )
 
 
-def _copy(conn: psycopg.Connection, data: pa.Table) -> None:
+def _refuse_nul(table: str, data: pa.Table) -> None:
+    """PostgreSQL's text cannot hold U+0000, which MySQL and the lakes store: name the column."""
+    for f in data.schema:
+        if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)) and f.name not in META_COLUMNS:
+            col = data.column(f.name)
+            if pc.any(pc.match_substring(col, "\x00")).as_py():
+                raise WarehouseValueError(
+                    f"table {table}: column {f.name!r} holds a NUL character (U+0000), which PostgreSQL text "
+                    "cannot store. Fix: remove it at the source or with a transform before the sink (e.g. "
+                    "replace it in the column), or leave the column out with column.exclude.list; then "
+                    "restart the query from its checkpoint."
+                )
+
+
+_UNIX_DAYS = (-719_162, 2_932_896)  # 0001-01-01 .. 9999-12-31: the years Arrow's CSV writer prints
+_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+_DATE_INFINITY = {2**31 - 1: "infinity", -(2**31): "-infinity"}  # the source's ±infinity dates
+_TS_INFINITY = {POSITIVE_INFINITY: "infinity", NEGATIVE_INFINITY: "-infinity"}  # Debezium's, any unit
+
+
+def _civil(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a day count since 1970-01-01, any year (H. Hinnant's algorithm)."""
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+def _pg_date(days: int, time: str = "") -> str:
+    """PostgreSQL input text of a date (+ time): years ≤ 0 are BC (year 0 is 1 BC)."""
+    y, m, d = _civil(days)
+    text = f"{max(y, 1 - y):04d}-{m:02d}-{d:02d}{time}"
+    return text + " BC" if y <= 0 else text
+
+
+def _pg_temporal(col: pa.Array) -> pa.Array:
+    """Dates and timestamps as PostgreSQL text when some lie outside the years 1-9999 that Arrow's
+    CSV writer prints: ±infinity (as Debezium encodes it) becomes 'infinity', BC years get ' BC'."""
+    t = col.type
+    per_day = 1 if pa.types.is_date32(t) else _PER_DAY[t.unit]
+    ints = col.cast(pa.int32() if pa.types.is_date32(t) else pa.int64())
+    bounds = pc.min_max(ints)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is None or (lo >= _UNIX_DAYS[0] * per_day and hi < (_UNIX_DAYS[1] + 1) * per_day):
+        return col
+    specials = _DATE_INFINITY if per_day == 1 else _TS_INFINITY
+    zone = "+00" if pa.types.is_timestamp(t) and t.tz else ""
+    digits = len(str(per_day // 86_400)) - 1
+    out: list[str | None] = []
+    for v in ints.to_pylist():
+        if v is None or v in specials:
+            out.append(None if v is None else specials[v])
+            continue
+        days, rest = divmod(v, per_day)
+        if per_day == 1:
+            out.append(_pg_date(days))
+            continue
+        seconds, fraction = divmod(rest, per_day // 86_400)
+        clock = f" {seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if digits:
+            clock += f".{fraction:0{digits}d}"
+        out.append(_pg_date(days, clock + zone))
+    return pa.array(out, pa.string())
+
+
+def _copy(conn: psycopg.Connection, data: pa.Table, table: str) -> None:
     """COPY through Arrow's C++ CSV writer (bytea as \\x hex text, NULL as an unquoted empty field)."""
     arrays = []
     for col in data.columns:
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
         if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
             col = bytea_text(col)
+        elif pa.types.is_date32(col.type) or pa.types.is_timestamp(col.type):
+            col = _pg_temporal(col)
         arrays.append(col)
     buf = io.BytesIO()
     pacsv.write_csv(
@@ -260,8 +367,17 @@ def _copy(conn: psycopg.Connection, data: pa.Table) -> None:
         pacsv.WriteOptions(include_header=False, quoting_style="needed"),
     )
     cols = sql.SQL(", ").join(map(sql.Identifier, data.column_names))
-    with conn.cursor().copy(sql.SQL("COPY _cdc_stage ({}) FROM STDIN (FORMAT csv)").format(cols)) as cp:
-        cp.write(buf.getvalue())
+    try:
+        with conn.cursor().copy(sql.SQL("COPY _cdc_stage ({}) FROM STDIN (FORMAT csv)").format(cols)) as cp:
+            cp.write(buf.getvalue())
+    except psycopg.errors.DataError as e:
+        where = getattr(e.diag, "context", None) or ""
+        raise WarehouseValueError(
+            f"table {table}: PostgreSQL refused a value of this batch: {e.diag.message_primary or e} "
+            f"({where.strip()}; the column is named there, _cdc_stage is the staging copy of {table}). "
+            "Fix: change the value at the source or with a transform, widen the target column, or leave the "
+            "column out with column.exclude.list; then restart the query from its checkpoint."
+        ) from None
 
 
 def apply_partition(

@@ -18,7 +18,7 @@ from deltalake import CommitProperties, DeltaTable, Field, Transaction
 from cdc_spark.apply.arrowutil import for_lake, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.delta import merge
-from cdc_spark.apply.evolution import conform
+from cdc_spark.apply.evolution import check_lake_range, conform
 from cdc_spark.decode.flatten import FlatBatch
 
 
@@ -57,6 +57,7 @@ class Scd2Delta:
     def apply(self, path: str, table: str, batch: FlatBatch, batch_id: int) -> None:
         keys = batch.key_columns
         new = for_lake(batch.table, table)
+        check_lake_range(table, new)  # delta-rs panics on years outside 1-9999
         new = new.append_column("__valid_from", new.column("__seq")).append_column(
             "__valid_to", pa.nulls(new.num_rows, pa.binary())
         )

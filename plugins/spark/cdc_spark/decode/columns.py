@@ -18,12 +18,23 @@ import pyarrow.compute as pc
 
 from cdc_spark.decode.envelope import EnvelopeReader
 from cdc_spark.decode.fast import read_ndjson
-from cdc_spark.decode.flatten import META_ARROW, ColumnTypeConflict, FlatBatch
-from cdc_spark.decode.types import Convert, _b64, _days, _ident, arrow_type, envelope_row_schema
+from cdc_spark.decode.flatten import META_ARROW, FlatBatch, merge_columns
+from cdc_spark.decode.types import (
+    VARIABLE_SCALE_DECIMAL,
+    ZONED_TIMESTAMP,
+    Convert,
+    _b64,
+    _days,
+    _ident,
+    arrow_type,
+    envelope_row_schema,
+    field_metadata,
+)
 
 _MAX_SCHEMAS = 16
 _Group = tuple[pa.Array, Any, pa.Array]  # (row indices, value schema, payloads)
 _DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_VSD_READ = pa.struct([("scale", pa.int32()), ("value", pa.string())])
 # Key field names with the values cut out: one signature per key shape.
 _KEY_SHAPE = r'":(?:"(?:[^"\\]|\\.)*"|[^,}]*)'
 
@@ -33,6 +44,7 @@ class _Column:
 
     def __init__(self, dtype: pa.DataType, read: pa.DataType, convert: Convert | None) -> None:
         self.dtype, self.read, self.convert = dtype, read, convert
+        self.metadata: dict[bytes, bytes] | None = None
 
     def finish(self, arr: pa.Array) -> pa.Array:
         if self.convert is not None:
@@ -41,9 +53,19 @@ class _Column:
 
 
 def _plan(field: dict[str, Any]) -> _Column | None:
+    plan = _read_plan(field)
+    if plan is not None:
+        plan.metadata = field_metadata(field)
+    return plan
+
+
+def _read_plan(field: dict[str, Any]) -> _Column | None:
     dtype, conv = arrow_type(field)
-    if field.get("name") == _DECIMAL or conv is _b64:
+    name = field.get("name")
+    if name in (_DECIMAL, ZONED_TIMESTAMP) or conv is _b64:
         return _Column(dtype, pa.string(), conv)
+    if name == VARIABLE_SCALE_DECIMAL:
+        return _Column(dtype, _VSD_READ, conv)
     if conv is _days:
         return _Column(dtype, pa.int32(), None)
     if conv is not _ident:
@@ -155,39 +177,31 @@ def flatten_enveloped(topic: str, winners: pa.Table, schemas: Mapping[int, str] 
         groups = _groups(values)
     if groups is None:
         return None
-    types: dict[str, tuple[pa.DataType, _Column]] = {}
-    parts: list[tuple[pa.Array, dict[str, tuple[pa.Array, _Column]]]] = []
+    parts = []
+    indices = []
     for idx, schema, payloads in groups:
         cols = _read_group(payloads, ops.take(idx), schema)
         if cols is None:
             return None
+        if any(k not in cols for k in key_columns):
+            return None
+        columns = []
         for name, (arr, plan) in cols.items():
-            old = types.get(name)
-            if old is not None and old[0] != arr.type:
-                raise ColumnTypeConflict(
-                    f"topic {topic}: column {name!r} arrives as {old[0]} and as {arr.type} in one batch"
-                )
-            types[name] = (arr.type, plan)
-        parts.append((idx, cols))
-    if any(k not in types for k in key_columns):
-        return None
-    tables = []
-    for idx, cols in parts:
-        arrays = []
-        for name, (dtype, plan) in types.items():
-            arr = cols[name][0] if name in cols else pa.nulls(len(idx), dtype)
             if name in key_columns:
                 try:
                     arr = _fill_keys(name, arr, plan, keys.take(idx))
                 except (ValueError, TypeError, pa.ArrowInvalid, AttributeError):
                     return None
-            arrays.append(arr)
-        tables.append(pa.Table.from_arrays(arrays, names=list(types)))
-    rows = pa.concat_tables(tables)
+            columns.append((pa.field(name, arr.type, metadata=plan.metadata), arr))
+        parts.append((len(idx), columns))
+        indices.append(idx)
+    # Rows of several schema versions (a DDL inside the batch) meet in the type holding both.
+    merged = merge_columns(topic, parts)
+    rows = pa.Table.from_arrays([a for _, a in merged], schema=pa.schema([f for f, _ in merged]))
     if len(parts) > 1:  # back to the winners' order
-        rows = rows.take(pc.sort_indices(pa.concat_arrays([idx for idx, _ in parts])))
-    arrays = [rows.column(n).combine_chunks() for n in types]
-    fields = [pa.field(n, a.type) for n, a in zip(types, arrays, strict=True)]
+        rows = rows.take(pc.sort_indices(pa.concat_arrays(indices)))
+    fields = list(rows.schema)
+    arrays = [c.combine_chunks() for c in rows.columns]
     for f in META_ARROW:
         arrays.append(winners.column(f.name).combine_chunks().cast(f.type))
         fields.append(f)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import decimal
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,7 +12,15 @@ from typing import Any
 import pyarrow as pa
 
 from cdc_spark.decode.envelope import EnvelopeReader
-from cdc_spark.decode.types import Convert, _ident, envelope_row_schema, field_types
+from cdc_spark.decode.types import (
+    DECIMAL,
+    Convert,
+    _ident,
+    common_type,
+    envelope_row_schema,
+    field_metadata,
+    field_types,
+)
 
 META_COLUMNS = ("__op", "__seq", "__source_ts_ms", "__deleted")
 META_ARROW = [
@@ -52,11 +61,13 @@ def flatten(topic: str, winners: pa.Table, schemas: Mapping[int, str] | None = N
 
 
 def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:
-    """The row-by-row flattening: any JSON shape, with or without schemas."""
-    cols: dict[str, tuple[pa.DataType | None, Convert]] = {}
-    rows: list[dict[str, Any]] = []
+    """The row-by-row flattening: any JSON shape, with or without schemas.
+
+    Rows are converted with the schema they arrived with; rows of different schema versions
+    (a DDL inside the batch) meet in the type that holds both (`merge_columns`)."""
+    groups: dict[int, _RowGroup] = {}  # id(schema) (0: schemaless) → its rows
+    order: list[tuple[int, int]] = []  # per row: (group, index in the group)
     key_columns: list[str] = []
-    seen_schemas: dict[int, Any] = {}  # id → schema, holding it so the id stays unique
     reader = EnvelopeReader()
     for key_text, value, op in zip(
         winners.column("key").to_pylist(),
@@ -65,7 +76,14 @@ def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:
         strict=True,
     ):
         _, schema, env = reader.read(value)
+        # The reader hands out one object per schema text, so id() names the schema version.
+        group = groups.get(id(schema) if schema is not None else 0)
+        if group is None:
+            group = _RowGroup(schema)
+            groups[id(schema) if schema is not None else 0] = group
         data = dict((env.get("before") if op == "d" else env.get("after")) or {})
+        if group.exact_decimals and any(isinstance(data.get(n), float) for n in group.exact_decimals):
+            data = _exact_numbers(value, op, data, group.exact_decimals)
         key = json.loads(key_text)
         if isinstance(key, dict):
             if not key_columns:
@@ -73,31 +91,90 @@ def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:
             for k, v in key.items():
                 if data.get(k) is None:
                     data[k] = v
-        rows.append(data)
-        if schema is not None:
-            if id(schema) in seen_schemas:  # the reader hands out one object per schema text
-                continue
-            seen_schemas[id(schema)] = schema
-            for name, (dtype, conv) in field_types(envelope_row_schema(schema)).items():
-                old = cols.get(name)
-                if old is not None and old[0] is not None and old[0] != dtype:
-                    raise ColumnTypeConflict(
-                        f"topic {topic}: column {name!r} arrives as {old[0]} and as {dtype} in one batch"
-                    )
-                cols[name] = (dtype, conv)
-        for name in data:
-            if name not in cols:
-                cols[name] = (None, _ident)  # schemaless: inferred below
+        order.append((id(group), len(group.rows)))
+        group.rows.append(data)
+    parts = [(len(g.rows), g.arrays()) for g in groups.values()]
+    columns = merge_columns(topic, parts)
+    index = {id(g): i for i, g in enumerate(groups.values())}
+    offsets = [0]
+    for g in groups.values():
+        offsets.append(offsets[-1] + len(g.rows))
+    take = pa.array([offsets[index[gid]] + i for gid, i in order], pa.int64())
     arrays: list[pa.Array] = []
     fields: list[pa.Field] = []
-    for name, (dtype, conv) in cols.items():
-        values = [conv(r.get(name)) for r in rows]
-        arr = pa.array(values, type=dtype) if dtype is not None else pa.array(values)
-        if pa.types.is_null(arr.type):
-            arr = arr.cast(pa.string())
-        arrays.append(arr)
-        fields.append(pa.field(name, arr.type))
+    for field, arr in columns:
+        arrays.append(arr.take(take) if len(parts) > 1 else arr)
+        fields.append(field)
     for f in META_ARROW:
         arrays.append(winners.column(f.name).combine_chunks().cast(f.type))
         fields.append(f)
     return FlatBatch(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), key_columns)
+
+
+class _RowGroup:
+    """The rows of one schema version (or of schemaless records) and how to type their columns."""
+
+    def __init__(self, schema: Any) -> None:
+        row_schema = envelope_row_schema(schema) if schema is not None else None
+        self.fields: dict[str, dict[str, Any]] = {f["field"]: f for f in (row_schema or {}).get("fields", [])}
+        self.types: dict[str, tuple[pa.DataType | None, Convert]] = field_types(row_schema)
+        # Decimals written as JSON numbers (decimal.format=NUMERIC) must not pass through a float.
+        self.exact_decimals = [n for n, f in self.fields.items() if f.get("name") == DECIMAL]
+        self.rows: list[dict[str, Any]] = []
+
+    def arrays(self) -> list[tuple[pa.Field, pa.Array]]:
+        names = list(self.types)
+        for row in self.rows:
+            names.extend(n for n in row if n not in self.types and n not in names)
+        out = []
+        for name in names:
+            dtype, conv = self.types.get(name, (None, _ident))
+            values = [conv(r.get(name)) for r in self.rows]
+            arr = pa.array(values, type=dtype) if dtype is not None else pa.array(values)
+            if pa.types.is_null(arr.type):
+                arr = arr.cast(pa.string())
+            meta = field_metadata(self.fields[name]) if name in self.fields else None
+            out.append((pa.field(name, arr.type, metadata=meta), arr))
+        return out
+
+
+def _exact_numbers(value: bytes, op: str, data: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The row again, its decimal fields parsed as Decimal (a float would round them to 17 digits)."""
+    node = json.loads(value, parse_float=decimal.Decimal)
+    if isinstance(node, dict) and node.keys() == {"schema", "payload"}:
+        node = node["payload"]
+    exact = (node.get("before") if op == "d" else node.get("after")) or {}
+    return {**data, **{n: exact.get(n) for n in names if n in exact}}
+
+
+Part = tuple[int, list[tuple[pa.Field, pa.Array]]]  # (rows, columns) of one schema version
+
+
+def merge_columns(topic: str, parts: list[Part]) -> list[tuple[pa.Field, pa.Array]]:
+    """Per column, the parts' arrays (one part per schema version, in order) concatenated in
+    the type that holds them all; a column a part lacks is null there."""
+    fields: dict[str, pa.Field] = {}
+    for _, part in parts:
+        for field, _ in part:
+            old = fields.get(field.name)
+            if old is None:
+                fields[field.name] = field
+                continue
+            common = common_type(old.type, field.type)
+            if common is None:
+                raise ColumnTypeConflict(
+                    f"topic {topic}: column {field.name!r} arrives as {old.type} and as {field.type} in one "
+                    "micro-batch (events from both sides of a column type change), and no type holds both "
+                    "exactly; the target table could not take the new type either. Fix: migrate the target "
+                    f"column {field.name!r} to a type that holds both, or route the topic to a new table with "
+                    "table.name.format (and re-snapshot it); then restart the query from its checkpoint."
+                )
+            fields[field.name] = pa.field(field.name, common, metadata=field.metadata or old.metadata)
+    out = []
+    for name, field in fields.items():
+        chunks = []
+        for n, part in parts:
+            arr = next((a for f, a in part if f.name == name), None)
+            chunks.append(pa.nulls(n, field.type) if arr is None else arr.cast(field.type))
+        out.append((field, pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]))
+    return out

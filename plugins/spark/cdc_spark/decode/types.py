@@ -6,6 +6,7 @@ import base64
 import datetime
 import decimal
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,15 @@ import pyarrow as pa
 
 Convert = Callable[[Any], Any]
 _EPOCH_DATE = datetime.date(1970, 1, 1)
+# Field metadata naming the SQL column type when the Arrow type alone does not say it: a
+# VariableScaleDecimal or a DECIMAL wider than 38 digits travels as exact decimal text
+# (the lakes' decimals stop at 38 digits and need a fixed scale), but PostgreSQL stores
+# it as numeric.
+SQL_TYPE = b"cdc.sql.type"
+# What Debezium sends for PostgreSQL's 'infinity' / '-infinity' timestamps (PGStatement's
+# DATE_POSITIVE_INFINITY / DATE_NEGATIVE_INFINITY), whatever the unit of the field.
+POSITIVE_INFINITY = 9223372036825200000
+NEGATIVE_INFINITY = -9223372036832400000
 
 
 def _ident(v: Any) -> Any:
@@ -28,7 +38,9 @@ def _json_text(v: Any) -> Any:
 
 
 def _days(v: Any) -> Any:
-    return None if v is None else _EPOCH_DATE + datetime.timedelta(days=int(v))
+    """Days since the epoch, kept as the number: Arrow's date32 holds every int32 day (Python's
+    date stops at years 1 and 9999, and PostgreSQL's ±infinity arrive as ±2^31)."""
+    return None if v is None else int(v)
 
 
 # Decimal arithmetic rounds to the context's 28 digits by default; PostgreSQL numerics and
@@ -36,16 +48,84 @@ def _days(v: Any) -> Any:
 _EXACT = decimal.Context(prec=decimal.MAX_PREC)
 
 
+def _unscaled(v: Any, scale: int) -> decimal.Decimal:
+    """base64 (or raw bytes) of the unscaled big-endian two's complement → the exact Decimal."""
+    raw = base64.b64decode(v) if isinstance(v, str) else bytes(v)
+    return decimal.Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale, _EXACT)
+
+
 def _decimal(scale: int) -> Convert:
     def conv(v: Any) -> Any:
         if v is None:
             return None
-        if isinstance(v, str):  # base64 of the unscaled big-endian two's complement
-            unscaled = int.from_bytes(base64.b64decode(v), "big", signed=True)
-            return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
-        return decimal.Decimal(str(v))  # decimal.format=NUMERIC
+        if isinstance(v, str | bytes):
+            d = _unscaled(v, scale)
+        elif isinstance(v, float):  # decimal.format=NUMERIC read by a float parser: its shortest text
+            d = decimal.Decimal(repr(v))
+        else:  # decimal.format=NUMERIC: Decimal or int
+            d = decimal.Decimal(v)
+        # A negative scale (PostgreSQL 15's numeric(3,-2)) is stored with scale 0: same value.
+        return d.quantize(decimal.Decimal(1), context=_EXACT) if scale < 0 else d
 
     return conv
+
+
+def decimal_text(d: Any) -> Any:
+    """Plain positional text of a Decimal (never '0E-30' or '1.2E+5')."""
+    return None if d is None else format(d, "f")
+
+
+def _variable_scale_decimal(v: Any) -> Any:
+    """io.debezium.data.VariableScaleDecimal `{scale, value}` → its exact decimal text."""
+    if v is None:
+        return None
+    if isinstance(v, str):  # a struct kept as JSON text by an upstream step
+        v = json.loads(v)
+    return decimal_text(_unscaled(v["value"], int(v["scale"])))
+
+
+_ZONED = re.compile(
+    r"([+-]?\d{4,})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?"
+    r"(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)"
+)
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date, any year (H. Hinnant)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146_097 + doe - 719_468
+
+
+def _zoned_timestamp(v: Any) -> Any:
+    """io.debezium.time.ZonedTimestamp text (ISO-8601 with an offset) → microseconds since the epoch (UTC).
+
+    Any year is read (Java writes '+10000-…' and '-0001-…'); PostgreSQL's 'infinity' and
+    '-infinity' become Debezium's infinity timestamps, which each target writes or refuses."""
+    if v is None:
+        return None
+    text = v.strip()
+    if text in ("infinity", "+infinity"):
+        return POSITIVE_INFINITY
+    if text == "-infinity":
+        return NEGATIVE_INFINITY
+    m = _ZONED.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{v!r} is not an io.debezium.time.ZonedTimestamp (ISO-8601 date-time with an offset)")
+    year, month, day, hour, minute = (int(m.group(i)) for i in range(1, 6))
+    second = int(m.group(6) or 0)
+    micros = int((m.group(7) or "").ljust(6, "0")[:6])
+    offset = 0
+    if m.group(8) != "Z":
+        sign = -1 if m.group(8)[0] == "-" else 1
+        digits = m.group(8)[1:].replace(":", "")
+        hh, mm, ss = int(digits[:2]), int(digits[2:4] or 0), int(digits[4:6] or 0)
+        offset = sign * (hh * 3600 + mm * 60 + ss)
+    seconds = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60 + second - offset
+    return seconds * 1_000_000 + micros
 
 
 def _float(v: Any) -> Any:
@@ -73,18 +153,35 @@ _TIMESTAMPS = {
 }
 
 
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+ZONED_TIMESTAMP = "io.debezium.time.ZonedTimestamp"
+
+
+def _decimal_shape(params: dict[str, Any]) -> tuple[int, int, int]:
+    """(precision, scale) of the stored column, and the scale of the unscaled value on the wire."""
+    scale = int(params.get("scale", 0))
+    precision = int(params.get("connect.decimal.precision", 38))
+    if scale < 0:  # numeric(3,-2) holds up to 99900: 5 digits at scale 0
+        return max(precision - scale, 1), 0, scale
+    return max(precision, scale, 1), scale, scale
+
+
 def arrow_type(schema: dict[str, Any]) -> tuple[pa.DataType, Convert]:
     """The Arrow type for one Connect field schema, and how to turn JSON values into it."""
     name = schema.get("name")
     kind = schema.get("type")
     params = schema.get("parameters") or {}
-    if name == "org.apache.kafka.connect.data.Decimal":
-        scale = int(params.get("scale", 0))
-        precision = int(params.get("connect.decimal.precision", 38))
-        precision = max(precision, scale, 1)
-        dtype = pa.decimal128(min(precision, 38), scale) if precision <= 38 else pa.string()
-        conv = _decimal(scale)
-        return dtype, (conv if precision <= 38 else (lambda v: None if v is None else str(conv(v))))
+    if name == DECIMAL:
+        precision, scale, wire_scale = _decimal_shape(params)
+        conv = _decimal(wire_scale)
+        if precision <= 38:
+            return pa.decimal128(precision, scale), conv
+        return pa.string(), lambda v: decimal_text(conv(v))  # exact text; PostgreSQL: see sql_type
+    if name == VARIABLE_SCALE_DECIMAL:
+        return pa.string(), _variable_scale_decimal
+    if name == ZONED_TIMESTAMP and kind == "string":
+        return pa.timestamp("us", tz="UTC"), _zoned_timestamp
     if name in _TIMESTAMPS:
         return pa.timestamp(_TIMESTAMPS[name]), _ident
     if name in ("org.apache.kafka.connect.data.Date", "io.debezium.time.Date"):
@@ -96,6 +193,53 @@ def arrow_type(schema: dict[str, Any]) -> tuple[pa.DataType, Convert]:
     if kind in _PRIMITIVE:
         return _PRIMITIVE[kind], _ident
     return pa.string(), _json_text  # struct, array, map: kept as JSON text
+
+
+def sql_type(schema: dict[str, Any]) -> str | None:
+    """The SQL column type of a field whose Arrow type is exact text standing in for a number."""
+    name = schema.get("name")
+    if name == VARIABLE_SCALE_DECIMAL:
+        return "numeric"
+    if name == DECIMAL:
+        precision, scale, _ = _decimal_shape(schema.get("parameters") or {})
+        if precision > 38:
+            return f"numeric({precision},{scale})"
+    return None
+
+
+def field_metadata(schema: dict[str, Any]) -> dict[bytes, bytes] | None:
+    """Arrow field metadata for one Connect field (SQL_TYPE), or None."""
+    sql = sql_type(schema)
+    return {SQL_TYPE: sql.encode()} if sql else None
+
+
+_INTS = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
+
+
+def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type that holds every value of both `a` and `b` exactly, or None.
+
+    One batch can hold rows from both sides of an ALTER TABLE … MODIFY (the latest event of
+    one key before it, of another key after it): int → bigint, float → double, a wider
+    decimal, a finer timestamp. Their rows meet in one column of this type."""
+    if a == b or pa.types.is_null(b):
+        return a
+    if pa.types.is_null(a):
+        return b
+    if a in _INTS and b in _INTS:
+        return max(a, b, key=_INTS.index)
+    if pa.types.is_floating(a) and pa.types.is_floating(b):
+        return pa.float64()
+    if pa.types.is_floating(a) != pa.types.is_floating(b) and (a in _INTS[:2] or b in _INTS[:2]):
+        return pa.float64()  # a small int next to a float: doubles hold every int16
+    if pa.types.is_decimal(a) and pa.types.is_decimal(b):
+        scale = max(a.scale, b.scale)
+        precision = max(a.precision - a.scale, b.precision - b.scale) + scale
+        return pa.decimal128(precision, scale) if precision <= 38 else None
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz == b.tz:
+        units = ["s", "ms", "us", "ns"]
+        return a if units.index(a.unit) >= units.index(b.unit) else b
+    return None
 
 
 def field_types(row_schema: dict[str, Any] | None) -> dict[str, tuple[pa.DataType, Convert]]:
