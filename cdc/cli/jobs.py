@@ -10,7 +10,7 @@ from cdc.api.errors import ConfigException
 from cdc.jobs.load import read_job_text, validate_job_text
 
 
-@click.command("validate")
+@click.command("validate", short_help="Check a job file: every problem with its YAML path and line.")
 @click.argument("job_file", type=click.Path(dir_okay=False))
 @click.option("--offline", is_flag=True, help="Skip the connectivity checks (database and warehouse reachability).")
 def validate(job_file: str, offline: bool) -> None:
@@ -18,8 +18,10 @@ def validate(job_file: str, offline: bool) -> None:
 
     Checks the structure against the job schema (cdc/jobs/job.schema.json), resolves
     ${env:…}/${file:…} references, validates the source connector's config and SMTs, the
-    sink DSN, and (unless --offline) that the source database and sink are reachable.
-    Keys the connector does not know are warnings. Exits 0 when the job is valid, 2 otherwise.
+    sink DSN, and (unless --offline) that the source database and a PostgreSQL sink are
+    reachable. A misspelled key is an error with a did-you-mean; a source key the connector
+    does not define is a warning (it is passed on, as Kafka Connect does). Exits 0 when the
+    job is valid, 2 otherwise.
     """
     try:
         text = read_job_text(job_file)
@@ -34,7 +36,7 @@ def validate(job_file: str, offline: bool) -> None:
     click.echo(f"{job_file}: OK")
 
 
-@click.command("run")
+@click.command("run", short_help="Run a job: its source connector and its Spark sink.")
 @click.argument("job_file", type=click.Path(dir_okay=False))
 @click.option(
     "--until-caught-up",
@@ -67,7 +69,7 @@ def run(job_file: str, until_caught_up: bool) -> None:
         sys.exit(runner.run())
 
 
-@click.command("status")
+@click.command("status", short_help="Show where a job stands, per table.")
 @click.argument("job_file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the table.")
 def status(job_file: str, as_json: bool) -> None:

@@ -224,7 +224,7 @@ def topics() -> None:
 @click.argument("job_file", required=False, type=click.Path(dir_okay=False))
 @WORKER_OPTION
 def topics_list(job_file: str | None, worker_path: str | None) -> None:
-    """Print each topic with its partition count and record count.
+    """Print each topic with its partition count, record count and end offsets.
 
     JOB_FILE is a job .yaml (its transport and state.dir are used); or give --worker with a
     worker .properties file instead.

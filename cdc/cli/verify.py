@@ -15,7 +15,7 @@ def _describe(e: Exception) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
-@click.command("verify")
+@click.command("verify", short_help="Compare source tables with sink tables by key and row checksum.")
 @click.argument("job_file", type=click.Path(dir_okay=False))
 @click.option(
     "--table",

@@ -1,7 +1,7 @@
 -- The demo's sample shop: four tables with the column types a lake usually meets
 -- (auto-increment and natural keys, a composite key, DECIMAL money, ENUM, JSON, dates,
 -- times with fractions, a boolean flag, nullable text). Runs on MariaDB 10.6+ and MySQL 8
--- inside the current database (the demo creates `shop`; docker's MYSQL_DATABASE does too).
+-- inside the current database (the demo creates `shop`; docker/mysql/init-shop.sh does too).
 
 CREATE TABLE customers (
   id         INT AUTO_INCREMENT PRIMARY KEY,
