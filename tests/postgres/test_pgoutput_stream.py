@@ -110,6 +110,28 @@ def test_confirmed_lsn_moves_the_slot_and_restart_resumes_after_it(postgres_db) 
     assert [i.new.values for i in inserts] == [("2",)]
 
 
+def test_starting_past_the_confirmed_position_confirms_nothing(postgres_db) -> None:
+    """A reconnect starts after the last *emitted* event, whose offset may not be stored yet:
+    the slot must keep that WAL until confirm() says the offset is stored."""
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE q(id int PRIMARY KEY)")
+    sql.execute("CREATE PUBLICATION pub FOR TABLE q")
+    with ReplicationConnection(postgres_db.dsn) as rc:
+        created = rc.create_slot("s_unstored", export_snapshot=False).consistent_point
+    sql.execute("INSERT INTO q VALUES (1)")
+    ahead = parse_lsn(sql.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+    with ReplicationConnection(postgres_db.dsn) as rc:
+        rc.start("s_unstored", ["pub"], ahead)
+        for _ in range(5):
+            rc.send_status(reply_requested=True)
+            rc.read(0.1)
+    assert _confirmed(sql, "s_unstored") == created
+    with ReplicationConnection(postgres_db.dsn) as rc:  # the row is still there for the real resume
+        rc.start("s_unstored", ["pub"])
+        inserts = [m for m in collect(rc, Commit) if isinstance(m, Insert)]
+    assert [i.new.values for i in inserts] == [("1",)]
+
+
 def test_missing_slot_is_explained(postgres_db) -> None:
     with ReplicationConnection(postgres_db.dsn) as rc, pytest.raises(ReplicationError, match="no_such_slot"):
         rc.start("no_such_slot", ["pub"])

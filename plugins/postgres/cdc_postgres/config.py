@@ -140,8 +140,9 @@ _PG_KEYS = (
         ValidString.in_ignore_case(*ISOLATION_MODES),
         Importance.LOW,
         "Debezium's isolation of the snapshot transaction. The snapshot reads the replication slot's exported "
-        "snapshot, which PostgreSQL imports only under REPEATABLE READ: every value reads that one consistent "
-        "snapshot (read_committed and read_uncommitted get the stronger isolation, with a warning).",
+        "snapshot under REPEATABLE READ (READ COMMITTED cannot hold an imported snapshot, and SERIALIZABLE cannot "
+        "import one a non-serializable transaction exported): every value reads that one consistent snapshot "
+        "(read_committed and read_uncommitted get the stronger isolation, with a warning).",
     )
     .define(
         "snapshot.locking.mode",
@@ -287,7 +288,8 @@ class PostgresConnectorConfig:
         if values["snapshot.isolation.mode"] in ("read_committed", "read_uncommitted"):
             log.warning(
                 "snapshot.isolation.mode=%s: the snapshot reads the replication slot's exported snapshot under "
-                "REPEATABLE READ (the only level that imports it), so it is consistent with where streaming starts",
+                "REPEATABLE READ (READ COMMITTED would drop it at the first statement), so it is consistent with where "
+                "streaming starts",
                 values["snapshot.isolation.mode"],
             )
         warn_unless_fail(values.__getitem__, FAILURE_KEYS)

@@ -98,13 +98,61 @@ class PostgresConnection:
     def drop_slot(self, name: str) -> None:
         self.conn.execute("SELECT pg_drop_replication_slot(%s)", (name,))
 
-    def ensure_publication(self, name: str, mode: str, tables: list[tuple[str, str]]) -> None:
+    def publishes_via_root(self, name: str) -> bool:
+        row = self.conn.execute("SELECT pubviaroot FROM pg_publication WHERE pubname = %s", (name,)).fetchone()
+        return bool(row and row[0])
+
+    def uncaptured_partitions(self, oids: list[int], captured: Any) -> list[tuple[str, list[str]]]:
+        """(partitioned table, its leaf partitions that `captured` rejects) for each captured partitioned table."""
+        out = []
+        for oid, parent in self.conn.execute(
+            "SELECT c.oid, n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE c.oid = ANY(%s) AND c.relkind = 'p' AND NOT c.relispartition ORDER BY 2",
+            (oids,),
+        ).fetchall():
+            rows = self.conn.execute(
+                "SELECT n.nspname || '.' || c.relname FROM pg_partition_tree(%s) t JOIN pg_class c ON c.oid = t.relid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE t.isleaf ORDER BY 1",
+                (oid,),
+            ).fetchall()
+            missing = [r[0] for r in rows if not captured(r[0])]
+            if missing:
+                out.append((parent, missing))
+        return out
+
+    def published_tables(self, name: str) -> set[tuple[str, str]]:
+        rows = self.conn.execute(
+            "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s", (name,)
+        ).fetchall()
+        return {(r[0], r[1]) for r in rows}
+
+    def unpublished_tables(self, name: str, oids: list[int]) -> list[str]:
+        """Captured plain tables the publication does not carry: pgoutput sends nothing for them.
+
+        Partitioned tables and partitions are left out: which of them pg_publication_tables lists
+        depends on publish_via_partition_root.
+        """
+        if not oids:
+            return []
+        rows = self.conn.execute(
+            "SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE c.oid = ANY(%s) AND c.relkind = 'r' AND NOT c.relispartition AND NOT EXISTS ("
+            "  SELECT 1 FROM pg_publication_tables p WHERE p.pubname = %s"
+            "  AND p.schemaname = n.nspname AND p.tablename = c.relname) ORDER BY 1",
+            (oids, name),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def ensure_publication(self, name: str, mode: str, tables: list[tuple[str, str]]) -> list[str]:
+        """Create or (filtered) update the publication; returns the tables a filtered one newly carries."""
         exists = self.conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone()
         if exists:
             if mode == "filtered" and tables:
+                before = self.published_tables(name)
                 names = ", ".join(f"{_ident(s)}.{_ident(t)}" for s, t in tables)
                 self.conn.execute(f"ALTER PUBLICATION {_ident(name)} SET TABLE {names}")
-            return
+                return [f"{s}.{t}" for s, t in tables if (s, t) not in before]
+            return []
         if mode == "disabled":
             raise PostgresConnectorError(
                 f"publication {name!r} does not exist and publication.autocreate.mode=disabled; create it with "
@@ -118,6 +166,7 @@ class PostgresConnection:
                 self.conn.execute(f"CREATE PUBLICATION {_ident(name)}" + (f" FOR TABLE {names}" if names else ""))
             else:
                 self.conn.execute(f"CREATE PUBLICATION {_ident(name)}")
+            return []
         except psycopg.errors.InsufficientPrivilege as e:
             raise PostgresConnectorError(
                 f"cannot create publication {name!r}: {str(e).strip()}; FOR ALL TABLES needs a superuser. "

@@ -115,6 +115,9 @@ class ReplicationConnection:
         """Start streaming from max(start_lsn, the slot's confirmed_flush_lsn).
 
         `streaming` (proto 2) lets the server send large transactions before they commit.
+        Starting confirms nothing: `start_lsn` may be a position whose records are not stored
+        yet (a reconnect resumes after the last *emitted* event), so the flushed position
+        reported to the server stays what `confirm()` was given.
         """
         options = [
             f"proto_version {_quote_literal(str(proto_version))}",
@@ -129,7 +132,6 @@ class ReplicationConnection:
         except psycopg.Error as e:
             raise ReplicationError(f"cannot start replication from slot {slot!r}: {str(e).strip()}") from e
         self._streaming = True
-        self.confirmed_lsn = start_lsn
 
     def read(self, timeout: float = 1.0) -> XLogData | None:
         """The next XLogData, or None after `timeout` seconds without one.
@@ -169,6 +171,7 @@ class ReplicationConnection:
         self.send_status()
 
     def send_status(self, reply_requested: bool = False) -> None:
+        # A flush position of 0 (nothing confirmed on this connection yet) is ignored by the server.
         msg = _STATUS.pack(
             b"r", self.received_lsn, self.confirmed_lsn, self.confirmed_lsn, _now_pg_micros(), int(reply_requested)
         )

@@ -55,6 +55,7 @@ class PostgresSnapshotChangeEventSource:
         progress: SnapshotProgress | None = None,
         locking_mode: str = "shared",
         lock_timeout_ms: int = 10_000,
+        via_partition_root: bool = False,
     ) -> None:
         self.dsn = dsn
         self.schema = schema
@@ -63,6 +64,7 @@ class PostgresSnapshotChangeEventSource:
         self.fetch_size = fetch_size
         self.locking_mode = locking_mode
         self.lock_timeout_ms = lock_timeout_ms
+        self.via_partition_root = via_partition_root
         self.progress = progress if progress is not None else SnapshotProgress(log)
 
     def _read_structures(self, conn: psycopg.Connection, tables: list[tuple[int, str, str]]) -> dict[int, Any]:
@@ -89,13 +91,39 @@ class PostgresSnapshotChangeEventSource:
         conn.execute("ROLLBACK TO SAVEPOINT cdc_schema_snapshot")  # releases the locks taken after it
         return structures
 
+    def _readable(self, conn: psycopg.Connection, tables: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+        """The tables to read, each row read once and under the table pgoutput will stream it as.
+
+        A parent's plain SELECT also returns its partitions' (and inheritance children's) rows,
+        which are read again under the children's own names: each table is read with ONLY.
+        Under a publication WITH (publish_via_partition_root = true), pgoutput streams partition
+        changes under the root's name: a partitioned root is then read whole, its partitions not.
+        """
+        kinds = dict(
+            (oid, (kind, part))
+            for oid, kind, part in conn.execute(
+                "SELECT oid, relkind::text, relispartition FROM pg_class WHERE oid = ANY(%s)", ([t[0] for t in tables],)
+            ).fetchall()
+        )
+        self._whole: set[int] = set()
+        out = []
+        for oid, ns, name in tables:
+            kind, is_partition = kinds.get(oid, ("r", False))
+            if self.via_partition_root and is_partition:
+                log.info("snapshot: %s.%s is a partition, read through its root (publish_via_partition_root)", ns, name)
+                continue
+            if self.via_partition_root and kind == "p":
+                self._whole.add(oid)
+            out.append((oid, ns, name))
+        return out
+
     def run(self, snapshot_name: str | None, consistent_point: int, should_stop: Callable[[], bool]) -> int:
         """Emit every captured row; returns the number of rows."""
         with psycopg.connect(**self.dsn) as conn:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             if snapshot_name:
                 conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
-            tables = captured_tables(conn, self.table_filter)
+            tables = self._readable(conn, captured_tables(conn, self.table_filter))
             structures = self._read_structures(conn, tables)
             for oid in {t for t in self.schema.types.types}:
                 conn.adapters.register_loader(oid, _RawText)
@@ -103,6 +131,7 @@ class PostgresSnapshotChangeEventSource:
                 oid: int(conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s", (oid,)).fetchone()[0] or 0)
                 for oid, _, _ in tables
             }
+            only = {oid: "" if oid in self._whole else "ONLY " for oid, _, _ in tables}
             total = 0
             # One-row look-ahead for the snapshot markers: (table, values, first overall, first in its
             # table, last in its table). A table's last row stays held until a later table yields a
@@ -117,7 +146,7 @@ class PostgresSnapshotChangeEventSource:
                 progress = self.progress.tables[table.id]  # rows counted in place: no lookup per row
                 with conn.cursor(name=f"cdc_snapshot_{oid}") as cur:
                     cur.itersize = self.fetch_size
-                    cur.execute(f"SELECT {cols} FROM {_quote(ns)}.{_quote(name)}")
+                    cur.execute(f"SELECT {cols} FROM {only[oid]}{_quote(ns)}.{_quote(name)}")
                     first_in_table = True
                     for row in cur:
                         if should_stop():

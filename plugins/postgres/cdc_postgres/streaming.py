@@ -173,8 +173,7 @@ class PostgresStreamingChangeEventSource:
                 self._tx = None
                 self._maybe_heartbeat()
             elif cls is Relation:
-                if self.table_filter(f"{msg.namespace}.{msg.name}"):
-                    self.schema.on_relation(msg)
+                self._on_relation(msg)
             elif cls is StreamStart:
                 stream_xid = msg.xid
             elif cls is StreamStop:
@@ -185,6 +184,24 @@ class PostgresStreamingChangeEventSource:
             elif cls is StreamAbort:
                 streams.abort(msg.xid, msg.sub_xid)
             # Origin, Type: nothing to emit
+
+    def _on_relation(self, rel: Relation) -> None:
+        """A table's current structure (sent before its first change after any DDL).
+
+        A table renamed (or moved to another schema) out of the filters stops being captured:
+        its old schema must not keep routing its changes under the old name.
+        """
+        table_id = f"{rel.namespace}.{rel.name}"
+        if self.table_filter(table_id):
+            self.schema.on_relation(rel)
+            return
+        old = self.schema.by_relation.pop(rel.relation_id, None)
+        if old is not None:
+            log.warning(
+                "table %s is now %s, which the table/schema include and exclude lists do not capture: its changes "
+                "are no longer emitted (add %s to table.include.list to keep capturing it)",
+                old.id, table_id, table_id,
+            )  # fmt: skip
 
     def _idle(self) -> bool:
         """No transaction is open: a heartbeat offset may not skip any change."""
@@ -198,8 +215,7 @@ class PostgresStreamingChangeEventSource:
             m = decode(payload)
             cls = m.__class__
             if cls is Relation:
-                if self.table_filter(f"{m.namespace}.{m.name}"):
-                    self.schema.on_relation(m)
+                self._on_relation(m)
             elif cls is not TypeMessage:
                 self._event(m, cls, lsn)
         self._on_commit(Commit(msg.flags, msg.commit_lsn, msg.end_lsn, msg.commit_ts))

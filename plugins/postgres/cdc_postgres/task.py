@@ -85,10 +85,16 @@ class PostgresConnectorTask(SourceTask):
             tables = captured_tables(admin.conn, self.table_filter)
             replica_identity.apply(admin, c["replica.identity.autoset.values"], tables)
             self._check_identities(admin, tables)
-            admin.ensure_publication(
+            added = admin.ensure_publication(
                 c["publication.name"], c["publication.autocreate.mode"], [(ns, n) for _, ns, n in tables]
             )
+            self._warn_unpublished(admin, tables)
+            self.via_partition_root = admin.publishes_via_root(c["publication.name"])
+            if not self.via_partition_root:
+                self._warn_uncaptured_partitions(admin, tables)
             plan = self._plan(admin, stored)
+            if not plan[0] and not plan[5]:  # streaming on from a stored offset: no snapshot reads the new tables
+                self._warn_added_after_snapshot(added if stored is not None else [])
         finally:
             admin.close()
         self._thread = threading.Thread(target=self._run, args=plan, name=f"postgres-{self.server}", daemon=True)
@@ -105,37 +111,74 @@ class PostgresConnectorTask(SourceTask):
                     "table with table.exclude.list"
                 )
 
+    def _warn_unpublished(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
+        name = self.config["publication.name"]
+        for table in admin.unpublished_tables(name, [oid for oid, _, _ in tables]):
+            log.warning(
+                "table %s matches the table/schema include lists but is not in publication %s, so PostgreSQL "
+                "sends none of its changes. Run ALTER PUBLICATION \"%s\" ADD TABLE %s; (or use "
+                "publication.autocreate.mode=filtered), or exclude it with table.exclude.list",
+                table, name, name, table,
+            )  # fmt: skip
+
+    def _warn_uncaptured_partitions(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
+        for parent, missing in admin.uncaptured_partitions([oid for oid, _, _ in tables], self.table_filter):
+            log.warning(
+                "table %s is partitioned: pgoutput streams its changes under its partitions' names (%s), which the "
+                "table/schema include lists do not capture, so none of them are emitted (and the snapshot reads "
+                "each table with ONLY, so not its rows either). Capture the partitions (e.g. table.include.list="
+                "%s.*), or create publication %s WITH (publish_via_partition_root = true) to stream them as %s",
+                parent, ", ".join(missing), parent.replace(".", "\\."), self.config["publication.name"], parent,
+            )  # fmt: skip
+
+    def _warn_added_after_snapshot(self, added: list[str]) -> None:
+        """As Debezium, a table added to the include list later is streamed without its existing rows: say so."""
+        for table in added:
+            log.warning(
+                "table %s was added to the captured tables after the snapshot: its changes are streamed from now "
+                "on, but its existing rows are not read. To get them, run a one-off connector with "
+                "snapshot.mode=initial_only, table.include.list=%s, the same topic.prefix and its own name and "
+                "slot.name (or restart this one with snapshot.mode=always to re-read every table)",
+                table, table.replace(".", "\\."),
+            )  # fmt: skip
+
     def _plan(self, admin: PostgresConnection, stored: PostgresOffsetContext | None) -> tuple[Any, ...]:
         c = self.config
         mode = c["snapshot.mode"]
         slot_name = c["slot.name"]
         slot = admin.slot(slot_name)
+        if slot is not None and slot[1]:
+            # A restarted task's predecessor may still be letting go: judge the slot against the
+            # offset it stored last, once it has.
+            slot = self._await_slot_released(admin, slot_name)
+            stored = PostgresOffsetContext.from_offset(self.context.offset_storage_reader().offset(self.partition))
         completed = stored is not None and (stored.snapshot_completed or stored.last_snapshot_record)
         streaming_offset = stored is not None and not stored.snapshot and stored.lsn_commit is not None
-        if slot is not None and slot[2] == "lost":
-            raise PostgresConnectorError(
-                f"replication slot {slot_name!r} was invalidated (max_slot_wal_keep_size): the WAL it needed is "
-                "gone. Drop the slot, delete this connector's offsets, and restart to take a new snapshot"
-            )
-        if streaming_offset and slot is None:
-            if mode == "when_needed":
-                log.warning("slot %s is missing; when_needed: taking a new snapshot", slot_name)
+        if mode == "initial_only" and completed:
+            log.info("snapshot.mode=initial_only: the stored offset says the snapshot is complete; nothing to do")
+            return (False, None, 0, 0, Position(None, None), True)
+        if stored is not None and (streaming_offset or completed) and mode != "always":
+            problem = self._resume_problem(slot_name, slot, stored, streaming_offset)
+            if problem is not None and mode == "when_needed":
+                log.warning("%s; snapshot.mode=when_needed: taking a new snapshot", problem)
                 stored, completed, streaming_offset = None, False, False
-            else:
-                assert stored is not None
+            elif problem is not None:
                 raise PostgresConnectorError(
-                    f"replication slot {slot_name!r} does not exist, but the stored offset points into it "
-                    f"(lsn_commit {format_lsn(stored.lsn_commit or 0)}). Changes since then cannot be streamed. "
+                    f"{problem}. Changes since then cannot be streamed, and skipping them would lose them. "
                     "Recover with a new snapshot: set snapshot.mode=when_needed (or always), or delete this "
-                    "connector's offsets"
+                    "connector's offsets, and restart"
+                    + (" (slot.drop.on.stop=true drops the slot at every stop)" if c["slot.drop.on.stop"] else "")
                 )
         needs_snapshot = mode == "always" or (
             mode in ("initial", "initial_only", "when_needed") and not completed and not streaming_offset
         )
         snapshot_name: str | None = None
         consistent_point = 0
-        if slot is not None and slot[1]:
-            slot = self._await_slot_released(admin, slot_name)
+        if slot is not None and slot[2] == "lost" and not needs_snapshot:
+            # no_data without a stored offset: nothing to resume, so a fresh slot loses nothing.
+            log.warning("replication slot %s was invalidated; no_data: dropping and recreating it", slot_name)
+            admin.drop_slot(slot_name)
+            slot = None
         if needs_snapshot:
             # A snapshot must meet the stream at one LSN: (re)create the slot with an exported snapshot.
             if slot is not None:
@@ -156,6 +199,36 @@ class PostgresConnectorTask(SourceTask):
         elif stored is not None and completed and not needs_snapshot:
             start_lsn = stored.lsn or 0
         return (needs_snapshot, snapshot_name, consistent_point, start_lsn, resume, mode == "initial_only")
+
+    @staticmethod
+    def _resume_problem(slot_name: str, slot: Any, stored: PostgresOffsetContext, streaming_offset: bool) -> str | None:
+        """Why the stored offset cannot be resumed from the slot (None: it can).
+
+        The slot keeps WAL only from its confirmed_flush_lsn on; the connector confirms only
+        stored positions, so a slot that is gone, invalidated or past the stored position
+        has lost changes the offset still needs.
+        """
+        resume_lsn = (stored.lsn_commit if streaming_offset else stored.lsn) or 0
+        where = "lsn_commit" if streaming_offset else "snapshot lsn"
+        if slot is None:
+            return (
+                f"replication slot {slot_name!r} does not exist, but the stored offset points into it "
+                f"({where} {format_lsn(resume_lsn)}); it was dropped while the connector was stopped"
+            )
+        if slot[2] == "lost":
+            return (
+                f"replication slot {slot_name!r} was invalidated (max_slot_wal_keep_size): the WAL it needed "
+                f"from the stored offset's {where} {format_lsn(resume_lsn)} on is gone"
+            )
+        confirmed = slot[0]
+        if confirmed is not None and resume_lsn < confirmed:
+            return (
+                f"replication slot {slot_name!r} has confirmed_flush_lsn {format_lsn(confirmed)}, past the stored "
+                f"offset's {where} {format_lsn(resume_lsn)}: the changes in between were consumed by another "
+                "reader of the slot, skipped with pg_replication_slot_advance(), or the offsets are older than "
+                "the slot (restored or lost offset storage)"
+            )
+        return None
 
     def _await_slot_released(self, admin: PostgresConnection, slot_name: str) -> Any:
         """Wait up to slot.max.retries x slot.retry.delay.ms for another reader to let go of the slot.
@@ -214,7 +287,9 @@ class PostgresConnectorTask(SourceTask):
         only_snapshot: bool,
     ) -> None:
         try:
-            schema, emitter, conn = self._build()
+            if only_snapshot and not needs_snapshot:
+                return
+            schema, emitter, _conn = self._build()
             c = self.config
             if needs_snapshot:
                 snap = PostgresSnapshotChangeEventSource(
@@ -226,13 +301,17 @@ class PostgresConnectorTask(SourceTask):
                     self.progress,
                     locking_mode=c["snapshot.locking.mode"],
                     lock_timeout_ms=c["snapshot.lock.timeout.ms"],
+                    via_partition_root=self.via_partition_root,
                 )
                 snap.run(snapshot_name, consistent_point, self.stop_event.is_set)
                 if self._slot_conn is not None:
                     self._slot_conn.close()  # the exported snapshot is no longer needed
                     self._slot_conn = None
                 if only_snapshot:
-                    log.info("snapshot.mode=initial_only: snapshot done, not streaming")
+                    # As Debezium's initial_only, which never streams: no slot may be left behind
+                    # holding WAL for a reader that never comes.
+                    self._drop_slot(c["slot.name"])
+                    log.info("snapshot.mode=initial_only: snapshot done, slot %s dropped", c["slot.name"])
                     return
             heartbeat = None
             if c["heartbeat.interval.ms"] > 0:
@@ -250,7 +329,7 @@ class PostgresConnectorTask(SourceTask):
                 include_exclude(c.values, "message.prefix.include.list", "message.prefix.exclude.list"),
                 f"{self.server}.message",
                 heartbeat,
-                (lambda: conn.execute(query)) if query else None,
+                (lambda: self._heartbeat_action(query)) if query else None,
                 c["status.update.interval.ms"] / 1000,
                 TransactionMonitor(TopicNamingStrategy(self.server).transaction_topic())
                 if c["provide.transaction.metadata"]
@@ -264,6 +343,40 @@ class PostgresConnectorTask(SourceTask):
             self.queue.producer_failure(
                 e if isinstance(e, ConnectException) else ConnectException(f"PostgreSQL reader failed: {e}")
             )
+
+    def _heartbeat_action(self, query: str) -> None:
+        """heartbeat.action.query, on the catalog connection (reopened after a server restart)."""
+        schema = self.streaming.schema
+        if schema.conn.closed or schema.conn.broken:
+            schema.conn = psycopg.connect(autocommit=True, connect_timeout=10, **self.dsn)
+        try:
+            schema.conn.execute(query)
+        except psycopg.OperationalError:
+            raise  # a lost connection: the stream reconnects and the next heartbeat runs it again
+        except psycopg.Error as e:
+            raise PostgresConnectorError(
+                f"heartbeat.action.query failed: {str(e).strip()}. Fix the statement (it runs in database "
+                f"{self.config['database.dbname']!r} as {self.config['database.user']!r}, which needs the rights "
+                "to it), or unset heartbeat.action.query"
+            ) from e
+
+    def _drop_slot(self, slot_name: str, timeout: float = 10.0) -> None:
+        """Drop the slot once its walsender has let go of it (that happens a moment after we disconnect)."""
+        admin = PostgresConnection(self.dsn)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    admin.drop_slot(slot_name)
+                    return
+                except psycopg.errors.UndefinedObject:
+                    return
+                except psycopg.errors.ObjectInUse:
+                    if time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.1)
+        finally:
+            admin.close()
 
     def _stream_with_reconnect(self, start_lsn: int, resume: Position) -> None:
         """Stream; on a lost connection (server restart, network) reconnect with backoff.
@@ -365,8 +478,6 @@ class PostgresConnectorTask(SourceTask):
             self._close_wal_conn()
         if getattr(self, "config", None) is not None and self.config["slot.drop.on.stop"]:
             try:
-                admin = PostgresConnection(self.dsn)
-                admin.drop_slot(self.config["slot.name"])
-                admin.close()
+                self._drop_slot(self.config["slot.name"])
             except Exception as e:
-                log.warning("could not drop slot %s: %s", self.config["slot.name"], e)
+                log.warning("slot.drop.on.stop: could not drop replication slot %s: %s", self.config["slot.name"], e)
