@@ -136,6 +136,21 @@ def topic_prefix(job: JobSpec) -> str:
     return str(job.source.get("topic.prefix") or job.source.get("database.server.name") or job.name)
 
 
+def _topic_router(job: JobSpec) -> Callable[[str], str]:
+    """Where the job's RegexRouter SMTs send a topic (identity without transforms, or when they
+    do not build: `cdc validate` and the source report that)."""
+    cls = str(job.source.get("connector.class", ""))
+    debezium = source_family(cls) is not None  # <prefix>.<db>.<table> topics: Debezium's naming
+    if not debezium or not any(str(t.get("type", "")).endswith("RegexRouter") for t in job.transforms):
+        return lambda topic: topic
+    from cdc.jobs.verify.job import topic_router
+
+    try:
+        return topic_router(job.connector_config())
+    except Exception:
+        return lambda topic: topic
+
+
 def sink_config(job: JobSpec) -> dict[str, Any]:
     s = job.sink
     conf: dict[str, Any] = {"target": s["type"], "app.id": f"cdc-{job.name}"}
@@ -164,8 +179,10 @@ def sink_config(job: JobSpec) -> dict[str, Any]:
     conf["truncate.enabled"] = str(s.get("truncate", "apply") == "apply").lower()
     tables = job.tables
     prefix = topic_prefix(job)
-    conf["table.names"] = {f"{prefix}.{t.source}": t.target for t in tables if t.target}
-    conf["partition.by"] = {f"{prefix}.{t.source}": list(t.partition_by) for t in tables if t.partition_by}
+    route = _topic_router(job)
+    # The sink sees each table's topic as the job's RegexRouter SMTs renamed it.
+    conf["table.names"] = {route(f"{prefix}.{t.source}"): t.target for t in tables if t.target}
+    conf["partition.by"] = {route(f"{prefix}.{t.source}"): list(t.partition_by) for t in tables if t.partition_by}
     for attr, key in (("mode", "mode"), ("delete_mode", "delete.mode")):
         values = {getattr(t, attr) for t in tables}
         if len(values) > 1:
