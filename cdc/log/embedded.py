@@ -40,6 +40,14 @@ log = logging.getLogger(__name__)
 
 DB_FILE = "cdc.db"
 PAGE_SIZE = 16384
+# The file layout this code reads and writes, kept in SQLite's user_version (0: a log from
+# before versioning, same layout). A newer file is refused rather than misread.
+SCHEMA_VERSION = 1
+# The -wal file keeps its high-water size after a checkpoint: one large transaction, or a
+# reader that held a snapshot while writes piled up, would otherwise leave it that big for
+# good. SQLite truncates it to this when it restarts the WAL; twice the autocheckpoint point
+# (1000 pages of 16 KB) so a steady stream of writes never shrinks and regrows it.
+WAL_SIZE_LIMIT = 32 * 1024 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS topics(
@@ -64,6 +72,26 @@ CREATE TABLE IF NOT EXISTS consumer_offsets(
 """
 
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+# Primary result codes (sqlite3.h) that the user can act on.
+_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 3, 8, 11, 13, 14, 26
+
+
+def _explain(e: sqlite3.Error, path: Path, doing: str) -> LogError:
+    """An SQLite error as advice: what is wrong with the file or disk and what to do."""
+    code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == _SQLITE_FULL:
+        advice = "the disk is full; free space or move state.dir to a larger disk (the failed write stored nothing)"
+    elif code in (_SQLITE_READONLY, _SQLITE_PERM, _SQLITE_CANTOPEN):
+        advice = f"make {path.parent} and the cdc.db* files in it writable by this user, or choose another state.dir"
+    elif code in (_SQLITE_NOTADB, _SQLITE_CORRUPT):
+        advice = (
+            f"{path} is not an embedded log or is damaged; move it aside (keep it for inspection) "
+            "or choose another state.dir"
+        )
+    else:
+        advice = "see the SQLite error"
+    return LogError(f"{doing} the embedded log {path} failed: {e}; {advice}")
 
 
 def _now_ms() -> int:
@@ -114,8 +142,31 @@ class EmbeddedLog(TopicLog):
         self._lock = threading.RLock()
         self._conn = self.connect()
         self._meta: dict[str, _Meta] = {}
+        try:
+            self._init_schema()
+        except sqlite3.Error as e:
+            self._conn.close()
+            raise _explain(e, self.path, "opening") from e
+        except LogError:
+            self._conn.close()
+            raise
+
+    def _init_schema(self) -> None:
         with self._lock:
-            self._conn.executescript(_SCHEMA)
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise LogError(
+                    f"{self.path} was written by a newer cdc (log schema version {version}; this one reads up to "
+                    f"{SCHEMA_VERSION}); upgrade cdc, or choose another state.dir"
+                )
+            if version == SCHEMA_VERSION:
+                return  # the usual open takes no write lock (`cdc status` beside a running worker)
+            # One write transaction, so two processes creating the file cannot interleave.
+            with _write_txn(self._conn) as conn:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def connect(self) -> sqlite3.Connection:
         """A new connection with the log's pragmas (one per client: sqlite3 objects are not shared)."""
@@ -130,8 +181,9 @@ class EmbeddedLog(TopicLog):
             conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         except sqlite3.Error as e:
-            raise LogError(f"cannot open the embedded log {self.path}: {e}") from e
+            raise _explain(e, self.path, "opening") from e
         return conn
 
     # -- metadata ----------------------------------------------------------------------------
@@ -312,9 +364,20 @@ class _write_txn:
         return self.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.conn.execute("COMMIT")
-        else:
+        try:
+            if exc_type is None:
+                self.conn.execute("COMMIT")
+                return
+        except BaseException:
+            self._rollback()
+            raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        # SQLite rolls back by itself on some errors (SQLITE_FULL, IOERR, NOMEM): a ROLLBACK
+        # then fails and would hide the real error. A failed COMMIT (e.g. disk full) may leave
+        # the transaction open, and every later BEGIN on this connection would fail.
+        if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
 
@@ -401,7 +464,12 @@ class EmbeddedProducer(LogProducer):
         try:
             stored = self._append(pending)
         except Exception as e:
-            error = e if isinstance(e, LogError) else LogError(f"append to {self._log.path} failed: {e}")
+            if isinstance(e, LogError):
+                error = e
+            elif isinstance(e, sqlite3.Error):
+                error = _explain(e, self._log.path, "appending to")
+            else:
+                error = LogError(f"append to {self._log.path} failed: {e}")
             for p in pending:
                 if p[6] is not None:
                     p[6](None, error)
@@ -418,18 +486,20 @@ class EmbeddedProducer(LogProducer):
         rows: list[tuple | None] = []
         batch_keys: dict[tuple[str, int, bytes], int] = {}
         compacted: list[tuple[str, int, bytes, int]] = []
+        # Topics auto-created by this transaction: kept out of the log's shared metadata cache
+        # until committed, since a rollback undoes them (a cached one would then break appends).
+        created: dict[str, _Meta] = {}
         with _write_txn(conn):
             next_offsets: dict[tuple[str, int], int] = {}
             for topic, partition, key, value, headers, ts, _cb in pending:
-                meta = self._log.meta(topic, conn)
+                meta = created.get(topic) or self._log.meta(topic, conn)
                 if meta is None:
                     if not self._log.auto_create_topics:
                         raise UnknownTopicError(
                             f"topic {topic!r} does not exist and embedded auto-creation is off; create it first"
                         )
                     self._log._create_in_txn(conn, TopicSpec(topic, self._log.default_partitions))
-                    meta = self._log.meta(topic, conn)
-                    assert meta is not None
+                    meta = created[topic] = _Meta(self._log.default_partitions, compacted=False)
                 if partition is None:
                     if meta.partitions == 1:
                         partition = 0  # skip hashing: pure-Python murmur2 is ~20% of append time
