@@ -177,6 +177,9 @@ def sink_config(job: JobSpec) -> dict[str, Any]:
             s.get("errors.deadletterqueue.context.headers.enable", False)
         ).lower()
     conf["truncate.enabled"] = str(s.get("truncate", "apply") == "apply").lower()
+    placeholder = job.source.get("unavailable.value.placeholder")
+    if placeholder is not None:  # the sink keeps the value wherever the connector put its placeholder
+        conf["unavailable.value.placeholder"] = str(placeholder)
     tables = job.tables
     prefix = topic_prefix(job)
     route = _topic_router(job)

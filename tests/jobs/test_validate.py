@@ -245,6 +245,20 @@ def test_dead_letter_topic_and_per_table_options_reach_the_sink(tmp_path: Path) 
     assert conf["partition.by"] == {"shop.shop.orders": ["day"]}
 
 
+def test_the_sources_unavailable_value_placeholder_reaches_the_sink(tmp_path: Path) -> None:
+    """The sink keeps the stored value where the connector put its placeholder: the same one."""
+    from cdc.jobs.run import sink_config
+
+    text = GOOD.replace("  count: 10\n", "  count: 10\n  unavailable.value.placeholder: 'hex:00ff'\n")
+    code, lines = run(tmp_path, text, "--offline")
+    assert code == 0, lines
+    assert sink_config(load_job(tmp_path / "job.yaml"))["unavailable.value.placeholder"] == "hex:00ff"
+    (tmp_path / "job.yaml").write_text(GOOD)
+    assert "unavailable.value.placeholder" not in sink_config(load_job(tmp_path / "job.yaml"))
+    line = one_error(tmp_path, text.replace("hex:00ff", "hex:zz"), "--offline")
+    assert "unavailable.value.placeholder: 'hex:zz': after 'hex:'" in line
+
+
 # -- adversarial inputs: each once gave a traceback, a vague message or silent acceptance ------
 def test_non_utf8_file_names_the_line(tmp_path: Path) -> None:
     f = tmp_path / "job.yaml"

@@ -351,30 +351,3 @@ def test_nan_and_infinities_flatten_to_floats() -> None:
     out = flatten("p.db.f", winners).table.select(["r", "d"]).to_pylist()
     assert math.isnan(out[0]["r"]) and out[0]["d"] == -math.inf
     assert out[1] == {"r": 1.5, "d": math.inf}
-
-
-def test_the_unavailable_value_placeholder_is_reported_not_stored_silently(caplog: pytest.LogCaptureFixture) -> None:
-    # PostgreSQL leaves unchanged TOASTed values out of an update (REPLICA IDENTITY DEFAULT), and
-    # Debezium puts its placeholder there: the target would store it as the row's value.
-    t = Table("p.public.docs", {"id": Schema.INT32_SCHEMA, "body": Schema.OPTIONAL_STRING_SCHEMA})
-    _, toasted = t.event("u", 1, {"body": "__debezium_unavailable_value"}, 5)
-    _, plain = t.event("u", 2, {"body": "short"}, 6)
-    winners = pa.table(
-        {
-            "key": ['{"id":1}', '{"id":2}'],
-            "value": [toasted, plain],
-            "__op": ["u", "u"],
-            "__seq": [sequence.mysql("b.1", 5), sequence.mysql("b.1", 6)],
-            "__source_ts_ms": pa.array([1, 2], pa.int64()),
-            "__deleted": [False, False],
-        }
-    )
-    with caplog.at_level("WARNING", logger="cdc_spark.decode.flatten"):
-        flatten("p.public.docs", winners)
-    (warning,) = [r.getMessage() for r in caplog.records]
-    assert "p.public.docs: 1 row(s) carry Debezium's placeholder" in warning
-    assert "in column(s) body" in warning and "REPLICA IDENTITY FULL" in warning
-    caplog.clear()
-    with caplog.at_level("WARNING", logger="cdc_spark.decode.flatten"):
-        flatten("p.public.docs", winners.slice(1))
-    assert not caplog.records

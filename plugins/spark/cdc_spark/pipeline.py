@@ -39,6 +39,8 @@ def start_query(
         options["decode"] = "debezium-json"
         if "latestperkey" not in lowered:
             options["latestPerKey"] = str(applier.config.keeps_only_latest).lower()
+        if "unavailable.value.placeholder" not in lowered:
+            options["unavailable.value.placeholder"] = applier.config.unavailable_value_placeholder
         if applier.config.schemas_enable is not None and "schemas.enable" not in lowered:
             options["schemas.enable"] = str(applier.config.schemas_enable).lower()
     raw = spark.readStream.format("cdc").options(**options).load()

@@ -22,6 +22,18 @@ def by_topic(winners: pa.Table) -> dict[str, pa.Table]:
     return out
 
 
+def same_as_previous(table: pa.Table, columns: list[str]) -> pa.Array:
+    """Per row: do these columns equal the previous row's (null equal to null)? False for row 0."""
+    n = table.num_rows
+    same = pa.array([True] * (n - 1), pa.bool_())
+    for name in columns:
+        col = table.column(name).combine_chunks()
+        cur, prev = col.slice(1), col.slice(0, n - 1)
+        both_null = pc.and_(pc.is_null(cur), pc.is_null(prev))
+        same = pc.and_(same, pc.fill_null(pc.equal(cur, prev), both_null))
+    return pa.concat_arrays([pa.array([False]), same])
+
+
 def drop_shadowed(source: pa.Table, tombstones: pa.Table, keys: list[str]) -> pa.Table:
     """Rows of `source` that no remembered delete (same key, sequence ≥ theirs) outranks."""
     if tombstones.num_rows == 0 or source.num_rows == 0:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_spark.apply.errors import SinkConfigError
+from cdc_spark.decode import unavailable
 
 log = logging.getLogger(__name__)
 TARGETS = ("delta", "postgres", "iceberg", "parquet")
@@ -40,6 +41,7 @@ KEYS = (
     "schemas.enable",
     "maintenance.interval.batches",
     "mode",
+    "unavailable.value.placeholder",
 )
 # Settings users bring from other CDC sinks, and where that choice lives here.
 _ELSEWHERE = {
@@ -75,6 +77,8 @@ class SinkConfig:
     mode: str = "scd1"  # scd2 (delta only): history rows with __valid_from/__valid_to
     table_names: Mapping[str, str] = field(default_factory=dict)  # topic -> table, over table.name.format
     partition_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # table -> Delta partition columns
+    # The source connector's unavailable.value.placeholder: where it stands, the target keeps its value.
+    unavailable_value_placeholder: str = unavailable.DEFAULT
 
     @classmethod
     def parse(cls, conf: Mapping[str, Any]) -> SinkConfig:
@@ -163,7 +167,12 @@ class SinkConfig:
             mode=mode,
             table_names=table_names,
             partition_by=partition_by,
+            unavailable_value_placeholder=_placeholder(c),
         )
+
+    @property
+    def placeholder(self) -> unavailable.Placeholder:
+        return unavailable.Placeholder.parse(self.unavailable_value_placeholder)
 
     @property
     def keeps_only_latest(self) -> bool:
@@ -275,6 +284,18 @@ def _replication_factor(c: Mapping[str, Any]) -> int:
     if value == 0:
         raise SinkConfigError(f"{key}=0: use -1 (the broker's default) or 1 and more")
     return value
+
+
+def _placeholder(c: Mapping[str, Any]) -> str:
+    """As the connector takes it: text, or `hex:` and hex digits for raw bytes."""
+    key = "unavailable.value.placeholder"
+    value = c.get(key)
+    text = unavailable.DEFAULT if value is None else str(value)
+    try:
+        unavailable.Placeholder.parse(text)
+    except ValueError as e:
+        raise SinkConfigError(f"{key}: {e}") from None
+    return text
 
 
 def _check_dsn(dsn: str) -> None:

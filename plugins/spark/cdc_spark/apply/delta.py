@@ -10,6 +10,8 @@
   used because it fills new columns of guarded-out rows from the source.
 - A truncate deletes the older rows and keeps its sequence in the sibling table
   `_cdc_truncates`, so older events arriving later (another partition, a replay) stay out.
+- Values the source did not send (Debezium's unavailable-value placeholder) are read from
+  the stored rows before the MERGE (apply/unchanged.py).
 - MERGEs run with `streamed_exec=False`: the batch is in memory anyway, and only then does
   delta-rs prune target files by the batch's key range. Changes to recent rows (new ids,
   hot rows) then skip the rest of a large table: 0.02 s instead of 1.1 s on 5M rows.
@@ -27,6 +29,7 @@ from deltalake.table import TableMerger
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, hex_literal, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.unchanged import fill_from_stored, needing, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
 
 TOMBSTONE_SUFFIX = "__tombstones"
@@ -110,12 +113,22 @@ class DeltaTarget:
             source, added = conform(table, _schema(dt), source)
             if added:
                 dt.alter.add_columns([Field.from_arrow(f) for f in added])
+            if batch.unchanged:
+                source = self._keep_unchanged(dt, table, source, batch)
             if self.config.delete_mode == "soft":
                 self._merge_soft(dt, source, keys, batch_id)
             else:
                 self._merge_hard(dt, table, source, keys, batch_id)
         if self.config.delete_mode == "hard":
             self._remember_deletes(table, source, keys, batch_id)
+
+    def _keep_unchanged(self, dt: DeltaTable, table: str, source: pa.Table, batch: FlatBatch) -> pa.Table:
+        """Values the source did not send come from the stored row (apply/unchanged.py)."""
+        keys, masks = batch.key_columns, batch.unchanged
+        stored = rows_with_keys(dt.to_pyarrow_dataset(), needing(source, masks), keys, [*keys, *masks, "__deleted"])
+        source, kept = fill_from_stored(source, masks, stored, keys)
+        warn_kept(table, kept)
+        return source
 
     def _merge_soft(self, dt: DeltaTable, source: pa.Table, keys: list[str], batch_id: int) -> None:
         (

@@ -24,7 +24,8 @@ from cdc_spark.apply import deadletter
 from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit
-from cdc_spark.apply.latest import decode, latest_rows, topic_marks, truncate_marks
+from cdc_spark.apply.latest import decode, latest_and_earlier, topic_marks, truncate_marks
+from cdc_spark.apply.unchanged import flatten_latest
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
 from cdc_spark.source.options import SourceOptions
 
@@ -82,7 +83,7 @@ class ChangeApplier:
         started = time.perf_counter()
         # The changelog keeps every event; the other targets need only each key's latest.
         if "__seq" not in raw.columns:  # raw records (the source did not decode them)
-            raw = decode(raw, self.deserializer, combine=self.config.keeps_only_latest)
+            raw = decode(raw, self.deserializer, self.config.keeps_only_latest, self.config.placeholder)
         if self.config.target in ("delta", "iceberg") and self.config.mode == "scd1":
             self._apply_collected(raw, batch_id)
         else:
@@ -150,7 +151,7 @@ class ChangeApplier:
         is_change = pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t"))
         changes = batch if pc.all(is_change).as_py() else batch.filter(is_change)
         marks = topic_marks(changes["topic"], self._truncate_marks(), self.config.table_for)
-        self._apply_winners(latest_rows(changes, marks), batch_id)
+        self._apply_winners(*latest_and_earlier(changes, marks, self.config.placeholder), batch_id)
 
     def _truncate_marks(self) -> dict[str, bytes]:
         """Where each table was last truncated, read once from the target and kept current
@@ -193,11 +194,13 @@ class ChangeApplier:
             if writer is not None:
                 writer.close()
 
-    def _apply_winners(self, collected: pa.Table, batch_id: int) -> None:
+    def _apply_winners(self, collected: pa.Table, earlier: pa.Table, batch_id: int) -> None:
+        """`earlier`: events older than their key's winner that may hold values it lacks."""
+        before = by_topic(earlier) if earlier.num_rows else {}
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
             t1 = time.perf_counter()
-            flat = flatten(topic, rows, self._schemas)
+            flat = flatten_latest(topic, rows, before.get(topic), self._schemas, self.config.placeholder)
             t2 = time.perf_counter()
             self.target.apply(table, flat, batch_id)
             t3 = time.perf_counter()

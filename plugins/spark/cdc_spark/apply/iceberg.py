@@ -35,6 +35,7 @@ from pyiceberg.table import Table
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.unchanged import fill_from_stored, needing, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
 
 TOMBSTONE_SUFFIX = "__tombstones"
@@ -61,13 +62,13 @@ def _range_filter(rows: pa.Table, keys: list[str]) -> BooleanExpression:
     return And(GreaterThanOrEqual(keys[0], bounds["min"].as_py()), LessThanOrEqual(keys[0], bounds["max"].as_py()))
 
 
-def _stored(tbl: Table, rows: pa.Table, keys: list[str]) -> pa.Table:
-    """(key, __seq) of the stored rows with the keys of `rows`."""
-    empty = pa.table({k: rows.column(k).slice(0, 0) for k in [*keys, "__seq"]})
-    if tbl.current_snapshot() is None:  # a new table: nothing to read (the first snapshot load)
+def _stored(tbl: Table, rows: pa.Table, keys: list[str], columns: tuple[str, ...] = ("__seq",)) -> pa.Table:
+    """(key, `columns`) of the stored rows with the keys of `rows`."""
+    empty = pa.table({k: rows.column(k).slice(0, 0) for k in [*keys, *columns]})
+    if tbl.current_snapshot() is None or rows.num_rows == 0:  # a new table: nothing to read
         return empty
     wanted = rows.select(keys).group_by(keys).aggregate([])
-    scan = tbl.scan(row_filter=_range_filter(rows, keys), selected_fields=(*keys, "__seq"))
+    scan = tbl.scan(row_filter=_range_filter(rows, keys), selected_fields=(*keys, *columns))
     # The range admits other keys too: keep only the wanted ones batch by batch, so memory
     # follows the batch's keys, not the table's size.
     found = [
@@ -147,6 +148,11 @@ class IcebergTarget:
                 update.union_by_name(pa.schema(added))
             tbl = self.catalog.load_table((self.namespace, table))
             source = source.cast(tbl.schema().as_arrow())
+        if batch.unchanged:  # values the source did not send: the stored row's (apply/unchanged.py)
+            columns = (*batch.unchanged, "__deleted")
+            stored = _stored(tbl, needing(source, batch.unchanged), keys, columns)
+            source, kept = fill_from_stored(source, batch.unchanged, stored, keys)
+            warn_kept(table, kept)
         tombs = self._load(table + TOMBSTONE_SUFFIX) if self.config.delete_mode == "hard" else None
         if tombs is not None and source.num_rows:
             source = drop_shadowed(source, _stored(tombs, source, keys), keys)

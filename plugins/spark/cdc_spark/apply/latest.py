@@ -12,17 +12,21 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Row
 
 from cdc_spark.decode import DECODED_SCHEMA, Deserializer, decode_batches
+from cdc_spark.decode.unavailable import Placeholder
 
 
-def decode(raw: DataFrame, deserializer: Deserializer, combine: bool = True) -> DataFrame:
+def decode(
+    raw: DataFrame, deserializer: Deserializer, combine: bool = True, placeholder: Placeholder | None = None
+) -> DataFrame:
     """One decoding task per source partition (mapInArrow keeps the partitioning).
 
-    `combine` keeps only each key's latest event per source partition before the shuffle.
+    `combine` keeps only each key's latest event per source partition before the shuffle
+    (and every event of a key whose latest may carry `placeholder`).
     """
     from cdc_spark.source.reader import HEADERS_SCHEMA
 
     schema = f"{DECODED_SCHEMA}, {HEADERS_SCHEMA}" if "headers" in raw.columns else DECODED_SCHEMA
-    return raw.mapInArrow(partial(decode_batches, des=deserializer, combine=combine), schema)
+    return raw.mapInArrow(partial(decode_batches, des=deserializer, combine=combine, placeholder=placeholder), schema)
 
 
 def truncate_marks(loose: Sequence[Row]) -> dict[str, bytes]:
@@ -54,8 +58,37 @@ def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
     batch collected on the driver, or one partition of a shuffle by key. Sorting in Arrow
     here is cheaper than a Spark window (a sort inside the shuffle).
     """
+    return _winners(_after_truncates(rows, truncates))
+
+
+def latest_and_earlier(
+    rows: pa.Table, truncates: Mapping[str, bytes], placeholder: Placeholder
+) -> tuple[pa.Table, pa.Table]:
+    """`latest_rows`, and the other events of the keys whose winner may carry the placeholder
+    for a value the source did not send: the value is theirs (apply/unchanged.py)."""
+    rows = _after_truncates(rows, truncates)
+    winners = _winners(rows)
+    none = rows.slice(0, 0)
+    if winners.num_rows == rows.num_rows:
+        return winners, none
+    suspect = placeholder.suspects(winners.column("value"))
+    if not pc.any(suspect).as_py():
+        return winners, none
+    wanted = _pairs(winners.filter(suspect))
+    return winners, rows.filter(pc.is_in(_pairs(rows), value_set=wanted))
+
+
+def _pairs(rows: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(rows["topic"], rows["key"], "\x00").combine_chunks()
+
+
+def _after_truncates(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
     for topic, seq in truncates.items():
         rows = rows.filter(pc.invert(pc.and_(pc.equal(rows["topic"], topic), pc.less(rows["__seq"], seq))))
+    return rows
+
+
+def _winners(rows: pa.Table) -> pa.Table:
     if rows.num_rows < 2:
         return rows
     # Kafka places a key in one partition, so the source tasks' winners usually have no

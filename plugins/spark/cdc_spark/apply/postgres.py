@@ -28,13 +28,15 @@ from psycopg import sql
 from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import SchemaEvolutionError
-from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch, flatten
+from cdc_spark.apply.unchanged import warn_kept_rows
+from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch
 from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE
 
 TOMBSTONE_SUFFIX = "__tombstones"
 # One row per truncated table: the last truncate's sequence, which later, older events lose to.
 TRUNCATES = "_cdc_truncates"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
+_UNCHANGED = "__cdc_unchanged"  # staging only: the columns of a row whose value the source did not send
 
 
 class WarehouseValueError(RuntimeError):
@@ -241,7 +243,12 @@ class PostgresWriter:
                     c=c_ids, t=target
                 )
             )
+            if batch.unchanged:
+                self.conn.execute(f"ALTER TABLE _cdc_stage ADD COLUMN {_UNCHANGED} int[]")
+                data = data.append_column(_UNCHANGED, _unchanged_lists(cols, batch.unchanged))
             _copy(self.conn, data, f"{self.config.schema}.{table}")
+            if batch.unchanged:
+                self._keep_unchanged(table, batch.unchanged, cols, on)
             k_ids = sql.SQL(", ").join(map(sql.Identifier, keys))
             if self.config.delete_mode == "soft":
                 self.conn.execute(upsert.format(t=target, c=c_ids, where=sql.SQL(""), k=k_ids, u=updates))
@@ -269,6 +276,28 @@ class PostgresWriter:
                 (int(time.time() * 1000),),
             )
 
+    def _keep_unchanged(self, table: str, masks: Mapping[str, pa.Array], cols: list[str], on: sql.Composable) -> None:
+        """Staged values the source did not send take the stored row's (apply/unchanged.py)."""
+        target = self.ident(table)
+        sets = sql.SQL(", ").join(
+            sql.SQL("{0} = CASE WHEN {1} = ANY(s.{2}) THEN t.{0} ELSE s.{0} END").format(
+                sql.Identifier(c), sql.Literal(cols.index(c)), sql.Identifier(_UNCHANGED)
+            )
+            for c in masks
+        )
+        live = sql.SQL("{on} AND s.{u} IS NOT NULL AND t.__deleted IS NOT TRUE").format(
+            on=on, u=sql.Identifier(_UNCHANGED)
+        )
+        self.conn.execute(sql.SQL("UPDATE _cdc_stage s SET {} FROM {} t WHERE {}").format(sets, target, live))
+        missing = self.conn.execute(
+            sql.SQL(
+                "SELECT count(*) FROM _cdc_stage s WHERE s.{u} IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM {t} t WHERE {w})"
+            ).format(u=sql.Identifier(_UNCHANGED), t=target, w=live)
+        ).fetchone()
+        if missing and missing[0]:
+            warn_kept_rows(f"{self.config.schema}.{table}", missing[0], list(masks))
+
     def maintain(self, tables: list[str]) -> None:
         cutoff = int(time.time() * 1000) - self.config.delete_retention_ms
         for table in tables:
@@ -277,6 +306,19 @@ class PostgresWriter:
                     sql.SQL("DELETE FROM {} WHERE __deleted_at_ms < %s").format(self.ident(table + TOMBSTONE_SUFFIX)),
                     (cutoff,),
                 )
+
+
+def _unchanged_lists(cols: list[str], masks: Mapping[str, pa.Array]) -> pa.Array:
+    """Per row, PostgreSQL int[] text of the positions of its columns the source did not send."""
+    positions = [cols.index(c) for c in masks]
+    flags = [m.to_pylist() for m in masks.values()]
+    return pa.array(
+        [
+            "{" + ",".join(str(p) for p, hit in zip(positions, row, strict=True) if hit) + "}" if any(row) else None
+            for row in zip(*flags, strict=True)
+        ],
+        pa.string(),
+    )
 
 
 def _refuse_nul(table: str, data: pa.Table) -> None:
@@ -388,7 +430,8 @@ def apply_partition(
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over a partition holding whole keys: each key's latest event newer than
     its table's last truncate (`truncated`, by table), flattened per topic, upserted; yields counts."""
-    from cdc_spark.apply.latest import latest_rows, topic_marks
+    from cdc_spark.apply.latest import latest_and_earlier, topic_marks
+    from cdc_spark.apply.unchanged import flatten_latest
 
     received = list(batches)
     topics: list[str] = []
@@ -396,12 +439,15 @@ def apply_partition(
     rows = None
     if received:
         rows = pa.Table.from_batches(received)
-        rows = latest_rows(rows, topic_marks(rows["topic"], truncated or {}, config.table_for))
+        marks = topic_marks(rows["topic"], truncated or {}, config.table_for)
+        rows, earlier = latest_and_earlier(rows, marks, config.placeholder)
     if rows is not None and rows.num_rows:
+        before = by_topic(earlier) if earlier.num_rows else {}
         writer = PostgresWriter(config)
         try:
             for topic, part in sorted(by_topic(rows).items()):
-                writer.apply(config.table_for(topic), flatten(topic, part, schemas))
+                flat = flatten_latest(topic, part, before.get(topic), schemas, config.placeholder)
+                writer.apply(config.table_for(topic), flat)
                 topics.append(topic)
                 counts.append(part.num_rows)
         finally:

@@ -6,32 +6,23 @@ the batch's keys is re-read, merged with the new events, re-chained in sequence 
 written back with one MERGE on (key, `__valid_from`) that only inserts new versions and
 updates `__valid_to` where the chain changed. A delete is a version with `__deleted=true`
 (it closes the previous one and keeps late, older events from reopening the key).
-Current rows: `__valid_to IS NULL AND NOT __deleted`.
+Current rows: `__valid_to IS NULL AND NOT __deleted`. A value the source did not send
+(Debezium's unavailable-value placeholder) is the previous version's.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 
-from cdc_spark.apply.arrowutil import for_lake, rows_with_keys
+from cdc_spark.apply.arrowutil import for_lake, rows_with_keys, same_as_previous
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.delta import merge
 from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.unchanged import fill_forward, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
-
-
-def _same_as_previous(table: pa.Table, columns: list[str]) -> pa.Array:
-    """Per row: do these columns equal the previous row's (null equal to null)? False for row 0."""
-    n = table.num_rows
-    same = pa.array([True] * (n - 1), pa.bool_())
-    for name in columns:
-        col = table.column(name).combine_chunks()
-        cur, prev = col.slice(1), col.slice(0, n - 1)
-        both_null = pc.and_(pc.is_null(cur), pc.is_null(prev))
-        same = pc.and_(same, pc.fill_null(pc.equal(cur, prev), both_null))
-    return pa.concat_arrays([pa.array([False]), same])
 
 
 def chain(history: pa.Table, keys: list[str]) -> pa.Table:
@@ -41,10 +32,10 @@ def chain(history: pa.Table, keys: list[str]) -> pa.Table:
     # A stable sort: of two copies of one event (a replay), the stored one comes first and stays.
     order = pc.sort_indices(history, sort_keys=[*((k, "ascending") for k in keys), ("__valid_from", "ascending")])
     history = history.take(order)
-    replayed = pc.and_(_same_as_previous(history, keys), _same_as_previous(history, ["__valid_from"]))
+    replayed = pc.and_(same_as_previous(history, keys), same_as_previous(history, ["__valid_from"]))
     out = history.filter(pc.invert(replayed))
     n = out.num_rows
-    next_same_key = pa.concat_arrays([_same_as_previous(out, keys).slice(1), pa.array([False])])
+    next_same_key = pa.concat_arrays([same_as_previous(out, keys).slice(1), pa.array([False])])
     next_from = pa.concat_arrays([out.column("__valid_from").combine_chunks().slice(1), pa.nulls(1, pa.binary())])
     valid_to = pc.if_else(next_same_key, next_from, pa.nulls(n, pa.binary()))
     return out.set_column(out.schema.get_field_index("__valid_to"), "__valid_to", valid_to)
@@ -58,6 +49,8 @@ class Scd2Delta:
         keys = batch.key_columns
         new = for_lake(batch.table, table)
         check_lake_range(table, new)  # delta-rs panics on years outside 1-9999
+        # Values the source did not send are the previous version's (apply/unchanged.py).
+        unsent = self.config.placeholder.masks(new, skip=frozenset(keys))
         new = new.append_column("__valid_from", new.column("__seq")).append_column(
             "__valid_to", pa.nulls(new.num_rows, pa.binary())
         )
@@ -78,7 +71,16 @@ class Scd2Delta:
         stored = rows_with_keys(dt.to_pyarrow_dataset(), new, keys)
         if stored.num_rows:
             stored = stored.select(new.column_names).cast(new.schema)
-        merged = chain(pa.concat_tables([stored, new]) if stored.num_rows else new, keys)
+        history = pa.concat_tables([stored, new]) if stored.num_rows else new
+        for name, mask in unsent.items():
+            flags = pa.concat_arrays([pa.array(np.zeros(stored.num_rows, bool)), mask])
+            history = history.append_column(f"__unsent.{name}", flags)
+        merged = chain(history, keys)
+        if unsent:
+            flags = {c: merged.column(f"__unsent.{c}").combine_chunks() for c in unsent}
+            merged, kept = fill_forward(merged, flags, keys)
+            merged = merged.drop_columns([f"__unsent.{c}" for c in unsent])
+            warn_kept(table, kept)
         on = " AND ".join([*(f't."{k}" = s."{k}"' for k in keys), "t.__valid_from = s.__valid_from"])
         (
             merge(dt, merged, on, CommitProperties(app_transactions=[Transaction(self.config.app_id, batch_id)]))

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from cdc_spark.decode import fast, schemas, sequence
 from cdc_spark.decode._json import canonical
 from cdc_spark.decode.deserializer import DeserializeError, Deserializer, JsonDeserializer
+from cdc_spark.decode.unavailable import Placeholder
 
 OPS = frozenset("curdt")
 SKIPPED_OPS = frozenset("m")  # logical decoding messages carry no row
@@ -91,11 +92,13 @@ def decode_one(des: Deserializer, topic: str, key: bytes | None, value: bytes | 
     return (canonical_key(k), op, seq, ts, op == "d", None)
 
 
-def keep_latest(table: pa.Table) -> pa.Table:
+def keep_latest(table: pa.Table, placeholder: Placeholder | None = None) -> pa.Table:
     """Per key, only the highest (`__seq`, offset) row; keyless rows (errors, truncates) all stay.
 
     A combiner: run inside each source partition before the shuffle, it shrinks what the
     shuffle moves without changing the result of the global per-key reduction after it.
+    A key whose latest event may carry `placeholder` keeps all its events: the values the
+    source did not send are in the earlier ones (apply/unchanged.py).
     """
     if table.num_rows < 2:
         return table
@@ -111,16 +114,26 @@ def keep_latest(table: pa.Table) -> pa.Table:
     first = pc.fill_null(pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)), True)
     keep = pc.or_(pa.concat_arrays([pa.array([True]), first]), pc.is_null(keys))
     kept = order.filter(keep)
+    if placeholder is not None:
+        latest = table.column("key").take(kept)
+        suspect = pc.and_(pc.is_valid(latest), placeholder.suspects(table.column("value").take(kept)))
+        if pc.any(suspect).as_py():
+            chains = pc.is_in(table.column("key"), value_set=latest.filter(suspect))
+            kept = pa.concat_arrays([kept, pc.indices_nonzero(chains).cast(kept.type)])
+            kept = pc.unique(kept)
     return table.take(kept.take(pc.array_sort_indices(kept)))
 
 
 def decode_batches(
-    batches: Iterator[pa.RecordBatch], des: Deserializer | None = None, combine: bool = False
+    batches: Iterator[pa.RecordBatch],
+    des: Deserializer | None = None,
+    combine: bool = False,
+    placeholder: Placeholder | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The mapInArrow function: source rows in, `DECODED_SCHEMA` rows out.
 
-    `combine=True` holds the partition's events and emits only the latest per key, with
-    the schema cut off their values (schemas.py).
+    `combine=True` holds the partition's events and emits only the latest per key (see
+    keep_latest for `placeholder`), with the schema cut off their values (schemas.py).
     """
     des = des or JsonDeserializer()
     if not combine:
@@ -129,7 +142,7 @@ def decode_batches(
     texts: dict[int, str] = {}  # schema id → text, for the schemas cut off the values
     kept = [b for b in _decode_each(batches, des, texts) if b.num_rows]
     if kept:
-        latest = keep_latest(pa.Table.from_batches(kept, schema=kept[0].schema))
+        latest = keep_latest(pa.Table.from_batches(kept, schema=kept[0].schema), placeholder)
         yield from schemas.mark_first(latest, texts).to_batches()
 
 

@@ -8,10 +8,10 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cdc_spark.decode.envelope import EnvelopeReader
 from cdc_spark.decode.types import (
@@ -42,6 +42,9 @@ class ColumnTypeConflict(ValueError):
 class FlatBatch:
     table: pa.Table
     key_columns: list[str]
+    # Column → rows whose value the source did not send (Debezium's placeholder, see
+    # unavailable.py) and no earlier event of the batch supplied: the target keeps its own.
+    unchanged: Mapping[str, pa.Array] = dataclass_field(default_factory=dict)
 
 
 def flatten(topic: str, winners: pa.Table, schemas: Mapping[int, str] | None = None) -> FlatBatch:
@@ -59,46 +62,7 @@ def flatten(topic: str, winners: pa.Table, schemas: Mapping[int, str] | None = N
     if flat is None:
         full = restore(winners, schemas or {})
         flat = flatten_enveloped(topic, full) or flatten_rows(topic, full)
-    _warn_unavailable(topic, flat.table)
     return flat
-
-
-# Debezium's default unavailable.value.placeholder: what a PostgreSQL update carries for a TOASTed
-# value it left unchanged, unless the table has REPLICA IDENTITY FULL (in arrays/hstore as JSON text).
-UNAVAILABLE_PLACEHOLDER = "__debezium_unavailable_value"
-
-
-def _warn_unavailable(topic: str, table: pa.Table) -> None:
-    """Say when rows carry the placeholder instead of a value: the target stores it as data.
-
-    The sink cannot know the real value (the source never sent it), so it cannot keep it either
-    when the same batch inserted the row; the fix is at the source (REPLICA IDENTITY FULL)."""
-    found: list[str] = []
-    rows = 0
-    for f in table.schema:
-        if f.name in META_COLUMNS:
-            continue
-        col = table.column(f.name)
-        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
-            mask = pc.match_substring(col, UNAVAILABLE_PLACEHOLDER)
-        elif pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
-            mask = pc.equal(col, pa.scalar(UNAVAILABLE_PLACEHOLDER.encode(), f.type))
-        else:
-            continue
-        count = pc.sum(pc.cast(pc.fill_null(mask, False), pa.int64())).as_py() or 0
-        if count:
-            found.append(f.name)
-            rows = max(rows, count)
-    if found:
-        log.warning(
-            "%s: %d row(s) carry Debezium's placeholder %r in column(s) %s instead of their value (a PostgreSQL "
-            "update that left a TOASTed value unchanged): the target now holds the placeholder there. Set REPLICA "
-            "IDENTITY FULL on the source table so that updates carry every value, then re-snapshot it",
-            topic,
-            rows,
-            UNAVAILABLE_PLACEHOLDER,
-            ", ".join(found),
-        )
 
 
 def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdc.log import TopicLog
+from cdc_spark.decode import unavailable
 
 
 class SourceOptionError(ValueError):
@@ -41,6 +42,7 @@ _KNOWN = {
         "probeEndOffsets",
         "decode",
         "latestPerKey",
+        "unavailable.value.placeholder",
         "schemas.enable",
         "includeHeaders",
         "failOnDataLoss",
@@ -97,6 +99,8 @@ class SourceOptions:
     probe_end_offsets: bool = False  # read past the reported end (brokers with a wrong high watermark)
     decode: str = "none"  # "debezium-json": emit decoded change rows (DECODED_SCHEMA) instead of raw records
     latest_per_key: bool = False  # with decode: only each key's latest event per partition and batch
+    # with latestPerKey: a key whose latest event carries it keeps its earlier events (they hold the value)
+    unavailable_value_placeholder: str = unavailable.DEFAULT
     schemas_enable: bool | None = None
     include_headers: bool = False  # a `headers` column, as Spark's Kafka source with includeHeaders=true
     fail_on_data_loss: bool = True  # records deleted before they were read stop the query (Spark's Kafka source)
@@ -125,6 +129,11 @@ class SourceOptions:
         if latest and decode == "none":
             raise SourceOptionError("option latestPerKey=true needs decode=debezium-json")
         max_events = _alias(opts, "maxEventsPerTrigger", "maxOffsetsPerTrigger")
+        placeholder = opts.get("unavailable.value.placeholder", unavailable.DEFAULT)
+        try:
+            unavailable.Placeholder.parse(placeholder)
+        except ValueError as e:
+            raise SourceOptionError(f"option unavailable.value.placeholder: {e}") from None
         return cls(
             transport=transport,
             state_dir=opts.get("state.dir"),
@@ -145,6 +154,7 @@ class SourceOptions:
             probe_end_offsets=_flag(opts, "probeEndOffsets", False),
             decode=decode,
             latest_per_key=latest,
+            unavailable_value_placeholder=placeholder,
             schemas_enable=_flag(opts, "schemas.enable", None),
             include_headers=_flag(opts, "includeHeaders", False),
             fail_on_data_loss=_flag(opts, "failOnDataLoss", True),

@@ -160,9 +160,11 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # trip of every raw value (the most expensive step of a batch otherwise).
         from cdc_spark.decode import JsonDeserializer
         from cdc_spark.decode.events import decode_batches
+        from cdc_spark.decode.unavailable import Placeholder
 
         des = JsonDeserializer(opts.schemas_enable)
-        return decode_batches(read_range(partition), des, combine=opts.latest_per_key)
+        placeholder = Placeholder.parse(opts.unavailable_value_placeholder)
+        return decode_batches(read_range(partition), des, combine=opts.latest_per_key, placeholder=placeholder)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the checkpoint is the only record of progress."""

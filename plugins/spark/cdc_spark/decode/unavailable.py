@@ -1,0 +1,123 @@
+"""Debezium's placeholder for a value the source did not send: how it looks, raw and flattened.
+
+A PostgreSQL update leaves unchanged TOASTed values out unless the table has REPLICA
+IDENTITY FULL, and Debezium puts `unavailable.value.placeholder` there, in the column's
+own type (as the PostgreSQL connector's toast.py writes it): the text itself; its bytes;
+`{p: p}` for hstore; for arrays, one placeholder element (text, UUID, bytes) or one
+element per placeholder byte (numbers, booleans). It means "unchanged", so the sink keeps
+the value it has instead of storing the placeholder (apply/unchanged.py).
+
+Two tests: `suspects` over raw JSON values, cheap and generous (a false hit only keeps a
+few more events of a batch), and `masks` over flattened columns, exact per cell.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+DEFAULT = "__debezium_unavailable_value"
+META_COLUMNS = frozenset(("__op", "__seq", "__source_ts_ms", "__deleted"))
+
+
+def _compact(value: Any) -> str:
+    """JSON text as the flattening writes arrays and maps (types._json_text)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    raw: bytes
+
+    @classmethod
+    def parse(cls, configured: str) -> Placeholder:
+        """As the connector reads `unavailable.value.placeholder`: `hex:<digits>` for raw bytes,
+        otherwise its UTF-8 bytes. A ValueError says what is wrong with it."""
+        if configured.startswith("hex:"):
+            try:
+                raw = bytes.fromhex(configured[4:])
+            except ValueError:
+                raw = b""
+            if not raw:
+                raise ValueError(f"{configured!r}: after 'hex:' give the placeholder's bytes as hex digits (hex:5f5f)")
+            return cls(raw)
+        if not configured:
+            raise ValueError(f"it must not be empty: set the source connector's value (Debezium's default: {DEFAULT})")
+        return cls(configured.encode())
+
+    @cached_property
+    def text(self) -> str:
+        return self.raw.decode("utf-8", errors="replace")
+
+    @cached_property
+    def _per_byte(self) -> list[int]:
+        return [b - 256 if b > 127 else b for b in self.raw]  # Java's signed bytes
+
+    @cached_property
+    def _arrays(self) -> list[list[Any]]:
+        """The array forms, as JSON values."""
+        md5 = uuid.UUID(bytes=hashlib.md5(self.raw, usedforsecurity=False).digest(), version=3)
+        unscaled = [base64.b64encode(b.to_bytes(1, "big", signed=True)).decode() for b in self._per_byte]
+        return [
+            [self.text],
+            [str(md5)],
+            [base64.b64encode(self.raw).decode()],
+            self._per_byte,
+            [float(b) for b in self._per_byte],
+            [b != 0 for b in self._per_byte],
+            unscaled,  # Decimal elements: one unscaled byte each, base64 as JsonConverter writes it
+        ]
+
+    @cached_property
+    def text_forms(self) -> pa.Array:
+        """Every text a flattened string column holds where the value was not sent."""
+        pair = {self.text: self.text}
+        forms = {self.text, _compact(pair), json.dumps(pair, separators=(",", ":"), ensure_ascii=False)}
+        forms.update(_compact(a) for a in self._arrays)
+        return pa.array(sorted(forms), pa.string())
+
+    @cached_property
+    def suspect_pattern(self) -> str:
+        """A regex over raw JsonConverter text that every event carrying the placeholder matches."""
+        needles = {json.dumps(self.text, ensure_ascii=ascii)[1:-1] for ascii in (True, False)}
+        needles.add(base64.b64encode(self.raw).decode())
+        needles.update(_compact(a)[1:-1] for a in self._arrays[1:])
+        return "|".join(re.escape(n) for n in sorted(needles) if n)
+
+    def suspects(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Per raw value: might it carry the placeholder? (null values: no)."""
+        if len(values) == 0:
+            return pa.array([], pa.bool_())
+        hits = pc.match_substring_regex(values, self.suspect_pattern)
+        if isinstance(hits, pa.ChunkedArray):
+            hits = hits.combine_chunks()
+        return pc.fill_null(hits, False)
+
+    def masks(self, table: pa.Table, skip: frozenset[str] = frozenset()) -> dict[str, pa.Array]:
+        """Column → rows whose value is the placeholder (not for deletes, keys or `skip`)."""
+        live = pc.invert(table.column("__deleted").combine_chunks()) if "__deleted" in table.column_names else None
+        out: dict[str, pa.Array] = {}
+        for f in table.schema:
+            if f.name in META_COLUMNS or f.name in skip:
+                continue
+            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+                forms = self.text_forms.cast(f.type)
+            elif pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
+                forms = pa.array([self.raw], f.type)
+            else:
+                continue
+            mask = pc.fill_null(pc.is_in(table.column(f.name).combine_chunks(), value_set=forms), False)
+            if live is not None:
+                mask = pc.and_(mask, live)
+            if pc.any(mask).as_py():
+                out[f.name] = mask
+        return out
