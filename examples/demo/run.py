@@ -60,8 +60,10 @@ def cdc(*args: str, check: bool = True) -> int:
 def show_sample(table: str, limit: int = 5) -> None:
     from deltalake import DeltaTable
 
-    path = LAKE / table
-    rows = [r for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist() if not r.get("__deleted")]
+    from cdc_spark.apply.arrowutil import delta_dataset  # deltalake's own reader can abort the exit
+
+    path = str(LAKE / table)
+    rows = [r for r in delta_dataset(DeltaTable(path), path).to_table().to_pylist() if not r.get("__deleted")]
     rows.sort(key=lambda r: (r.get("id") is None, r.get("id") or 0))
     columns = [c for c in (rows[0] if rows else {}) if not c.startswith("__")]
     print(f"lake/{table}: {len(rows)} rows; the first {min(limit, len(rows))}:")

@@ -75,3 +75,25 @@ def test_a_value_the_lake_cannot_hold_names_the_table_and_column() -> None:
     with pytest.raises(ValueOutOfRangeError, match=r"table shop_events: column 'at' holds a value outside.*infinity"):
         for_lake(rows, "shop_events")
     assert for_lake(rows.slice(0, 1), "shop_events").schema.field("at").type == pa.timestamp("us")
+
+
+def test_local_delta_tables_are_read_through_arrows_own_filesystem(tmp_path: Path) -> None:
+    """deltalake's default Python filesystem handler lets a prefetching Arrow thread call into a
+    finalizing interpreter, which aborts the process at exit; the native one reads the same rows,
+    partition directories with escaped values included."""
+    import pyarrow.fs as pa_fs
+    from deltalake import DeltaTable, write_deltalake
+
+    from cdc_spark.apply.arrowutil import delta_dataset
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"id": [1, 2, 3, 4], "p": ["a b", "x/y", "%2F", "é:1"]}), partition_by=["p"])
+    write_deltalake(path, pa.table({"id": [5], "p": ["a b"]}), mode="append")
+    dt = DeltaTable(path)
+    for where in (path, f"file://{path}"):
+        dataset = delta_dataset(dt, where)
+        assert isinstance(dataset.filesystem, pa_fs.SubTreeFileSystem)
+        assert isinstance(dataset.filesystem.base_fs, pa_fs.LocalFileSystem)
+        got = dataset.to_table().sort_by("id").to_pylist()
+        assert got == dt.to_pyarrow_dataset().to_table().sort_by("id").to_pylist()
+        assert [r["p"] for r in got] == ["a b", "x/y", "%2F", "é:1", "a b"]

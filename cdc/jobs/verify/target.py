@@ -88,7 +88,10 @@ class DeltaReader:
     def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
         from deltalake import DeltaTable
 
-        dataset = DeltaTable(self.describe(table)).to_pyarrow_dataset()
+        from cdc_spark.apply.arrowutil import delta_dataset
+
+        path = self.describe(table)
+        dataset = delta_dataset(DeltaTable(path), path)
         wanted = _with_meta(columns, dataset.schema.names)
         return _arrow_rows(dataset.to_batches(columns=wanted, batch_size=BATCH), columns)
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pa_fs
 
 from cdc_spark.apply.errors import ValueOutOfRangeError
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 
 def by_topic(winners: pa.Table) -> dict[str, pa.Table]:
@@ -32,6 +39,18 @@ def same_as_previous(table: pa.Table, columns: list[str]) -> pa.Array:
         both_null = pc.and_(pc.is_null(cur), pc.is_null(prev))
         same = pc.and_(same, pc.fill_null(pc.equal(cur, prev), both_null))
     return pa.concat_arrays([pa.array([False]), same])
+
+
+def delta_dataset(dt: DeltaTable, path: str) -> ds.Dataset:
+    """`dt.to_pyarrow_dataset()`, read through Arrow's own filesystem when the table is local.
+
+    deltalake's default filesystem is a Python handler: Arrow's I/O threads call into Python,
+    and one still prefetching when the interpreter exits aborts the process ("terminate called
+    without an active exception", exit 134) after the work is done. Arrow's native local
+    filesystem makes no such calls (and reads faster)."""
+    root = path.removeprefix("file://") if path.startswith("file://") or "://" not in path else None
+    fs = pa_fs.SubTreeFileSystem(os.path.abspath(root), pa_fs.LocalFileSystem()) if root is not None else None
+    return dt.to_pyarrow_dataset(filesystem=fs)
 
 
 def drop_shadowed(source: pa.Table, tombstones: pa.Table, keys: list[str]) -> pa.Table:

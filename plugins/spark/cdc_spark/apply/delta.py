@@ -26,7 +26,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 from deltalake.table import TableMerger
 
-from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, hex_literal, rows_with_keys
+from cdc_spark.apply.arrowutil import delta_dataset, drop_shadowed, for_lake, hex_literal, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.evolution import check_lake_range, conform
 from cdc_spark.apply.unchanged import fill_from_stored, needing, warn_kept
@@ -70,8 +70,9 @@ class DeltaTarget:
 
     def truncate_marks(self) -> dict[str, bytes]:
         """table → the sequence of its last applied truncate (TRUNCATES)."""
-        dt = _open(self.path(TRUNCATES))
-        rows = dt.to_pyarrow_table(columns=["table_name", "seq"]).to_pylist() if dt is not None else []
+        path = self.path(TRUNCATES)
+        dt = _open(path)
+        rows = delta_dataset(dt, path).to_table(columns=["table_name", "seq"]).to_pylist() if dt is not None else []
         return {r["table_name"]: r["seq"] for r in rows}
 
     def truncate(self, table: str, seq: bytes, batch_id: int) -> None:
@@ -125,7 +126,8 @@ class DeltaTarget:
     def _keep_unchanged(self, dt: DeltaTable, table: str, source: pa.Table, batch: FlatBatch) -> pa.Table:
         """Values the source did not send come from the stored row (apply/unchanged.py)."""
         keys, masks = batch.key_columns, batch.unchanged
-        stored = rows_with_keys(dt.to_pyarrow_dataset(), needing(source, masks), keys, [*keys, *masks, "__deleted"])
+        dataset = delta_dataset(dt, self.path(table))
+        stored = rows_with_keys(dataset, needing(source, masks), keys, [*keys, *masks, "__deleted"])
         source, kept = fill_from_stored(source, masks, stored, keys)
         warn_kept(table, kept)
         return source
@@ -141,7 +143,8 @@ class DeltaTarget:
     def _merge_hard(self, dt: DeltaTable, table: str, source: pa.Table, keys: list[str], batch_id: int) -> None:
         tombs = _open(self.path(table + TOMBSTONE_SUFFIX))
         if tombs is not None:
-            remembered = rows_with_keys(tombs.to_pyarrow_dataset(), source, keys, [*keys, "__seq"])
+            dataset = delta_dataset(tombs, self.path(table + TOMBSTONE_SUFFIX))
+            remembered = rows_with_keys(dataset, source, keys, [*keys, "__seq"])
             source = drop_shadowed(source, remembered, keys)
         (
             merge(dt, source, _on(keys), self._commit(batch_id))

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
 
-from cdc_spark.apply.arrowutil import for_lake, rows_with_keys, same_as_previous
+from cdc_spark.apply.arrowutil import delta_dataset, for_lake, rows_with_keys, same_as_previous
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.delta import merge
 from cdc_spark.apply.evolution import check_lake_range, conform
@@ -68,7 +68,7 @@ class Scd2Delta:
         if added:
             dt.alter.add_columns([Field.from_arrow(f) for f in added])
         # Only the history of the batch's keys is re-chained; the rest is never read.
-        stored = rows_with_keys(dt.to_pyarrow_dataset(), new, keys)
+        stored = rows_with_keys(delta_dataset(dt, path), new, keys)
         if stored.num_rows:
             stored = stored.select(new.column_names).cast(new.schema)
         history = pa.concat_tables([stored, new]) if stored.num_rows else new
