@@ -33,10 +33,10 @@ def flatten_latest(
 ) -> FlatBatch:
     """The winners of one topic flattened, their placeholders filled from `earlier` events of
     their keys (see latest.latest_and_earlier); `unchanged` marks what is left for the target."""
-    if earlier is None or earlier.num_rows == 0:
-        return fill_in_batch(flatten(topic, winners, schemas), winners.num_rows, placeholder)
-    both = pa.concat_tables([winners, earlier.select(winners.column_names).cast(winners.schema)])
-    return fill_in_batch(flatten(topic, both, schemas), winners.num_rows, placeholder)
+    rows = winners
+    if earlier is not None and earlier.num_rows:
+        rows = pa.concat_tables([winners, earlier.select(winners.column_names).cast(winners.schema)])
+    return fill_in_batch(flatten(topic, rows, schemas), winners.num_rows, placeholder)
 
 
 def fill_forward(rows: pa.Table, masks: Masks, keys: list[str]) -> tuple[pa.Table, dict[str, pa.Array]]:
