@@ -54,16 +54,30 @@ def fill_forward(rows: pa.Table, masks: Masks, keys: list[str]) -> tuple[pa.Tabl
         source = index if barrier is None else pc.if_else(barrier, -1, index)
         source = pc.if_else(mask, pc.if_else(first, -1, pa.scalar(None, pa.int64())), source)
         source = pc.fill_null_forward(source)
-        found = pc.and_(mask, pc.greater_equal(source, 0))
-        if pc.any(found).as_py():
-            column = rows.column(name).combine_chunks()
-            taken = column.take(pc.max_element_wise(source, 0))
-            at = rows.schema.get_field_index(name)
-            rows = rows.set_column(at, rows.schema.field(name), pc.if_else(found, taken, column))
-        left = pc.and_(mask, pc.invert(found))
-        if pc.any(left).as_py():
-            remaining[name] = left
+        taken = rows.column(name).combine_chunks().take(pc.max_element_wise(source, 0))
+        rows = _replace(rows, name, mask, pc.greater_equal(source, 0), taken, remaining)
     return rows, remaining
+
+
+def _replace(
+    rows: pa.Table,
+    name: str,
+    mask: pa.Array,
+    found: pa.Array,
+    values: pa.Array,
+    remaining: dict[str, pa.Array],
+) -> pa.Table:
+    """Masked cells of column `name` where `found` take `values`; the masked cells not found
+    are recorded in `remaining`."""
+    hit = pc.and_(mask, found)
+    if pc.any(hit).as_py():
+        column = rows.column(name).combine_chunks()
+        at = rows.schema.get_field_index(name)
+        rows = rows.set_column(at, rows.schema.field(name), pc.if_else(hit, values.cast(column.type), column))
+    left = pc.and_(mask, pc.invert(found))
+    if pc.any(left).as_py():
+        remaining[name] = left
+    return rows
 
 
 def fill_in_batch(flat: FlatBatch, winners: int, placeholder: Placeholder) -> FlatBatch:
@@ -105,31 +119,27 @@ def fill_from_stored(
     found = pc.fill_null(joined.column("__found").combine_chunks(), False)
     remaining: dict[str, pa.Array] = {}
     for name, mask in masks.items():
-        hit = pc.and_(mask, found)
-        if pc.any(hit).as_py():
-            column = table.column(name).combine_chunks()
-            value = joined.column(f"__stored.{name}").combine_chunks().cast(column.type)
-            at = table.schema.get_field_index(name)
-            table = table.set_column(at, table.schema.field(name), pc.if_else(hit, value, column))
-        left_over = pc.and_(mask, pc.invert(found))
-        if pc.any(left_over).as_py():
-            remaining[name] = left_over
+        table = _replace(table, name, mask, found, joined.column(f"__stored.{name}").combine_chunks(), remaining)
     return table, remaining
+
+
+def _any(masks: Masks) -> pa.Array | None:
+    """Per row: is any of its cells masked? (None without masks)"""
+    rows = None
+    for mask in masks.values():
+        rows = mask if rows is None else pc.or_(rows, mask)
+    return rows
 
 
 def needing(table: pa.Table, masks: Masks) -> pa.Table:
     """The rows with at least one masked cell: the keys to look up in the target."""
-    any_mask = None
-    for mask in masks.values():
-        any_mask = mask if any_mask is None else pc.or_(any_mask, mask)
-    return table if any_mask is None else table.filter(any_mask)
+    rows = _any(masks)
+    return table if rows is None else table.filter(rows)
 
 
 def warn_kept(table: str, masks: Masks) -> None:
     """The placeholder stays where neither the batch nor the target had the value: say so."""
-    rows = None
-    for mask in masks.values():
-        rows = mask if rows is None else pc.or_(rows, mask)
+    rows = _any(masks)
     if rows is not None:
         warn_kept_rows(table, pc.sum(pc.cast(rows, pa.int64())).as_py() or 0, list(masks))
 
