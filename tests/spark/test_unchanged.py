@@ -172,25 +172,38 @@ def _decoded(rows: list[tuple[str, int, int, bytes | None]]) -> pa.Table:
     )
 
 
-def test_the_reductions_keep_every_event_of_keys_whose_latest_may_lack_values() -> None:
-    unsent = json.dumps({"after": {"id": 1, "body": P}}).encode()
-    plain = json.dumps({"after": {"id": 2, "body": "b"}}).encode()
+def _after(**row: Any) -> bytes:
+    return json.dumps({"before": None, "after": row, "op": "u"}, separators=(",", ":")).encode()
+
+
+def test_the_reductions_keep_the_earlier_events_that_may_hold_missing_values() -> None:
     rows = _decoded(
         [
-            ('{"id":1}', 1, 0, b'{"after":{"id":1,"body":"a"}}'),
-            ('{"id":1}', 2, 1, unsent),
-            ('{"id":2}', 3, 2, b'{"after":{"id":2,"body":"a"}}'),
-            ('{"id":2}', 4, 3, plain),
+            ('{"id":1}', 1, 0, _after(id=1, a="a0", b="b0")),  # full, but older than the next full one
+            ('{"id":1}', 2, 1, _after(id=1, a="a1", b="b1")),  # the latest full event: needed
+            ('{"id":1}', 3, 2, _after(id=1, a=P, b="b2")),  # lacks a only: it has b
+            ('{"id":1}', 4, 3, _after(id=1, a=P, b=P)),  # lacks what the winner lacks: no use
+            ('{"id":1}', 5, 4, _after(id=1, a=P, b=P)),  # the winner
+            ('{"id":2}', 1, 5, _after(id=2, a="a")),
+            ('{"id":2}', 2, 6, _after(id=2, a="b")),  # a winner without placeholder: nothing else
+            ('{"id":3}', 1, 7, _after(id=3, a=P)),  # no full event in the batch: the target has it
+            ('{"id":3}', 2, 8, _after(id=3, a=P)),
         ]
     )
     placeholder = Placeholder.parse(P)
-    assert keep_latest(rows)["offset"].to_pylist() == [1, 3]
-    assert keep_latest(rows, placeholder)["offset"].to_pylist() == [0, 1, 3]
+    assert keep_latest(rows)["offset"].to_pylist() == [4, 6, 8]
+    assert keep_latest(rows, placeholder)["offset"].to_pylist() == [1, 2, 4, 6, 8]
     winners, earlier = latest_and_earlier(rows, {}, placeholder)
-    assert sorted(winners["offset"].to_pylist()) == [1, 3]
-    assert sorted(earlier["offset"].to_pylist()) == [0, 1]  # the key's events, its winner included
-    winners, earlier = latest_and_earlier(rows.slice(2), {}, placeholder)
-    assert earlier.num_rows == 0
+    assert sorted(winners["offset"].to_pylist()) == [4, 6, 8]
+    assert sorted(earlier["offset"].to_pylist()) == [1, 2]
+    # A `before` image could hold the missing columns' names: such an event is kept.
+    imaged = rows.set_column(
+        rows.schema.get_field_index("value"),
+        "value",
+        pa.array([v.replace(b'"before":null', b'"before":{"id":1}') for v in rows["value"].to_pylist()], pa.binary()),
+    )
+    assert keep_latest(imaged, placeholder)["offset"].to_pylist() == [1, 2, 3, 4, 6, 7, 8]
+    assert latest_and_earlier(rows.slice(5), {}, placeholder)[1].num_rows == 0
 
 
 def test_fill_forward_stays_within_a_key_and_stops_at_deletes() -> None:

@@ -64,8 +64,8 @@ def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
 def latest_and_earlier(
     rows: pa.Table, truncates: Mapping[str, bytes], placeholder: Placeholder
 ) -> tuple[pa.Table, pa.Table]:
-    """`latest_rows`, and the other events of the keys whose winner may carry the placeholder
-    for a value the source did not send: the value is theirs (apply/unchanged.py)."""
+    """`latest_rows`, and the earlier events that may hold the values a winner lacks (its
+    placeholder for a value the source did not send; apply/unchanged.py)."""
     rows = _after_truncates(rows, truncates)
     winners = _winners(rows)
     none = rows.slice(0, 0)
@@ -74,8 +74,8 @@ def latest_and_earlier(
     suspect = placeholder.suspects(winners.column("value"))
     if not pc.any(suspect).as_py():
         return winners, none
-    wanted = _pairs(winners.filter(suspect))
-    return winners, rows.filter(pc.is_in(_pairs(rows), value_set=wanted))
+    chains = rows.filter(pc.is_in(_pairs(rows), value_set=_pairs(winners.filter(suspect))))
+    return winners, chains.take(placeholder.earlier_needed(chains, _pairs(chains)))
 
 
 def _pairs(rows: pa.Table) -> pa.Array:

@@ -97,8 +97,8 @@ def keep_latest(table: pa.Table, placeholder: Placeholder | None = None) -> pa.T
 
     A combiner: run inside each source partition before the shuffle, it shrinks what the
     shuffle moves without changing the result of the global per-key reduction after it.
-    A key whose latest event may carry `placeholder` keeps all its events: the values the
-    source did not send are in the earlier ones (apply/unchanged.py).
+    A key whose latest event may carry `placeholder` keeps the earlier events that may hold
+    the values the source did not send (Placeholder.earlier_needed, apply/unchanged.py).
     """
     if table.num_rows < 2:
         return table
@@ -118,9 +118,10 @@ def keep_latest(table: pa.Table, placeholder: Placeholder | None = None) -> pa.T
         latest = table.column("key").take(kept)
         suspect = pc.and_(pc.is_valid(latest), placeholder.suspects(table.column("value").take(kept)))
         if pc.any(suspect).as_py():
-            chains = pc.is_in(table.column("key"), value_set=latest.filter(suspect))
-            kept = pa.concat_arrays([kept, pc.indices_nonzero(chains).cast(kept.type)])
-            kept = pc.unique(kept)
+            chains = pc.indices_nonzero(pc.is_in(table.column("key"), value_set=latest.filter(suspect)))
+            chain_rows = table.take(chains)
+            needed = chains.take(placeholder.earlier_needed(chain_rows, chain_rows.column("key").combine_chunks()))
+            kept = pc.unique(pa.concat_arrays([kept, needed.cast(kept.type)]))
     return table.take(kept.take(pc.array_sort_indices(kept)))
 
 

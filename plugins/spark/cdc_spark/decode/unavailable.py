@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -92,6 +93,60 @@ class Placeholder:
         needles.add(base64.b64encode(self.raw).decode())
         needles.update(_compact(a)[1:-1] for a in self._arrays[1:])
         return "|".join(re.escape(n) for n in sorted(needles) if n)
+
+    @cached_property
+    def _value_pattern(self) -> str:
+        """A regex for `:<placeholder>` and what ends it, as a field of raw JsonConverter text."""
+        pair = {self.text: self.text}
+        values = [self.text, _compact(pair), base64.b64encode(self.raw).decode()]  # text, hstore as JSON, bytes
+        raw = {json.dumps(v, ensure_ascii=False) for v in values}
+        raw.update(json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in [pair, *self._arrays])
+        return ":(?:" + "|".join(re.escape(f) for f in sorted(raw)) + ")(?:,|}|$)"
+
+    def signatures(self, values: pa.Array) -> pa.Array:
+        """Per raw value, the names of its fields that hold the placeholder, in order: equal texts
+        mean the same columns were not sent. Null where `before` is not null (it could hold them)."""
+        text = values.cast(pa.string())
+        # Cut at each placeholder value: every piece but the last ends with its field's name.
+        pieces = pc.split_pattern_regex(text, pattern=self._value_pattern)
+        names = pc.struct_field(pc.extract_regex(pc.list_flatten(pieces), r'(?P<n>"(?:[^"\\]|\\.)*")$'), [0])
+        joined = pc.binary_join(pa.ListArray.from_arrays(pieces.offsets, pc.fill_null(names, "")), "")
+        plain = pc.match_substring_regex(text, r'^(?:\{"schema":.*,"payload":)?\{"before":null,')
+        return pc.if_else(plain, joined, pa.scalar(None, pa.string()))
+
+    def earlier_needed(self, rows: pa.Table, group: pa.Array) -> pa.Array:
+        """Indices of the events the fill may need (apply/unchanged.py) besides each group's
+        latest: for a group whose latest event may carry the placeholder, its events back to
+        the latest one that carries none (or a delete), less those whose missing columns are
+        the latest's own (they cannot supply them). `rows` holds `value`, `__op`, `__seq`,
+        `offset`; `group` (no nulls) names each row's key."""
+        n = rows.num_rows
+        if n < 2:
+            return pa.array([], pa.int64())
+        order = pc.sort_indices(
+            pa.table({"g": group, "s": rows.column("__seq"), "o": rows.column("offset")}),
+            sort_keys=[("g", "ascending"), ("s", "descending"), ("o", "descending")],
+        )
+        g = group.take(order)
+        start = pa.concat_arrays([pa.array([True]), pc.not_equal(g.slice(1), g.slice(0, n - 1))])
+        here = pa.array(np.arange(n, dtype=np.int64))
+        latest = pc.fill_null_forward(pc.if_else(start, here, pa.scalar(None, pa.int64())))  # each group's first
+        values = rows.column("value").combine_chunks().take(order)
+        suspect = self.suspects(values)
+        wanted = pc.and_(suspect.take(latest), pc.invert(start))  # the rest of groups whose latest is suspect
+        if not pc.any(wanted).as_py():
+            return pa.array([], pa.int64())
+        full = pc.or_(pc.invert(suspect), pc.equal(rows.column("__op").combine_chunks().take(order), "d"))
+        # Whether a full event lies between a row and its group's latest: nothing older is needed.
+        prior = pc.if_else(full, here, pa.scalar(None, pa.int64()))
+        prior = pc.if_else(start, -1, pa.concat_arrays([pa.nulls(1, pa.int64()), prior.slice(0, n - 1)]))
+        shadowed = pc.greater_equal(pc.fill_null_forward(prior), 0)
+        sig = pa.nulls(n, pa.string())
+        if pc.any(pc.and_(wanted, suspect)).as_py():
+            sig = self.signatures(values)
+        same = pc.fill_null(pc.and_(pc.equal(sig, sig.take(latest)), pc.not_equal(sig, "")), False)
+        keep = pc.and_(pc.and_(wanted, pc.invert(shadowed)), pc.or_(full, pc.invert(same)))
+        return order.filter(keep)
 
     def suspects(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
         """Per raw value: might it carry the placeholder? (null values: no)."""
