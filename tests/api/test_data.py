@@ -117,6 +117,9 @@ def test_decimal_wide_values_are_exact_and_minimal() -> None:
     assert Decimal.from_logical(schema, decimal.Decimal("-1.28")) == b"\x80"
     with pytest.raises(DataException, match="scale"):
         Decimal.from_logical(schema, decimal.Decimal("1.5"))
+    # PostgreSQL numerics reach 131,072 digits; Python refuses int(str) beyond 4,300 of them.
+    huge = decimal.Decimal("-" + "9" * 10_000 + ".25")
+    assert Decimal.to_logical(schema, Decimal.from_logical(schema, huge)) == huge
 
 
 def test_temporal_logical_types() -> None:

@@ -45,19 +45,18 @@ class Decimal:
                 f"Decimal value {value} has scale {-exponent if isinstance(exponent, int) else exponent}"
                 f" but the schema requires scale {scale}; quantize it first"
             )
-        # Exact digit arithmetic: Decimal.scaleb would round to the 28-digit context.
+        # Exact digit arithmetic: Decimal.scaleb would round to the 28-digit context. Decimal → int
+        # converts in binary; int(str) refuses over 4,300 digits (PostgreSQL numerics reach 131,072).
         sign, digits, _ = value.as_tuple()
-        unscaled = int("".join(map(str, digits)) or "0")
-        if sign:
-            unscaled = -unscaled
+        unscaled = int(decimal.Decimal((sign, digits, 0)))
         length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
         return unscaled.to_bytes(length, "big", signed=True)
 
     @staticmethod
     def to_logical(schema: Schema, value: bytes) -> decimal.Decimal:
         unscaled = int.from_bytes(value, "big", signed=True)
-        digits = tuple(int(d) for d in str(abs(unscaled)))
-        return decimal.Decimal((1 if unscaled < 0 else 0, digits, -Decimal.scale(schema)))
+        sign, digits, _ = decimal.Decimal(unscaled).as_tuple()  # no str(int): see from_logical
+        return decimal.Decimal((sign, digits, -Decimal.scale(schema)))
 
 
 class Date:

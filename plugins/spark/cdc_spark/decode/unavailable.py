@@ -4,7 +4,7 @@ A PostgreSQL update leaves unchanged TOASTed values out unless the table has REP
 IDENTITY FULL, and Debezium puts `unavailable.value.placeholder` there, in the column's
 own type (as the PostgreSQL connector's toast.py writes it): the text itself; its bytes;
 `{p: p}` for hstore; for arrays, one placeholder element (text, UUID, bytes) or one
-element per placeholder byte (numbers, booleans). It means "unchanged", so the sink keeps
+element per placeholder byte (numbers, booleans, decimals of either kind). It means "unchanged", so the sink keeps
 the value it has instead of storing the placeholder (apply/unchanged.py).
 
 Two tests: `suspects` over raw JSON values, cheap and generous (a false hit only keeps a
@@ -76,6 +76,7 @@ class Placeholder:
             [float(b) for b in self._per_byte],
             [b != 0 for b in self._per_byte],
             unscaled,  # Decimal elements: one unscaled byte each, base64 as JsonConverter writes it
+            [{"scale": 0, "value": u} for u in unscaled],  # VariableScaleDecimal elements (numeric[])
         ]
 
     @cached_property
