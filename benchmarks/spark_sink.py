@@ -29,12 +29,12 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
   merge does not: decoding the 1M JSON events alone (pyarrow's C++ reader, ~2 s per core)
   takes several times the bare merge's 0.2 s, so this ratio cannot approach 0.5 for any sink
   that reads the events; the context figures compare the same work.
-- Measured (2 cores, 1M events, 2026-11-25, two runs on an otherwise idle machine): Delta
-  7.6-8.4 s (ratio 0.019 to the bare merge's 0.15-0.16 s; 1.09-1.44 to the whole job on the
-  bare libraries, 8.3-12.1 s), PostgreSQL 9.1-10.3 s (0.078-0.082 to the bare COPY+upsert's
-  0.71-0.84 s). The apply step alone: 1.20-1.33 of the bare merge, 0.80-0.82 of the bare
-  COPY+upsert. Into a 5M-row table, 10k changes to its newest rows: 0.18-0.20 s against
-  0.77-0.82 s for delta-rs's merge with its defaults (4.2-4.3x; the sink merges with
+- Measured (2 cores, 1M events, 2026-11-25, three runs on an otherwise idle machine): Delta
+  7.1-8.4 s (ratio 0.019-0.022 to the bare merge's 0.15-0.16 s; 1.09-1.44 to the whole job on
+  the bare libraries, 7.9-12.1 s), PostgreSQL 8.0-10.3 s (0.078-0.084 to the bare
+  COPY+upsert's 0.68-0.84 s). The apply step alone: 1.20-1.33 of the bare merge, 0.80-0.86 of
+  the bare COPY+upsert. Into a 5M-row table, 10k changes to its newest rows: 0.17-0.20 s
+  against 0.75-0.82 s for delta-rs's merge with its defaults (4.2-4.5x; the sink merges with
   streamed_exec=False, so delta-rs prunes files). Per 500k-event partition: ~1 s reading the
   log, ~2.5 s decoding, then Spark's job overhead and the driver's flatten (0.5 s) and merge.
 """
