@@ -21,7 +21,7 @@ def decode(
     """One decoding task per source partition (mapInArrow keeps the partitioning).
 
     `combine` keeps only each key's latest event per source partition before the shuffle
-    (and every event of a key whose latest may carry `placeholder`).
+    (and the earlier events whose values a latest carrying `placeholder` may need; keep_latest).
     """
     from cdc_spark.source.reader import HEADERS_SCHEMA
 
