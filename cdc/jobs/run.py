@@ -45,6 +45,8 @@ PositionProbe = Callable[[], Any]
 def _mysql_position(source: dict[str, str]) -> tuple[int, int]:
     import pymysql
 
+    from cdc_mysql.binlog_status import BINLOG_OFF, current_binlog_position  # the connector's own reading
+
     conn = pymysql.connect(
         host=source["database.hostname"],
         port=int(source.get("database.port", "3306")),
@@ -54,13 +56,12 @@ def _mysql_position(source: dict[str, str]) -> tuple[int, int]:
     )
     try:
         with conn.cursor() as cur:
-            cur.execute("SHOW MASTER STATUS")
-            row = cur.fetchone()
+            position = current_binlog_position(cur)
     finally:
         conn.close()
-    if not row:
-        raise ConfigException("SHOW MASTER STATUS returned nothing: the binlog is off", "source.database.hostname")
-    return _binlog_number(row[0]), int(row[1])
+    if position is None:
+        raise ConfigException(BINLOG_OFF, "source.database.hostname")
+    return _binlog_number(position[0]), position[1]
 
 
 def _binlog_number(name: str) -> int:

@@ -11,6 +11,7 @@ import pymysql
 import pymysql.cursors
 
 from cdc.api import ConnectException
+from cdc_mysql.binlog_status import BINLOG_OFF, current_binlog_position
 from cdc_mysql.config import MySqlConnectorConfig
 
 log = logging.getLogger(__name__)
@@ -84,17 +85,12 @@ class MySqlConnection:
         return "mariadb" in self.conn.get_server_info().lower()
 
     def master_status(self) -> tuple[str, int]:
-        for stmt in ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"):
-            try:
-                rows = self.query(stmt)
-            except pymysql.err.ProgrammingError:
-                continue
-            if rows:
-                return str(rows[0]["File"]), int(rows[0]["Position"])
-        raise ConnectException(
-            "The server reports no binary log position: binary logging is off. Add log-bin=mysql-bin and "
-            "binlog_format=ROW to the [mysqld] section of my.cnf and restart the server"
-        )
+        """The server's current binlog (file, position), on MySQL 8.4+ too (binlog_status)."""
+        with self.conn.cursor() as cur:
+            position = current_binlog_position(cur)
+        if position is None:
+            raise ConnectException(BINLOG_OFF)
+        return position
 
     def executed_gtids(self, is_mariadb: bool) -> str | None:
         if is_mariadb:
