@@ -81,9 +81,16 @@ class Table:
         return s
 
     def event(
-        self, op: str, id_: int, row: Mapping[str, Any] | None, seq: int, before: Mapping[str, Any] | None = None
+        self,
+        op: str,
+        id_: int,
+        row: Mapping[str, Any] | None,
+        seq: int,
+        before: Mapping[str, Any] | None = None,
+        snapshot: str | None = None,
     ) -> tuple[bytes | None, bytes]:
-        """(key, value) bytes; `seq` becomes the binlog position (file 1, pos = seq)."""
+        """(key, value) bytes; `seq` becomes the binlog position (file 1, pos = seq); `snapshot`
+        the `source.snapshot` marker of a read (default "true")."""
         source = Struct(SOURCE)
         for k, v in {
             "connector": "mysql",
@@ -92,7 +99,7 @@ class Table:
             "file": "mysql-bin.000001",
             "pos": seq,
             "row": 0,
-            "snapshot": "false" if op != "r" else "true",
+            "snapshot": "false" if op != "r" else (snapshot or "true"),
             "table": self.topic.rsplit(".", 1)[-1],
         }.items():
             source.put(k, v)

@@ -27,6 +27,7 @@ from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_l
 from cdc_spark.apply.latest import decode, latest_and_earlier, topic_marks, truncate_marks
 from cdc_spark.apply.unchanged import flatten_latest
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
+from cdc_spark.decode.events import SNAPSHOT_END
 from cdc_spark.source.options import SourceOptions
 
 log = logging.getLogger(__name__)
@@ -112,14 +113,15 @@ class ChangeApplier:
         self._handle_errors(loose, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
         log.debug("batch %d: decoded, poison handled in %.2fs", batch_id, time.perf_counter() - t0)
         good = events.filter(F.col("__error").isNull())
+        # Snapshot ends are the sink's own marker rows (decode/events.py), not events.
         if self.config.target == "parquet":
-            self.target.write(good, batch_id)
+            self.target.write(good.filter(F.col("__op") != SNAPSHOT_END), batch_id)
             return
         if self.config.mode == "scd2":
             self._apply_scd2(good, batch_id)
             return
-        self._truncate(truncate_marks(loose), batch_id)
-        self._apply_postgres(good.filter(F.col("__op") != "t"))
+        self._truncate(truncate_marks(loose, self.config.truncate_enabled), batch_id)
+        self._apply_postgres(good.filter(~F.col("__op").isin("t", SNAPSHOT_END)))
 
     def _handle_errors(self, loose: Sequence[Any], failed: Callable[[], DataFrame], batch_id: int) -> None:
         """Stop on the first poison event (tolerance none) or dead-letter them all (all)."""
@@ -147,17 +149,15 @@ class ChangeApplier:
         self._schemas = {r["schema_id"]: r["value_schema"] for r in rows if r["value_schema"] is not None}
         self._handle_errors(rows, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
         log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
-        self._truncate(truncate_marks(rows), batch_id)
+        self._truncate(truncate_marks(rows, self.config.truncate_enabled), batch_id)
         is_change = pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t"))
         changes = batch if pc.all(is_change).as_py() else batch.filter(is_change)
         marks = topic_marks(changes["topic"], self._truncate_marks(), self.config.table_for)
         self._apply_winners(*latest_and_earlier(changes, marks, self.config.placeholder), batch_id)
 
     def _truncate_marks(self) -> dict[str, bytes]:
-        """Where each table was last truncated, read once from the target and kept current
-        here (this query is the tables' only writer)."""
-        if not self.config.truncate_enabled:
-            return {}
+        """Where each table was last truncated (or completely snapshotted), read once from the
+        target and kept current here (this query is the tables' only writer)."""
         if self._truncated is None:
             if self.config.target == "postgres":
                 from cdc_spark.apply.postgres import PostgresWriter
@@ -174,7 +174,7 @@ class ChangeApplier:
     def _truncate(self, truncates: Mapping[str, bytes], batch_id: int) -> None:
         """Clear each truncated table of older rows and store the truncate's sequence with it,
         so that older events arriving in later batches (another partition, a replay) stay out."""
-        if not truncates or not self.config.truncate_enabled:
+        if not truncates:
             return
         marks = self._truncate_marks()
         writer = None
@@ -211,7 +211,7 @@ class ChangeApplier:
         """Every distinct event is a version (truncates are not applied to history, as in AUTO CDC)."""
         from cdc_spark.apply.scd2 import Scd2Delta
 
-        events = good.filter(F.col("__op") != "t").dropDuplicates(["topic", "key", "__seq"])
+        events = good.filter(~F.col("__op").isin("t", SNAPSHOT_END)).dropDuplicates(["topic", "key", "__seq"])
         collected = _collect(events.select(*_WINNER_COLUMNS), batch_id)
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):

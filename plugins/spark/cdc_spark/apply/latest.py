@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Row
 
 from cdc_spark.decode import DECODED_SCHEMA, Deserializer, decode_batches
+from cdc_spark.decode.events import SNAPSHOT_END
 from cdc_spark.decode.unavailable import Placeholder
 
 
@@ -29,11 +30,18 @@ def decode(
     return raw.mapInArrow(partial(decode_batches, des=deserializer, combine=combine, placeholder=placeholder), schema)
 
 
-def truncate_marks(loose: Sequence[Row]) -> dict[str, bytes]:
-    """topic → sequence of its latest truncate in the batch (from the collected keyless rows)."""
+def truncate_marks(loose: Sequence[Row], truncates: bool = True) -> dict[str, bytes]:
+    """topic → sequence of its latest truncate in the batch (from the collected keyless rows).
+
+    A completed table snapshot (SNAPSHOT_END) counts as a truncate at its reads' position: the
+    snapshot holds every row the table had there, so older rows are gone (a row deleted while
+    an interrupted snapshot was retaken has no delete event). `truncates=False`
+    (truncate.enabled=false) keeps rows on TRUNCATE, but never keeps rows a snapshot lacks.
+    """
+    ops = ("t", SNAPSHOT_END) if truncates else (SNAPSHOT_END,)
     marks: dict[str, bytes] = {}
     for r in loose:
-        if r["__op"] == "t" and r["__error"] is None:
+        if r["__op"] in ops and r["__error"] is None:
             seq = bytes(r["__seq"])
             marks[r["topic"]] = max(marks.get(r["topic"], seq), seq)
     return marks

@@ -21,6 +21,12 @@ from cdc_spark.decode.unavailable import Placeholder
 
 OPS = frozenset("curdt")
 SKIPPED_OPS = frozenset("m")  # logical decoding messages carry no row
+# Not a Debezium op: a keyless row added after the read (`r`) that completes a table's snapshot,
+# at that read's `__seq`. The sink then drops the table's rows older than the snapshot: rows
+# deleted while an interrupted snapshot was retaken, or while no binlog/WAL covered the gap,
+# have no delete event and would otherwise live on (apply/engine.py, as a truncate).
+SNAPSHOT_END = "s"
+SNAPSHOT_END_MARKERS = fast.SNAPSHOT_END_MARKERS
 DECODED_SCHEMA = (
     "topic string, partition int, offset bigint, raw_key binary, key string, value binary, "
     "__op string, __seq binary, __source_ts_ms bigint, __deleted boolean, __error string, "
@@ -52,44 +58,51 @@ def canonical_key(key: Any) -> str:
 
 def decode_one(des: Deserializer, topic: str, key: bytes | None, value: bytes | None) -> tuple | None:
     """(key, op, seq, source_ts_ms, deleted, error) or None for records that are not changes."""
+    return _decode_one(des, topic, key, value)[0]
+
+
+def _decode_one(des: Deserializer, topic: str, key: bytes | None, value: bytes | None) -> tuple[tuple | None, bool]:
+    """decode_one's result, and whether the event is the last read of its table's snapshot."""
     if value is None:
-        return None  # the Kafka tombstone after a delete: compaction's business, not a change
+        return None, False  # the Kafka tombstone after a delete: compaction's business, not a change
     try:
         env = des.value(topic, value)
     except DeserializeError as e:
-        return (None, None, None, None, None, str(e))
+        return (None, None, None, None, None, str(e)), False
     if not isinstance(env, dict) or "op" not in env:
-        return (None, None, None, None, None, f"topic {topic}: the value is not a Debezium change event (no 'op')")
+        return (
+            None,
+            None,
+            None,
+            None,
+            None,
+            f"topic {topic}: the value is not a Debezium change event (no 'op')",
+        ), False
     op = env.get("op")
     if op in SKIPPED_OPS:
-        return None
+        return None, False
     if op not in OPS:
-        return (None, op, None, None, None, f"topic {topic}: unknown op {op!r} (expected one of c, u, r, d, t)")
+        return (None, op, None, None, None, f"topic {topic}: unknown op {op!r} (expected one of c, u, r, d, t)"), False
     source = env.get("source")
     try:
         seq = sequence.from_source(source)
     except (sequence.SequenceError, ValueError, TypeError) as e:
-        return (None, op, None, None, None, f"topic {topic}: {e}")
+        return (None, op, None, None, None, f"topic {topic}: {e}"), False
     ts = source.get("ts_ms") if isinstance(source, dict) else None
     if op == "t":
-        return (None, op, seq, ts, False, None)
+        return (None, op, seq, ts, False, None), False
     try:
         k = des.key(topic, key)
     except DeserializeError as e:
-        return (None, op, seq, ts, None, str(e))
+        return (None, op, seq, ts, None, str(e)), False
     if k is None:
-        return (
-            None,
-            op,
-            seq,
-            ts,
-            None,
-            f"topic {topic}: op={op} event without a record key; tables need a primary key or message.key.columns",
-        )
+        error = f"topic {topic}: op={op} event without a record key; tables need a primary key or message.key.columns"
+        return (None, op, seq, ts, None, error), False
     row = env.get("before") if op == "d" else env.get("after")
     if op != "d" and not isinstance(row, dict):
-        return (None, op, seq, ts, None, f"topic {topic}: op={op} event has no 'after' row")
-    return (canonical_key(k), op, seq, ts, op == "d", None)
+        return (None, op, seq, ts, None, f"topic {topic}: op={op} event has no 'after' row"), False
+    end = op == "r" and isinstance(source, dict) and source.get("snapshot") in SNAPSHOT_END_MARKERS
+    return (canonical_key(k), op, seq, ts, op == "d", None), end
 
 
 def keep_latest(table: pa.Table, placeholder: Placeholder | None = None) -> pa.Table:
@@ -185,7 +198,7 @@ def fast_decode(
         sid = schemas.schema_id(text)
         texts[sid] = text
         value, ids = cols["payload"].cast(pa.binary()), pa.array(np.full(n, sid, np.int64))
-    return _with_headers(
+    decoded = _with_headers(
         [
             kept.column("topic"),
             kept.column("partition"),
@@ -204,6 +217,8 @@ def fast_decode(
         kept,
         None,
     )
+    ends = cols["snapshot_end"]
+    return decoded if ends is None else with_snapshot_ends(decoded, ends)
 
 
 def _decode_rows(batch: pa.RecordBatch, des: Deserializer) -> pa.RecordBatch:
@@ -212,16 +227,18 @@ def _decode_rows(batch: pa.RecordBatch, des: Deserializer) -> pa.RecordBatch:
     keys = batch.column("key").to_pylist()
     values = batch.column("value").to_pylist()
     keep: list[int] = []
+    ends: list[bool] = []
     cols: list[list[Any]] = [[] for _ in range(6)]
     for i, (topic, k, v) in enumerate(zip(topics, keys, values, strict=True)):
-        out = decode_one(des, topic, k, v)
+        out, end = _decode_one(des, topic, k, v)
         if out is None:
             continue
         keep.append(i)
+        ends.append(end)
         for c, x in zip(cols, out, strict=True):
             c.append(x)
     idx = pa.array(keep, pa.int64())
-    return _with_headers(
+    decoded = _with_headers(
         [
             batch.column("topic").take(idx),
             batch.column("partition").take(idx),
@@ -240,6 +257,27 @@ def _decode_rows(batch: pa.RecordBatch, des: Deserializer) -> pa.RecordBatch:
         batch,
         idx,
     )
+    return with_snapshot_ends(decoded, pa.array(ends, pa.bool_())) if any(ends) else decoded
+
+
+def with_snapshot_ends(decoded: pa.RecordBatch, ends: pa.Array) -> pa.RecordBatch:
+    """`decoded` plus one keyless SNAPSHOT_END row per row marked in `ends` (a table's last snapshot
+    read), with that row's topic, position and `__seq`."""
+    marked = decoded.filter(ends)
+    n = marked.num_rows
+    blank = {"raw_key", "key", "value", "__error", "schema_id", "value_schema"}
+    arrays = []
+    for field in decoded.schema:
+        if field.name == "__op":
+            arrays.append(pa.array([SNAPSHOT_END] * n, field.type))
+        elif field.name == "__deleted":
+            arrays.append(pa.array([False] * n, field.type))
+        elif field.name in blank:
+            arrays.append(pa.nulls(n, field.type))
+        else:
+            arrays.append(marked.column(field.name))
+    extra = pa.RecordBatch.from_arrays(arrays, schema=decoded.schema)
+    return pa.Table.from_batches([decoded, extra]).combine_chunks().to_batches()[0]
 
 
 def _with_headers(arrays: list[pa.Array], raw: pa.RecordBatch, idx: pa.Array | None) -> pa.RecordBatch:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from cdc_spark.decode import sequence
 from cdc_spark.decode._json import canonical, loads
 from cdc_spark.decode.envelope import EnvelopeReader
 
@@ -30,11 +31,15 @@ _SOURCE = pa.struct(
         ("lsn_commit", pa.int64()),
         ("sequence", pa.string()),
         ("ts_ms", pa.int64()),
+        ("snapshot", pa.string()),
     ]
 )
 # Only what ordering needs; `after: struct<>` tells an object from null without parsing it.
 EVENT_SCHEMA = pa.schema([("op", pa.string()), ("source", _SOURCE), ("after", pa.struct([]))])
 _FAST_OPS = pa.array(["c", "u", "r", "d", "m"])
+# Debezium's `source.snapshot` markers of a table's last read (events.SNAPSHOT_END).
+SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
+_SNAPSHOT_ENDS = pa.array(SNAPSHOT_END_MARKERS)
 # A key like {"id":42} or {"code":"a-1"}: its JSON text is what `canonical` would write.
 _ONE_PLAIN_FIELD = r'^\{"[A-Za-z0-9_$]+":(-?(0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*")\}$'
 
@@ -188,23 +193,46 @@ def _pg_positions(source: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
     )
 
 
+def _epoch_and_file(file_no: pa.Array, text: pa.Array) -> pa.Array | None:
+    """`epoch << 40 | file number` per MySQL row (sequence.mysql); None if a row needs the slow path."""
+    if pc.any(pc.greater(file_no, sequence.MAX_FILE_NO)).as_py():
+        return None
+    if text.null_count == len(text):
+        return file_no
+    parsed = pc.struct_field(pc.extract_regex(text, sequence.EPOCH_PATTERN), [0])
+    if parsed.null_count != text.null_count:  # a sequence that is no epoch: let decode_one name it
+        return None
+    epoch = pc.fill_null(parsed, "0").cast(pa.uint64())
+    if pc.any(pc.greater(epoch, sequence.MAX_EPOCH)).as_py():
+        return None
+    shifted = pc.shift_left(epoch, pa.scalar(sequence.EPOCH_SHIFT, pa.uint64()))
+    return pc.bit_wise_or(shifted, file_no)
+
+
 def sequences(source: pa.StructArray) -> pa.Array | None:
     """`__seq` of every event (sequence.from_source, vectorized); None if any row needs the slow path."""
     if source.null_count:
         return None
-    is_pg = pc.or_(pc.is_valid(source.field("lsn")), pc.is_valid(source.field("sequence")))
+    # MySQL blocks carry file/pos (and the binlog lineage epoch in `sequence`, see sequence.py).
+    is_mysql = pc.and_(pc.is_valid(source.field("file")), pc.is_valid(source.field("pos")))
+    is_pg = pc.and_(
+        pc.invert(is_mysql), pc.or_(pc.is_valid(source.field("lsn")), pc.is_valid(source.field("sequence")))
+    )
     if pc.all(is_pg).as_py():
         pos = _pg_positions(source)
         if pos is None:
             return None
         zero = pa.array(np.zeros(len(source), np.int64))
         fields = [pos[0], pos[1], zero, zero]
-    elif not pc.any(is_pg).as_py():
+    elif pc.all(is_mysql).as_py():
         file_no = pc.struct_field(pc.extract_regex(source.field("file"), r"(?P<n>\d+)$"), [0])
         if pc.any(pc.is_null(file_no)).as_py() or source.field("pos").null_count:
             return None
+        first = _epoch_and_file(file_no.cast(pa.uint64()), source.field("sequence"))
+        if first is None:
+            return None
         fields = [
-            file_no.cast(pa.int64()),
+            first,
             source.field("pos"),
             pc.fill_null(source.field("event"), 0),
             pc.fill_null(source.field("row"), 0),
@@ -243,6 +271,8 @@ def decode_events(batch: pa.RecordBatch, schemas_enable: bool | None) -> dict[st
     seq = sequences(events.column("source").combine_chunks())
     if keys is None or seq is None:
         return None
+    source = events.column("source").combine_chunks()
+    ends = pc.and_(pc.equal(op, "r"), pc.is_in(source.field("snapshot"), value_set=_SNAPSHOT_ENDS))
     return {
         "batch": batch,
         "prefix": prefix,
@@ -250,6 +280,8 @@ def decode_events(batch: pa.RecordBatch, schemas_enable: bool | None) -> dict[st
         "key": keys,
         "__op": op,
         "__seq": seq,
-        "__source_ts_ms": pc.struct_field(events.column("source").combine_chunks(), [7]),
+        "__source_ts_ms": source.field("ts_ms"),
         "__deleted": deleted,
+        # rows that complete a table's snapshot (events.SNAPSHOT_END), None when there are none
+        "snapshot_end": ends if pc.any(pc.fill_null(ends, False)).as_py() else None,
     }
