@@ -238,6 +238,17 @@ def _container() -> Iterator[PostgresServer]:
 
 
 @contextmanager
+def spawn_local(overrides: dict[str, str] | None = None) -> Iterator[PostgresServer]:
+    """A private server from the local binaries, whatever the environment says: one that
+    kill() and restart() can act on (the chaos script's)."""
+    bindir = _bindir()
+    if not (bindir and (bindir / "postgres").exists()):
+        raise RuntimeError("initdb/postgres not found; install postgresql (apt-get install postgresql)")
+    with _spawn(bindir, overrides) as server:
+        yield server
+
+
+@contextmanager
 def provide(overrides: dict[str, str] | None = None) -> Iterator[PostgresServer]:
     """A server for the session; `overrides` (server settings) always spawn a private one."""
     if overrides:

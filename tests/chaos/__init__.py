@@ -1,0 +1,1 @@
+"""The chaos test: a seeded whole-pipeline fault test (issue 16). See harness.py."""

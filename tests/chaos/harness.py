@@ -1,0 +1,584 @@
+"""The chaos run: a seeded whole-pipeline fault test (issue 16), shared by tests/chaos and
+benchmarks/chaos.py.
+
+One run, for one variant (mariadb-delta, mariadb-postgres or postgres-delta):
+
+1. Private servers from the test rig (tests/rig): the source database, and for the warehouse
+   variant a second PostgreSQL as the target. Three tables with different key shapes and
+   mixed types (schema.py), several thousand rows each.
+2. A writer thread (writer.py) changes the source for the whole run.
+3. `cdc run job.yaml` (continuous) is started and SIGKILLed (its whole process group: Python,
+   Spark's JVM and its Python workers) `kills` times, restarted each time. Kill 1 lands
+   during the initial snapshot, once a seeded share of the initial rows is in the log; some
+   of the rows already snapshotted are then deleted in the source before the restart. The
+   others land inside a Spark micro-batch (between the checkpoint's offsets/N and
+   commits/N), at random moments, or early in start-up. Once per run the source database
+   itself is SIGKILLed and restarted on its data directory while the job runs.
+4. The writer stops; one `cdc run --until-caught-up`; then every source table is compared
+   with its target row by row (compare.py), and `cdc verify` must agree.
+
+Determinism: the seed fixes the data, the writer's sequence of operations, the kill schedule
+(kinds, delays, the snapshot share) and which snapshotted keys are deleted. Wall-clock timing
+does not repeat: where a kill lands relative to the writer's progress, and so the exact
+rows, differ between two runs of one seed. A failure's seed replays the same schedule and
+workload, which in practice reproduces a defect that does not need an exact interleaving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tests.chaos.compare import TableDiff, compare_all, delta_rows, warehouse_rows
+from tests.chaos.db import SourceDb
+from tests.chaos.schema import BY_NAME, TABLES
+from tests.chaos.writer import Writer, populate
+from tests.rig import MariaDbServer, PostgresServer
+from tests.rig import mariadb as mariadb_rig
+from tests.rig import postgres as postgres_rig
+from tests.support.proc import REPO, cdc_argv
+
+VARIANTS = ("mariadb-delta", "mariadb-postgres", "postgres-delta")
+JOB = "chaos"
+PREFIX = "chaos"
+DB_NAME = "chaos"
+WAREHOUSE_SCHEMA = "lake"
+SINK_STARTED = "sink query started"
+LONG_SIZES = {"accounts": 5000, "order_lines": 8000, "tags": 4000}
+KILL_KINDS = ("snapshot", "batch", "random", "early", "db")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    variant: str
+    seed: int
+    kills: int = 12
+    db_kill: bool = True
+    sizes: dict[str, int] = field(default_factory=lambda: dict(LONG_SIZES))
+    big_rows: int = 20_000  # rows of the one large transaction
+    duration: float = 0.0  # the kill phase lasts at least this many seconds
+    catch_up_timeout: float = 900.0
+
+
+@dataclass(frozen=True)
+class Kill:
+    """One planned kill of `cdc run`; the numbers come from the seed."""
+
+    kind: str
+    delay: float  # seconds after the kill point is reached
+    fraction: float = 0.0  # snapshot: share of the initial rows in the log before the kill
+    down: float = 0.0  # db: seconds the database stays down
+
+
+@dataclass
+class KillRecord:
+    index: int
+    kind: str
+    at_s: float  # seconds after that run started
+    in_snapshot: bool = False  # the stored source offset still said "snapshot"
+    in_batch: bool = False  # a micro-batch was planned but not committed
+    exited: int | None = None  # the run had exited by itself with this code
+    last_line: str = ""
+
+    def describe(self) -> str:
+        where = "in the snapshot" if self.in_snapshot else "in a batch" if self.in_batch else "between batches"
+        if self.exited is not None:
+            where = f"but it had exited by itself (code {self.exited}: {self.last_line[:160]})"
+        return f"kill {self.index + 1} ({self.kind}) after {self.at_s:.1f}s: {where}"
+
+
+@dataclass
+class ChaosResult:
+    config: ChaosConfig
+    kills: list[KillRecord] = field(default_factory=list)
+    db_kills: int = 0
+    diffs: list[TableDiff] = field(default_factory=list)
+    verify: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    writer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> int:
+        return sum(len(d.missing) for d in self.diffs)
+
+    @property
+    def extra(self) -> int:
+        return sum(len(d.extra) + len(d.duplicates) for d in self.diffs)
+
+    @property
+    def differing(self) -> int:
+        return sum(len(d.differing) for d in self.diffs)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and bool(self.diffs) and all(d.ok for d in self.diffs)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "seed": self.config.seed,
+            "variant": self.config.variant,
+            "kills": len(self.kills),
+            "db_kills": self.db_kills,
+            "source_rows": sum(d.source_rows for d in self.diffs),
+            "missing": self.missing,
+            "extra": self.extra,
+            "differing": self.differing,
+            "wall_s": round(self.wall_s, 1),
+            "snapshot_kills": sum(k.in_snapshot for k in self.kills),
+            "batch_kills": sum(k.in_batch for k in self.kills),
+            "errors": len(self.errors),
+        }
+
+    def report(self) -> list[str]:
+        c = self.config
+        lines = [f"chaos {c.variant} seed {c.seed} (replay: --seed {c.seed} / CDC_CHAOS_SEED={c.seed})"]
+        lines += ["  " + k.describe() for k in self.kills]
+        for d in self.diffs:
+            lines += d.lines()
+        if self.verify is not None:
+            lines.append(f"cdc verify: exit {self.verify.get('exit')}, {self.verify.get('differences')} differences")
+        lines += [f"ERROR: {e}" for e in self.errors]
+        lines.append(f"writer: {self.writer}")
+        return lines
+
+
+# -- the plan --------------------------------------------------------------------------------------
+def plan_kills(seed: int, kills: int, db_kill: bool) -> list[Kill]:
+    """The kill schedule of a seed: the snapshot first, then a shuffled mix with at least one
+    kill inside a batch and (if asked) the database kill."""
+    rng = random.Random(f"kills-{seed}")
+    rest: list[str] = []
+    if db_kill and kills > 1:
+        rest.append("db")
+    if kills - 1 > len(rest):
+        rest.append("batch")
+    while len(rest) < kills - 1:
+        rest.append(rng.choice(["batch", "batch", "random", "early"]))
+    rng.shuffle(rest)
+    plan = [Kill("snapshot", 0.0, fraction=rng.uniform(0.15, 0.5))]
+    for kind in rest:
+        if kind == "batch":
+            plan.append(Kill(kind, rng.uniform(0.0, 1.5)))
+        elif kind == "random":
+            plan.append(Kill(kind, rng.uniform(1.0, 15.0)))
+        elif kind == "early":
+            plan.append(Kill(kind, rng.uniform(0.3, 5.0)))
+        else:
+            plan.append(Kill(kind, rng.uniform(0.5, 3.0), down=rng.uniform(0.5, 3.0)))
+    return plan[:kills]
+
+
+def special_cycles(kills: int) -> dict[str, int]:
+    """Before which cycle the writer's one-off operations are asked for."""
+    last = max(kills - 1, 1)
+    return {"big": min(max(1, kills // 3), last), "add_columns": min(max(1, kills // 2), last),
+            "default_change": min(max(1, (2 * kills) // 3), last)}  # fmt: skip
+
+
+# -- servers and the job ---------------------------------------------------------------------------
+@dataclass
+class Servers:
+    source: SourceDb
+    target: PostgresServer | None  # the warehouse variant's PostgreSQL
+
+
+@contextlib.contextmanager
+def private_servers(variant: str) -> Iterator[Servers]:
+    """The variant's private servers, spawned by the test rig (kill() and restart() work on them)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    with contextlib.ExitStack() as stack:
+        if variant.startswith("mariadb"):
+            server: MariaDbServer | PostgresServer = stack.enter_context(mariadb_rig.spawn_local())
+            with server.connect() as conn, conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE {DB_NAME} CHARACTER SET utf8mb4")
+            server = replace(server, database=DB_NAME)
+        else:
+            server = stack.enter_context(postgres_rig.spawn_local())
+        target = stack.enter_context(postgres_rig.spawn_local()) if variant.endswith("postgres") else None
+        yield Servers(SourceDb(server), target)
+
+
+def write_job(path: Path, servers: Servers, workdir: Path, seed: int) -> tuple[Path, str]:
+    """The job file, and a line naming its seeded choices."""
+    rng = random.Random(f"job-{seed}")
+    s = servers.source.server
+    # Seeded: small caps split the snapshot and the large transaction over several micro-batches;
+    # `none` takes the MySQL snapshot without the global read lock.
+    max_events = rng.choice([3000, 20000, 200000])
+    locking = rng.choice(["minimal", "none"])
+    if isinstance(s, MariaDbServer):
+        schema = DB_NAME
+        source = f"""  connector.class: mysql
+  snapshot.locking.mode: {locking}
+  database.hostname: {s.host}
+  database.port: {s.port}
+  database.user: {s.cdc_user}
+  database.password: '{s.cdc_password}'
+  database.server.id: {5400 + seed % 1000}
+  topic.prefix: {PREFIX}
+  database.include.list: {DB_NAME}
+"""
+    else:
+        schema = "public"
+        source = f"""  connector.class: postgres
+  database.hostname: {s.host}
+  database.port: {s.port}
+  database.user: {s.user}
+  database.password: '{s.password}'
+  database.dbname: {s.dbname}
+  topic.prefix: {PREFIX}
+  slot.name: chaos_slot
+  table.include.list: {",".join(f"public.{t.name}" for t in TABLES)}
+"""
+    if servers.target is None:
+        sink = f"  type: delta\n  path: {workdir / 'lake'}\n"
+    else:
+        sink = f"  type: postgres\n  dsn: {servers.target.dsn}\n  schema: {WAREHOUSE_SCHEMA}\n"
+    tables = "".join(f"    {schema}.{t.name}: {{target: {t.name}}}\n" for t in TABLES)
+    path.write_text(
+        f"""name: {JOB}
+source:
+{source}transport:
+  state.dir: {workdir / "state"}
+sink:
+{sink}  tables:
+{tables}spark:
+  master: local[2]
+  trigger: {{processingTime: 1 second}}
+  maxEventsPerTrigger: {max_events}
+"""
+    )
+    chosen = f"maxEventsPerTrigger {max_events}"
+    if isinstance(s, MariaDbServer):
+        chosen += f", snapshot.locking.mode {locking}"
+    return path, chosen
+
+
+# -- watching a run --------------------------------------------------------------------------------
+class JobState:
+    """What a run has done so far, read from its state directory (never from the process)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.db = state_dir / "cdc.db"
+        self.checkpoint = state_dir / "spark-checkpoints" / JOB
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if not self.db.exists():
+            return []
+        try:
+            conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
+            try:
+                return conn.execute(sql, args).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return []  # not created yet, or mid-write: ask again
+
+    def data_topics(self) -> list[str]:
+        pattern = re.compile(re.escape(PREFIX) + r"\.[^.]+\.[^.]+$")
+        return [t for (t,) in self._query("SELECT name FROM topics") if pattern.match(t)]
+
+    def data_records(self) -> int:
+        rows = self._query("SELECT topic, next_offset FROM partitions")
+        pattern = re.compile(re.escape(PREFIX) + r"\.[^.]+\.[^.]+$")
+        return sum(int(n) for t, n in rows if pattern.match(t))
+
+    def last_offset(self) -> dict[str, Any] | None:
+        rows = self._query("SELECT value FROM records WHERE topic = 'connect-offsets' ORDER BY offset DESC LIMIT 1")
+        return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def in_snapshot(self) -> bool:
+        offset = self.last_offset()
+        if offset is None:
+            return False  # nothing stored yet: the snapshot had not written anything
+        snap = offset.get("snapshot")
+        return snap not in (None, False, "false", "FALSE") and not offset.get("snapshot_completed")
+
+    def snapshot_keys(self, limit: int) -> dict[str, list[tuple[Any, ...]]]:
+        """Keys of `r` (snapshot read) records among the first `limit` of each data topic."""
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        for topic in self.data_topics():
+            table = BY_NAME.get(topic.rsplit(".", 1)[-1])
+            if table is None:
+                continue
+            rows = self._query("SELECT value FROM records WHERE topic = ? ORDER BY offset LIMIT ?", (topic, limit))
+            keys = []
+            for (raw,) in rows:
+                if raw is None:
+                    continue
+                doc = json.loads(raw)
+                payload = doc["payload"] if isinstance(doc, dict) and "payload" in doc and "schema" in doc else doc
+                if payload.get("op") == "r" and payload.get("after"):
+                    keys.append(tuple(payload["after"][k] for k in table.key))
+            out[table.name] = keys
+        return out
+
+    def _max_batch(self, sub: str) -> int:
+        try:
+            names = os.listdir(self.checkpoint / sub)
+        except OSError:
+            return -1
+        return max((int(n) for n in names if n.isdigit()), default=-1)
+
+    def in_batch(self) -> bool:
+        """Spark wrote offsets/N (the batch is planned) but not commits/N (not done)."""
+        return self._max_batch("offsets") > self._max_batch("commits")
+
+
+class CdcRun:
+    """One `cdc run` process in its own session, so SIGKILL reaches Spark's JVM and workers too."""
+
+    def __init__(self, job: Path, log: Path, *args: str) -> None:
+        self.log = log
+        self.started = time.monotonic()
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                cdc_argv("run", str(job), *args),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO,
+                start_new_session=True,
+            )
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def last_line(self) -> str:
+        """Why the run ended: the CLI's one-line `error:` message, else the root exception of
+        the first traceback, else the last line of output."""
+        lines = [ln.strip() for ln in self.output().splitlines() if ln.strip()]
+        cli = [ln for ln in lines if ln.startswith("error:")]
+        if cli:
+            return cli[-1][:400]
+        raised = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
+        return (raised[:1] or lines[-1:] or [""])[0][:400]
+
+    def kill(self) -> int | None:
+        """SIGKILL the whole group; the exit code if it had already exited by itself."""
+        code = self.proc.poll()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(60)
+        return code
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float, poll: float = 0.02) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            if not self.alive():
+                return False
+            time.sleep(poll)
+        return False
+
+    def started_sink(self) -> bool:
+        return SINK_STARTED in self.output()
+
+
+# -- the run -----------------------------------------------------------------------------------------
+class Chaos:
+    def __init__(self, config: ChaosConfig, workdir: Path, note: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.workdir = workdir
+        self.t0 = time.monotonic()
+        self._note = note or (lambda m: print(m, file=sys.stderr, flush=True))
+        self.result = ChaosResult(config)
+        self.rng = random.Random(f"chaos-{config.seed}")
+
+    def note(self, message: str) -> None:
+        self._note(f"[chaos {time.monotonic() - self.t0:6.1f}s] {message}")
+
+    def run(self) -> ChaosResult:
+        c = self.config
+        self.note(f"variant {c.variant}, seed {c.seed}, {c.kills} kills, db kill {c.db_kill}, workdir {self.workdir}")
+        try:
+            with private_servers(c.variant) as servers:
+                self._run(servers)
+        except Exception as e:  # the harness itself failed: report it, do not hide it
+            self.result.errors.append(f"harness: {type(e).__name__}: {e}")
+        self.result.wall_s = time.monotonic() - self.t0
+        return self.result
+
+    def _run(self, servers: Servers) -> None:
+        c, res = self.config, self.result
+        db = servers.source
+        populate(db, c.seed, c.sizes)
+        self.note(f"source populated: {c.sizes}")
+        job, chosen = write_job(self.workdir / "job.yaml", servers, self.workdir, c.seed)
+        self.note(f"job {job}: {chosen}")
+        state = JobState(self.workdir / "state")
+        runs = self.workdir / "runs"
+        runs.mkdir(exist_ok=True)
+        writer = Writer(db, c.seed, self.note)
+        writer.start()
+        specials = special_cycles(c.kills)
+        plan = plan_kills(c.seed, c.kills, c.db_kill)
+        phase_start = time.monotonic()
+        run: CdcRun | None = None
+        try:
+            for i, kill in enumerate(plan):
+                for name in ("big", "add_columns", "default_change"):
+                    if specials[name] == i:
+                        writer.submit(name, *((c.big_rows,) if name == "big" else ()))
+                run = CdcRun(job, runs / f"run-{i + 1:02d}.log")
+                self.note(f"run {i + 1}: started; kill planned: {kill.kind}")
+                last = i == len(plan) - 1
+                extra = max(0.0, c.duration - (time.monotonic() - phase_start)) if last else 0.0
+                record = self._kill(i, kill, run, db, state, writer, extra)
+                res.kills.append(record)
+                self.note(record.describe())
+                if record.exited is not None and kill.kind != "db":
+                    res.errors.append(f"run {i + 1} exited by itself (code {record.exited}): {record.last_line}")
+                run = None
+                if writer.failure is not None:
+                    break
+            for name in ("big", "add_columns", "default_change"):
+                if specials[name] >= len(plan):
+                    writer.submit(name, *((c.big_rows,) if name == "big" else ()))
+        finally:
+            if run is not None:
+                run.kill()
+            writer.stop()
+        res.writer = {"transactions": writer.stats.transactions, "rows": writer.stats.rows,
+                      "reconnects": writer.stats.reconnects, "conflicts": writer.stats.conflicts}  # fmt: skip
+        if writer.failure is not None:
+            res.errors.append(f"the writer failed: {type(writer.failure).__name__}: {writer.failure}")
+        if res.kills and not res.kills[0].in_snapshot:
+            res.errors.append(
+                "the first kill did not land during the initial snapshot (it completed first): "
+                "make the initial tables bigger"
+            )
+        self._finish(job, servers, runs)
+
+    def _kill(
+        self, i: int, kill: Kill, run: CdcRun, db: SourceDb, state: JobState, writer: Writer, extra: float
+    ) -> KillRecord:
+        c = self.config
+        if kill.kind == "snapshot":
+            threshold = max(1, int(sum(c.sizes.values()) * kill.fraction))
+            if not run.wait_for(lambda: state.data_records() >= threshold, 300, poll=0.01):
+                self.note(f"run {i + 1}: {threshold} records never reached the log")
+        elif kill.kind in ("batch", "db"):
+            if not run.wait_for(run.started_sink, 300, poll=0.1):
+                self.note(f"run {i + 1}: the sink query never started")
+            if kill.kind == "batch" and not run.wait_for(state.in_batch, 60):
+                self.note(f"run {i + 1}: no micro-batch started within 60 s")
+            time.sleep(kill.delay)
+            if kill.kind == "db":
+                self._kill_database(db, kill)
+                time.sleep(self.rng.uniform(2.0, 6.0))  # the job (and the writer) meet the restarted server
+        else:
+            time.sleep(kill.delay)
+        if extra:
+            self.note(f"run {i + 1}: kept alive {extra:.0f}s more (--duration)")
+            time.sleep(extra)
+        exited = run.kill()
+        record = KillRecord(i, kind=kill.kind, at_s=run.elapsed, in_snapshot=state.in_snapshot(),
+                            in_batch=state.in_batch(), exited=exited)  # fmt: skip
+        if exited is not None:
+            record.last_line = run.last_line()
+        if kill.kind == "snapshot":
+            self._delete_snapshotted(state, writer, threshold)
+        return record
+
+    def _kill_database(self, db: SourceDb, kill: Kill) -> None:
+        self.note(f"killing the source database (-9); down for {kill.down:.1f}s")
+        db.server.kill()
+        self.result.db_kills += 1
+        time.sleep(kill.down)
+        db.server.restart()
+        self.note("source database restarted on its data directory")
+
+    def _delete_snapshotted(self, state: JobState, writer: Writer, threshold: int) -> None:
+        """Defect 2's scenario: rows the killed snapshot already sent are deleted before the restart."""
+        total = 0
+        for table, keys in sorted(state.snapshot_keys(threshold).items()):
+            if not keys:
+                continue
+            chosen = self.rng.sample(keys, min(len(keys), 25))
+            special = writer.submit("delete", table, chosen)
+            if not special.done.wait(120):
+                self.result.errors.append(f"deleting snapshotted rows of {table} did not finish in 120 s")
+            total += len(chosen)
+        self.note(f"deleted {total} rows that the killed snapshot had already sent")
+
+    def _finish(self, job: Path, servers: Servers, runs: Path) -> None:
+        res = self.result
+        self.note("writer stopped; final run --until-caught-up")
+        final = CdcRun(job, runs / "final.log", "--until-caught-up")
+        try:
+            code = final.proc.wait(self.config.catch_up_timeout)
+        except subprocess.TimeoutExpired:
+            final.kill()
+            code = None
+            res.errors.append(f"the final --until-caught-up run did not finish in {self.config.catch_up_timeout:.0f}s")
+        if code not in (0, None):
+            res.errors.append(f"the final --until-caught-up run exited {code}: {final.last_line()}")
+        self.note(f"final run exited {code}; comparing")
+        if servers.target is None:
+            lake = self.workdir / "lake"
+            res.diffs = compare_all(servers.source, lambda name: delta_rows(lake / name))
+        else:
+            dsn = servers.target.dsn
+            res.diffs = compare_all(servers.source, lambda name: warehouse_rows(dsn, WAREHOUSE_SCHEMA, name))
+        self._verify(job)
+
+    def _verify(self, job: Path) -> None:
+        """`cdc verify` must agree: same exit status, same counts per table."""
+        res = self.result
+        proc = subprocess.run(
+            cdc_argv("verify", str(job), "--json", "--quiet", "--max-diffs", "5"),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=REPO,
+        )
+        try:
+            doc = json.loads(proc.stdout)
+        except ValueError:
+            res.verify = {"exit": proc.returncode, "differences": None}
+            res.errors.append(f"cdc verify exited {proc.returncode} without a report: {proc.stderr.strip()[-300:]}")
+            return
+        res.verify = {"exit": proc.returncode, "differences": doc.get("differences")}
+        ours_ok = all(d.ok for d in res.diffs)
+        if (proc.returncode == 0) != ours_ok:
+            res.errors.append(
+                f"cdc verify disagrees: it exited {proc.returncode} ({doc.get('differences')} differences), "
+                f"the row-by-row comparison found {res.missing} missing, {res.extra} extra, {res.differing} differing"
+            )
+        by_table = {str(t.get("source", "")).rsplit(".", 1)[-1]: t for t in doc.get("tables", [])}
+        for d in res.diffs:
+            t = by_table.get(d.table)
+            if t is None:
+                res.errors.append(f"cdc verify did not report {d.table}")
+                continue
+            ours = (len(d.missing), len(d.extra) + len(d.duplicates), len(d.differing))
+            theirs = (t.get("missing"), int(t.get("extra", 0)) + int(t.get("duplicates", 0)), t.get("changed"))
+            if ours != theirs:
+                res.errors.append(
+                    f"cdc verify disagrees on {d.table}: it counts (missing, extra, changed) {theirs}, "
+                    f"the row-by-row comparison {ours}"
+                )
