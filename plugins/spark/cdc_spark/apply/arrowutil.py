@@ -47,10 +47,32 @@ def delta_dataset(dt: DeltaTable, path: str) -> ds.Dataset:
     deltalake's default filesystem is a Python handler: Arrow's I/O threads call into Python,
     and one still prefetching when the interpreter exits aborts the process ("terminate called
     without an active exception", exit 134) after the work is done. Arrow's native local
-    filesystem makes no such calls (and reads faster)."""
+    filesystem makes no such calls (and reads faster).
+
+    The dataset declares string/binary, never string_view/binary_view, whatever the files hold:
+    deltalake ≥ 1.6 writes view types into the Parquet files of a MERGE, and pyarrow has few
+    kernels for them (comparisons, `is_in`, joins); scanning casts each file to this schema."""
     root = path.removeprefix("file://") if path.startswith("file://") or "://" not in path else None
     fs = pa_fs.SubTreeFileSystem(os.path.abspath(root), pa_fs.LocalFileSystem()) if root is not None else None
-    return dt.to_pyarrow_dataset(filesystem=fs)
+    declared = pa.schema(dt.schema().to_arrow())
+    plain = without_views(declared)
+    if plain == declared:
+        return dt.to_pyarrow_dataset(filesystem=fs)
+    return dt.to_pyarrow_dataset(filesystem=fs, schema=plain)
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """string/binary for their view types (pyarrow computes little on views), else `t`."""
+    if t == pa.string_view():
+        return pa.string()
+    if t == pa.binary_view():
+        return pa.binary()
+    return t
+
+
+def without_views(schema: pa.Schema) -> pa.Schema:
+    """`schema` with string/binary where it has string_view/binary_view (top-level columns)."""
+    return pa.schema([f.with_type(_plain(f.type)) for f in schema], metadata=schema.metadata)
 
 
 def drop_shadowed(source: pa.Table, tombstones: pa.Table, keys: list[str]) -> pa.Table:
@@ -68,17 +90,49 @@ def rows_with_keys(
     dataset: ds.Dataset, wanted: pa.Table, keys: list[str], columns: list[str] | None = None
 ) -> pa.Table:
     """The rows of `dataset` whose key is one of `wanted`'s rows, without reading the others
-    into memory (a table's history or tombstones grow without bound; a batch touches few keys)."""
+    into memory (a table's history or tombstones grow without bound; a batch touches few keys).
+
+    Files are pruned by the dataset's own knowledge of them (Delta's per-file statistics and
+    partition values, carried as fragment expressions in the dataset's types); the rows of the
+    remaining files are matched here, batch by batch. A scan `filter` is not used: pyarrow
+    simplifies it with each Parquet row group's statistics in the file's own types, and files
+    that deltalake ≥ 1.6 wrote hold string_view/binary_view ("Function 'greater_equal' has no
+    kernel matching input types (string, string_view)")."""
+    names = columns if columns is not None else dataset.schema.names
+    if wanted.num_rows == 0:
+        return without_views(dataset.schema).empty_table().select(names)
+    sets = {k: pc.unique(wanted.column(k)).cast(_plain(dataset.schema.field(k).type)) for k in keys}
     expr = None
     for k in keys:
-        match = pc.field(k).isin(pc.unique(wanted.column(k)))
+        match = pc.field(k).isin(sets[k])
         expr = match if expr is None else expr & match
-    found = dataset.to_table(columns=columns, filter=expr)
-    if len(keys) == 1 or found.num_rows == 0:
-        return found
+    source = dataset
+    if isinstance(dataset, ds.FileSystemDataset):
+        fragments = list(dataset.get_fragments(filter=expr))
+        source = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
+    exact = wanted.select(keys).cast(pa.schema([(k, sets[k].type) for k in keys])).group_by(keys).aggregate([])
+    read = list(dict.fromkeys([*names, *keys]))
+    parts = [_matching(batch, keys, sets, exact) for batch in source.to_batches(columns=read)]
+    found = [p for p in parts if p.num_rows]
+    if not found:
+        return without_views(dataset.schema).empty_table().select(names)
+    return pa.concat_tables(found).select(names)
+
+
+def _matching(batch: pa.RecordBatch, keys: list[str], sets: dict[str, pa.Array], exact: pa.Table) -> pa.Table:
+    """The rows of `batch` whose key is a row of `exact` (`sets`: each key column's values)."""
+    table = pa.Table.from_batches([batch])
+    if (plain := without_views(table.schema)) != table.schema:
+        table = table.cast(plain)
+    mask = None
+    for k in keys:
+        hit = pc.is_in(table.column(k), value_set=sets[k])
+        mask = hit if mask is None else pc.and_(mask, hit)
+    table = table.filter(mask)
+    if len(keys) == 1 or table.num_rows == 0:
+        return table
     # Per-column membership admits mixed pairs (a1, b2); the join keeps the real ones.
-    exact = wanted.select(keys).group_by(keys).aggregate([])
-    return found.join(exact, keys, join_type="inner").select(found.column_names)
+    return table.join(exact, keys, join_type="inner").select(table.column_names)
 
 
 def hex_literal(seq: bytes) -> str:

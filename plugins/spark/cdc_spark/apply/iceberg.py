@@ -76,7 +76,8 @@ def _stored(tbl: Table, rows: pa.Table, keys: list[str], columns: tuple[str, ...
         for batch in scan.to_arrow_batch_reader()
         if (part := pa.Table.from_batches([batch])).num_rows
     ]
-    return pa.concat_tables(found).cast(empty.schema) if found else empty
+    # pyiceberg returns the selected fields in the table's column order, not the key's.
+    return pa.concat_tables(found).select(empty.column_names).cast(empty.schema) if found else empty
 
 
 def _present(rows: pa.Table, stored: pa.Table, keys: list[str]) -> pa.Table:
