@@ -38,6 +38,7 @@ SERVER_ID = "database.server.id"
 CONNECT_TIMEOUT_MS = "connect.timeout.ms"
 SNAPSHOT_MODE = "snapshot.mode"
 SNAPSHOT_LOCKING_MODE = "snapshot.locking.mode"
+SNAPSHOT_LOCK_TIMEOUT_MS = "snapshot.lock.timeout.ms"
 INCLUDE_QUERY = "include.query"
 GTID_SOURCE_INCLUDES = "gtid.source.includes"
 GTID_SOURCE_EXCLUDES = "gtid.source.excludes"
@@ -126,7 +127,18 @@ def config_def() -> ConfigDef:
         "minimal",
         ValidString.in_ignore_case(*LOCKING_MODES),
         Importance.LOW,
-        "minimal: global read lock while reading the schema; none: no lock",
+        "minimal: global read lock (FLUSH TABLES WITH READ LOCK) while the binlog position and the schema are "
+        "read, or read locks on the captured tables where the global lock is refused; none: no lock where the "
+        "server can say without one which binlog position the snapshot is at (MariaDB; MySQL with gtid_mode=ON "
+        "when no commit is in flight), else read locks on the captured tables for that instant",
+    )
+    d.define(
+        SNAPSHOT_LOCK_TIMEOUT_MS,
+        ConfigType.LONG,
+        10_000,
+        Range.at_least(1),
+        Importance.LOW,
+        "How long the snapshot waits for its read locks (global or on the captured tables) before it fails.",
     )
     d.define(INCLUDE_QUERY, ConfigType.BOOLEAN, False, None, Importance.LOW, "Put the SQL into source.query.")
     d.define(
@@ -299,6 +311,7 @@ class MySqlConnectorConfig(AbstractConfig):
         self.topic_prefix: str = self.get(common.TOPIC_PREFIX)
         self.snapshot_mode: str = self.get(SNAPSHOT_MODE).lower()
         self.locking_mode: str = self.get(SNAPSHOT_LOCKING_MODE).lower()
+        self.lock_timeout_ms: int = self.get(SNAPSHOT_LOCK_TIMEOUT_MS)
         self.fetch_size: int = self.get(common.SNAPSHOT_FETCH_SIZE)
         self.include_schema_changes: bool = self.get(common.INCLUDE_SCHEMA_CHANGES)
         self.tombstones_on_delete: bool = self.get(common.TOMBSTONES_ON_DELETE)

@@ -1,10 +1,10 @@
 """MySqlSnapshotChangeEventSource: a consistent snapshot emitting `r` events, then the handoff point.
 
-Consistency: with `snapshot.locking.mode=minimal` a global read lock is held only while the
-binlog position and the schema are read; `START TRANSACTION WITH CONSISTENT SNAPSHOT`
-(REPEATABLE READ) then lets every SELECT see exactly the data as of that position. On
-MariaDB, `binlog_snapshot_file/position` give the same point without any lock (used for
-`snapshot.locking.mode=none`). Streaming starts at that position: no gap, no duplicate.
+Consistency: every SELECT runs in one `START TRANSACTION WITH CONSISTENT SNAPSHOT` (REPEATABLE
+READ) transaction, and streaming starts at the binlog position that transaction is exactly at:
+no gap, no duplicate. How that position is read in each `snapshot.locking.mode` (MariaDB's own
+report, MySQL under a global or table read lock, or with no commit in flight) is in
+snapshot_start.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from cdc.api import ConnectException
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_mysql.catalog import read_tables
@@ -28,6 +27,7 @@ from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema, TableSchema
+from cdc_mysql.snapshot_start import SnapshotStart
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef
 
@@ -102,29 +102,25 @@ class MySqlSnapshotChangeEventSource:
         cur = conn.cursor(pymysql.cursors.Cursor)
         cur.execute("SET SESSION time_zone = '+00:00'")
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        locked = False
-        if self.config.locking_mode == "minimal":
-            # The lock keeps DDL out while the schema is read; on MySQL it also pins the binlog position
-            # (MariaDB reports the snapshot's position itself, binlog_snapshot_file/position).
-            log.info("Snapshot: FLUSH TABLES WITH READ LOCK while reading the binlog position and schema")
-            try:
-                cur.execute("FLUSH TABLES WITH READ LOCK")
-                locked = True
-            except pymysql.err.MySQLError as e:
-                raise ConnectException(
-                    f"Snapshot could not take the global read lock ({e}); grant RELOAD to {self.config.user!r} "
-                    "or set snapshot.locking.mode=none"
-                ) from e
+        start = SnapshotStart(
+            conn,
+            is_mariadb=self.is_mariadb,
+            locking_mode=self.config.locking_mode,
+            user=self.config.user,
+            lock_timeout_ms=self.config.lock_timeout_ms,
+            captured=lambda c: captured_tables(c, self.config),
+            open_connection=lambda: self.connection.connect(autocommit=True),
+        )
         try:
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            point = start.begin(read_position=at is None)
             if at is not None:
                 offset = MySqlOffsetContext(at.file, at.pos, at.gtids, ts_sec=at.ts_sec)
             else:
-                offset = self._position(cur)
+                assert point is not None
+                offset = MySqlOffsetContext(point.file, point.pos, point.gtids)
             tables = self._read_schema(conn)
         finally:
-            if locked:
-                cur.execute("UNLOCK TABLES")
+            start.release()
         offset.snapshot = with_data
         offset.ts_sec = int(time.time())
         ts_ms = int(time.time() * 1000)
@@ -143,28 +139,6 @@ class MySqlSnapshotChangeEventSource:
         conn.commit()
         offset.snapshot = False
         return offset
-
-    def _position(self, cur: Any) -> MySqlOffsetContext:
-        if self.is_mariadb:
-            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-            file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
-            if not file or not pos:
-                raise ConnectException(
-                    "MariaDB reports no binlog_snapshot_file/position: binary logging must be on (log-bin)"
-                )
-            # The GTID position of the snapshot's own binlog position: @@gtid_binlog_pos may already
-            # include transactions committed after the snapshot (snapshot.locking.mode=none), which a
-            # resume by GTID would then skip.
-            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, int(pos)))
-            row = cur.fetchone()
-            if row is None or row[0] is None:
-                cur.execute("SELECT @@global.gtid_binlog_pos")
-                row = cur.fetchone()
-            gtid_text = str(row[0]) if row and row[0] else None
-            return MySqlOffsetContext(file, int(pos), gtid_text)
-        file, pos = self.connection.master_status()
-        return MySqlOffsetContext(file, pos, self.connection.executed_gtids(False))
 
     def _read_schema(self, conn: Any) -> list[TableDef]:
         tables = []
