@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -116,6 +116,10 @@ class MariaDbServer:
         """Start again on the same port (stopping cleanly first if still running)."""
         self._require_daemon().restart()
 
+    def stop(self) -> None:
+        """Shut mariadbd down cleanly (a planned switch-over); restart() starts it again."""
+        self._require_daemon().stop()
+
     def _require_daemon(self) -> Daemon:
         if self._daemon is None:
             unavailable("kill/restart needs a MariaDB spawned by the rig, not an external one")
@@ -155,7 +159,8 @@ def _binary(name: str) -> str | None:
 
 
 @contextmanager
-def _spawn(mariadbd: str, install_db: str) -> Iterator[MariaDbServer]:
+def _spawn(mariadbd: str, install_db: str, extra_flags: Sequence[str] = ()) -> Iterator[MariaDbServer]:
+    """`extra_flags` come after SERVER_FLAGS, so they override them (a replica's `--server-id=2`)."""
     with temp_dir("cdc-mariadb-") as tmp:
         datadir, sock, log = tmp / "data", tmp / "mysqld.sock", tmp / "mariadbd.log"
         # mariadbd refuses to run as root unless told to; for anyone else --user only warns.
@@ -189,6 +194,7 @@ def _spawn(mariadbd: str, install_db: str) -> Iterator[MariaDbServer]:
                 "--skip-name-resolve",
                 *small,
                 *SERVER_FLAGS,
+                *extra_flags,
             ]
             # Root over TCP works because install-db with normal auth and
             # --skip-name-resolve creates root@127.0.0.1 with an empty password.
@@ -230,12 +236,14 @@ def local_binaries() -> tuple[str, str] | None:
 
 
 @contextmanager
-def spawn_local() -> Iterator[MariaDbServer]:
-    """A private server from the local binaries, whatever the environment says (the demo's)."""
+def spawn_local(extra_flags: Sequence[str] = ()) -> Iterator[MariaDbServer]:
+    """A private server from the local binaries, whatever the environment says (the demo's).
+
+    `extra_flags` are appended to the server's command line and override SERVER_FLAGS."""
     binaries = local_binaries()
     if binaries is None:
         raise RuntimeError("mariadbd/mariadb-install-db not found; install mariadb-server")
-    with _spawn(*binaries) as server:
+    with _spawn(*binaries, extra_flags) as server:
         yield server
 
 
