@@ -44,12 +44,21 @@ def validate(job_file: str, offline: bool) -> None:
     help="Read the source position now, run until the sink has applied everything up to it, then exit 0 "
     "(for cron/Airflow-style runs).",
 )
-def run(job_file: str, until_caught_up: bool) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="When the sink fails, also print the full Python and Java traces (and Spark's own logs of the "
+    "failed task) before the one-line error.",
+)
+def run(job_file: str, until_caught_up: bool, verbose: bool) -> None:
     """Run a job: its source connector and its Spark sink, in this process.
 
     The source writes to the job's transport (embedded by default, or Kafka); a Spark
     streaming query applies the changes to the sink. Ctrl-C or SIGTERM stops both
     gracefully; a restart resumes from the stored source offsets and Spark's checkpoint.
+    A sink that cannot apply a batch stops the run (exit status 1) with one line naming the
+    table and the cause; --verbose adds the traces behind it.
     """
     import signal
 
@@ -59,7 +68,9 @@ def run(job_file: str, until_caught_up: bool) -> None:
 
     with friendly_errors():
         job = load_job(job_file)
-        runner = JobRunner(job, until_caught_up, progress=lambda m: click.echo(f"[{job.name}] {m}", err=True))
+        runner = JobRunner(
+            job, until_caught_up, progress=lambda m: click.echo(f"[{job.name}] {m}", err=True), verbose=verbose
+        )
 
         def on_signal(signum: int, frame: object) -> None:
             runner.stop_requested.set()

@@ -227,6 +227,25 @@ def _offset_sum(text: str | None) -> int:
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 
 
+def _failure_text(error: object) -> str:
+    """The text of a failed query's exception and of its causes, without the query plan.
+
+    PySpark's StreamingQueryException keeps Spark's message (for a foreachBatch failure: the
+    Python traceback of the batch function, and inside it the Python worker's) in `_desc`, and
+    the exception it was converted from in `_cause`; `str()` adds the JVM stack when
+    spark.sql.pyspark.jvmStacktrace.enabled is on. Any other object is taken by its `str()`.
+    """
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: object = error
+    while current is not None and id(current) not in seen and len(texts) < 8:
+        seen.add(id(current))
+        desc = getattr(current, "_desc", None)
+        texts.append(desc if isinstance(desc, str) and desc else str(current))
+        current = getattr(current, "_cause", None)
+    return "\n".join(t.split("\n=== Streaming Query ===", 1)[0] for t in texts)
+
+
 def sink_failure(error: object) -> str:
     """The root cause of a failed sink query, without Spark's and Python's stack traces.
 
@@ -235,9 +254,25 @@ def sink_failure(error: object) -> str:
     for a Py4J error the innermost `Caused by:` says what the JVM refused. The full text
     goes to the log at DEBUG.
     """
-    text = str(error).split("\n=== Streaming Query ===", 1)[0]
+    text = _failure_text(error)
     log.debug("sink query failed: %s", text)
     return root_cause(text) or type(error).__name__
+
+
+def sink_failure_message(error: object, verbose: bool = False) -> str:
+    """The one line `cdc run` ends with when its sink query failed.
+
+    The sink's own errors (cdc_spark's) name the table and the cause and say what to fix;
+    for any other error the line says where the full trace is.
+    """
+    cause = sink_failure(error)
+    if verbose or _own_error(_failure_text(error)):
+        return f"the sink failed: {cause}"
+    return f"the sink failed: {cause} (run `cdc run --verbose` to see the full trace)"
+
+
+def _own_error(text: str) -> bool:
+    return any((m := _PYTHON_ERROR.match(line)) and m.group(1).startswith("cdc") for line in text.splitlines())
 
 
 def root_cause(text: str) -> str:
@@ -254,6 +289,38 @@ def root_cause(text: str) -> str:
         if causes:
             return causes[-1]
     return f"{name.rsplit('.', 1)[-1]}: {message}"
+
+
+# Spark's loggers that print a failed micro-batch's whole Python and Java trace again: the
+# task's failure (Executor, TaskSetManager) and the query's end (MicroBatchExecution, under its
+# Spark 4.0 and 4.1+ packages). `cdc run` names the cause in one line; --verbose keeps them.
+_SPARK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
+    "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+)
+_PY4J_PROXY_FAILURE = "There was an exception while executing the Python Proxy"
+
+
+def _drop_proxy_failure(record: logging.LogRecord) -> bool:
+    """py4j logs each failed foreachBatch call (the batch function) with its traceback at ERROR."""
+    return not record.getMessage().startswith(_PY4J_PROXY_FAILURE)
+
+
+def quiet_failure_traces(session: Any) -> None:
+    """Keep Spark and py4j from printing a failed batch's traces: the run ends with one line instead."""
+    proxy_log = logging.getLogger("py4j.clientserver")
+    if _drop_proxy_failure not in proxy_log.filters:
+        proxy_log.addFilter(_drop_proxy_failure)
+    try:
+        jvm = session.sparkContext._jvm
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        off = jvm.org.apache.logging.log4j.Level.OFF
+        for name in _SPARK_FAILURE_LOGGERS:
+            configurator.setLevel(name, off)
+    except Exception:  # another logging backend in the JVM: its traces stay, the run still ends in one line
+        log.debug("cannot lower Spark's failure loggers", exc_info=True)
 
 
 class _SparkStarter:
@@ -288,10 +355,19 @@ class _SparkStarter:
 
 
 class JobRunner:
-    def __init__(self, job: JobSpec, until_caught_up: bool = False, progress: Callable[[str], None] = log.info) -> None:
+    def __init__(
+        self,
+        job: JobSpec,
+        until_caught_up: bool = False,
+        progress: Callable[[str], None] = log.info,
+        verbose: bool = False,
+    ) -> None:
+        """`verbose`: a failed sink prints its full Python and Java trace (and Spark's own
+        failure logs) before the one-line error; otherwise only that line says what failed."""
         self.job = job
         self.until_caught_up = until_caught_up
         self.progress = progress
+        self.verbose = verbose
         self.stop_requested = threading.Event()
 
     def _connector_config(self) -> dict[str, str]:
@@ -366,18 +442,22 @@ class JobRunner:
 
                 self.progress("source caught up; applying the log to the sink")
                 query = start_query(
-                    spark.get(), self._source(), sink, self._checkpoint(), available_now=True, name=self.job.name
+                    self._session(spark),
+                    self._source(),
+                    sink,
+                    self._checkpoint(),
+                    available_now=True,
+                    name=self.job.name,
                 )
                 self._await_catch_up(query)
-                if query.exception() is not None:
-                    raise ConnectException(f"the sink failed: {sink_failure(query.exception())}")
+                self._raise_if_failed(query)
                 self.progress("caught up: every change up to the start position is applied")
                 return 0
             from cdc_spark.pipeline import start_query
 
             trigger = (self.job.spark or {}).get("trigger")
             processing = trigger.get("processingTime") if isinstance(trigger, dict) else None
-            session = spark.get()
+            session = self._session(spark)
             self._check_source(worker, connector["name"])  # it failed while Spark started: no query to unwind
             query = start_query(
                 session,
@@ -391,13 +471,12 @@ class JobRunner:
             self.progress(f"sink query started: {sink['target']}, checkpoint {self._checkpoint()}")
             try:
                 while not self.stop_requested.is_set():
-                    if query.awaitTermination(1):
+                    if _terminated(query, 1):
                         break
                     self._check_source(worker, connector["name"])
             finally:
                 query.stop()  # before the session stops, else Spark's stream thread logs its own stack traces
-            if query.exception() is not None:
-                raise ConnectException(f"the sink failed: {sink_failure(query.exception())}")
+            self._raise_if_failed(query)
             return 0
         finally:
             if herder is not None:
@@ -405,12 +484,27 @@ class JobRunner:
             if spark is not None:
                 spark.stop()
 
+    def _session(self, spark: _SparkStarter) -> Any:
+        session = spark.get()
+        if not self.verbose:
+            quiet_failure_traces(session)
+        return session
+
+    def _raise_if_failed(self, query: Any) -> None:
+        """A failed sink query ends the run with one line (after its full trace with --verbose)."""
+        error = query.exception()
+        if error is None:
+            return
+        if self.verbose:
+            self.progress(f"the sink query failed; its full trace:\n{error}")
+        raise ConnectException(sink_failure_message(error, self.verbose))
+
     def _await_catch_up(self, query: Any) -> None:
         """Wait for the Trigger.AvailableNow query, reporting each micro-batch it applies: a
         backlog goes in maxEventsPerTrigger-sized batches and can take minutes."""
         reported, first_start = -1, None
         while True:
-            done = query.awaitTermination(2)
+            done = _terminated(query, 2)
             for p in query.recentProgress:
                 if p["batchId"] <= reported or not p["sources"]:
                     continue
@@ -445,3 +539,15 @@ class JobRunner:
                 self.progress(f"source catching up: stored offset {offset or 'none yet'}, target {target}")
             time.sleep(0.2)
         raise ConnectException("stopped before the source caught up")
+
+
+def _terminated(query: Any, timeout_s: float) -> bool:
+    """`query.awaitTermination(timeout_s)`, except that a failed query returns True instead of
+    raising its StreamingQueryException (whose text is the whole trace and the query plan):
+    the caller reports `query.exception()` in one line."""
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        return bool(query.awaitTermination(timeout_s))
+    except StreamingQueryException:
+        return True
