@@ -159,6 +159,10 @@ def test_offsets_have_debezium_keys(mariadb_db) -> None:
         recs = run.wait_data(3)[1:]
     first, second = (r.source_offset for r in recs)
     assert recs[0].source_partition == {"server": "dbserver1"}
-    assert set(first) == {"file", "pos", "gtids", "row", "ts_sec"} and first["row"] == 1
-    assert set(second) == {"file", "pos", "gtids", "row", "ts_sec"} and second["row"] == 2
+    # Debezium's keys, plus the binlog lineage's server identity (cdc_mysql/lineage.py; `epoch`
+    # appears only once a failover bumped it above 0).
+    keys = {"file", "pos", "gtids", "row", "ts_sec", "server_identity"}
+    assert set(first) == keys and first["row"] == 1
+    assert set(second) == keys and second["row"] == 2
+    assert first["server_identity"].startswith("server_id=")
     assert first["pos"] == second["pos"]  # the transaction start, not the row event

@@ -25,6 +25,7 @@ from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.lineage import BinlogLineage
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema, TableSchema
 from cdc_mysql.snapshot_start import SnapshotStart
@@ -83,21 +84,23 @@ class MySqlSnapshotChangeEventSource:
         self.fetch_size = max(1, min(config.fetch_size, config.max_queue_size - config.max_batch_size))
 
     def execute(
-        self, with_data: bool = True, at: MySqlOffsetContext | None = None
+        self, with_data: bool = True, at: MySqlOffsetContext | None = None, lineage: BinlogLineage | None = None
     ) -> Generator[None, None, MySqlOffsetContext]:
         """Snapshot schema (and data unless `with_data` is False); returns where streaming starts.
 
         A generator driven by `poll()` (it yields after each fetch); `at` keeps a stored position
-        instead of reading the current one (snapshot.mode=recovery).
+        instead of reading the current one (snapshot.mode=recovery). `lineage`: the epoch and
+        server the offsets carry (lineage.py).
         """
         conn = self.connection.connect(autocommit=False, cursorclass=pymysql.cursors.SSCursor)
         try:
-            return (yield from self._run(conn, with_data, at))
+            offset = yield from self._run(conn, with_data, at, lineage)
+            return offset
         finally:
             conn.close()
 
     def _run(
-        self, conn: Any, with_data: bool, at: MySqlOffsetContext | None
+        self, conn: Any, with_data: bool, at: MySqlOffsetContext | None, lineage: BinlogLineage | None
     ) -> Generator[None, None, MySqlOffsetContext]:
         cur = conn.cursor(pymysql.cursors.Cursor)
         cur.execute("SET SESSION time_zone = '+00:00'")
@@ -121,6 +124,8 @@ class MySqlSnapshotChangeEventSource:
             tables = self._read_schema(conn)
         finally:
             start.release()
+        if lineage is not None:
+            offset.epoch, offset.server_identity = lineage.epoch, lineage.server_identity
         offset.snapshot = with_data
         offset.ts_sec = int(time.time())
         ts_ms = int(time.time() * 1000)
@@ -169,7 +174,7 @@ class MySqlSnapshotChangeEventSource:
         > true. The final record carries the completed offset (no `snapshot` key).
         """
         snapshot_offset = offset.offset()
-        completed = MySqlOffsetContext(offset.file, offset.pos, offset.gtids, ts_sec=offset.ts_sec).offset()
+        completed = offset.completed().offset()
         pending: tuple[TableSchema, dict[str, Any], int, bool] | None = None
         self.progress.begin(len(tables))
 

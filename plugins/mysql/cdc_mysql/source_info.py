@@ -28,7 +28,7 @@ def source_schema(connector: str) -> Schema:
 class SourceInfo:
     """Builds source structs; the hot path fills the struct's slots directly (one per event)."""
 
-    __slots__ = ("connector", "row_index", "schema", "server_name", "version")
+    __slots__ = ("connector", "row_index", "schema", "sequence", "server_name", "version")
 
     def __init__(self, connector: str, version: str, server_name: str) -> None:
         self.connector = connector
@@ -36,6 +36,8 @@ class SourceInfo:
         self.server_name = server_name
         self.schema = source_schema(connector)
         self.row_index = self.schema.field("row").index
+        # `source.sequence`: the binlog lineage's epoch (lineage.py); null at epoch 0, as Debezium.
+        self.sequence: str | None = None
 
     def struct(
         self,
@@ -61,7 +63,7 @@ class SourceInfo:
                 ts_ms,
                 snapshot.value,
                 db,
-                None,
+                self.sequence,
                 ts_ms * 1000,
                 ts_ms * 1_000_000,
                 table,
@@ -95,7 +97,7 @@ class SourceInfo:
             ts_ms,
             "false",
             db,
-            None,
+            self.sequence,
             ts_ms * 1000,
             ts_ms * 1_000_000,
             table,

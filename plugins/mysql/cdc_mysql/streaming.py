@@ -41,6 +41,7 @@ from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import ACCESS_DENIED, MySqlConnection, replication_grant_advice
 from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.lineage import BinlogLineage, position, sequence_text, server_identity
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
@@ -128,6 +129,10 @@ class MySqlStreamingChangeEventSource:
         attempts = 0
         while not self.stop.is_set():
             try:
+                if self.reconnects:
+                    # The address may now lead to another server (a failover), whose positions
+                    # mean nothing for this offset.
+                    self.use_gtid_start = self._lineage_changed()
                 yield from self._stream()
                 return
             except (BinlogConnectionLost, pymysql.err.OperationalError, pymysql.err.InterfaceError, OSError) as e:
@@ -156,10 +161,39 @@ class MySqlStreamingChangeEventSource:
                 delay = min(delay * 2, self.config.reconnect_backoff_max_s)
                 self.reconnects += 1
                 # After a reconnect, resume by file/pos: the position is exact and GTID
-                # start would need the server's GTID index.
+                # start would need the server's GTID index (unless _lineage_changed).
                 self.use_gtid_start = False
             else:
                 delay = self.config.reconnect_backoff_s
+
+    def _lineage_changed(self) -> bool:
+        """After a reconnect: is this still the server the offset's positions belong to? If not,
+        bump the epoch (lineage.py) and resume by GTID; without GTIDs, fail with advice."""
+        off = self.offset
+        if off.server_identity is None:
+            return False
+        self.connection.close()  # that session died with the binlog connection
+        identity = server_identity(self.connection, self.is_mariadb)
+        if identity == off.server_identity:
+            return False
+        if not off.gtids:
+            raise ConnectException(
+                f"After reconnecting, {self.config.hostname}:{self.config.port} is another server ({identity}, was "
+                f"{off.server_identity}): a failover. Its binlog positions are not this offset's and the offset has no "
+                "GTIDs to resume by; enable GTIDs (gtid_mode=ON on MySQL) or take a new snapshot "
+                "(snapshot.mode=when_needed with the offsets deleted)"
+            )
+        lineage = BinlogLineage.decide(
+            off.epoch,
+            off.server_identity,
+            position(off.file, off.pos),
+            identity,
+            position(*self.connection.master_status()),
+            True,
+        )
+        off.epoch, off.server_identity = lineage.epoch, lineage.server_identity
+        self.source_info.sequence = sequence_text(lineage.epoch)
+        return True
 
     def data_ready(self) -> bool:
         """True if the next binlog packet can be read without waiting for the server.

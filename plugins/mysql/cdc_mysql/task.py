@@ -26,6 +26,7 @@ from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.gtid import MariaDbGtidSet
 from cdc_mysql.history import SchemaHistory, open_history
+from cdc_mysql.lineage import BinlogLineage, position, sequence_text, server_identity
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
 from cdc_mysql.snapshot import MySqlSnapshotChangeEventSource, captured_tables, missing_rows_advice
@@ -136,36 +137,56 @@ class MySqlConnectorTask(SourceTask):
             config, self.connection, self.schema, self.source_info, self.dispatcher, self.is_mariadb,
             self.progress, self.stop_event,
         )  # fmt: skip
-        use_gtid = False
         if plan == "idle":
             log.info("snapshot.mode=initial_only and the snapshot is complete: nothing to stream")
             return
+        use_gtid = (
+            plan == "stream"
+            and stored is not None
+            and bool(stored.gtids)
+            and (stored.file not in self.connection.binlog_files() or not self._position_matches_gtids(stored))
+        )
+        lineage = self._lineage(stored, use_gtid)
+        self.source_info.sequence = sequence_text(lineage.epoch)
         if plan == "snapshot":
-            offset = yield from snapshot.execute(with_data=True)
+            offset = yield from snapshot.execute(with_data=True, lineage=lineage)
             if config.snapshot_mode == "initial_only":
                 log.info("snapshot.mode=initial_only: snapshot complete, not streaming")
                 return
         elif plan == "schema_only":
-            offset = yield from snapshot.execute(with_data=False)
+            offset = yield from snapshot.execute(with_data=False, lineage=lineage)
         elif plan == "recovery":
             assert stored is not None
             self._warn_about_tables_never_read()  # before the history is rebuilt with every captured table
-            yield from snapshot.execute(with_data=False, at=stored)
+            yield from snapshot.execute(with_data=False, at=stored, lineage=lineage)
             offset = stored
         else:
             assert stored is not None
             offset = stored
-            use_gtid = bool(stored.gtids) and (
-                stored.file not in self.connection.binlog_files() or not self._position_matches_gtids(stored)
-            )
             self._warn_about_tables_never_read()
         offset.server_id = 0
+        offset.epoch, offset.server_identity = lineage.epoch, lineage.server_identity
         self._snapshot_tail = len(self.dispatcher.buffer)
         self.streaming = MySqlStreamingChangeEventSource(
             config, self.connection, self.schema, self.source_info, self.dispatcher, offset, self.is_mariadb,
             self.stop_event, use_gtid_start=use_gtid,
         )  # fmt: skip
         yield from self.streaming.execute()
+
+    def _lineage(self, stored: MySqlOffsetContext | None, resumes_by_gtid: bool) -> BinlogLineage:
+        """The epoch the emitted positions carry: the stored one, bumped if this is another binlog lineage."""
+        identity = server_identity(self.connection, self.is_mariadb)
+        current = position(*self.connection.master_status())
+        if stored is None:
+            return BinlogLineage.decide(0, None, None, identity, current, False)
+        return BinlogLineage.decide(
+            stored.epoch,
+            stored.server_identity,
+            position(stored.file, stored.pos),
+            identity,
+            current,
+            resumes_by_gtid,
+        )
 
     def _position_matches_gtids(self, stored: MySqlOffsetContext) -> bool:
         """False when the stored file/pos is not where the stored GTID set says on this server.
