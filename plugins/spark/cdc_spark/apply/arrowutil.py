@@ -142,7 +142,7 @@ def hex_literal(seq: bytes) -> str:
 
 def for_lake(table: pa.Table, name: str = "") -> pa.Table:
     """Types Delta and Iceberg accept: microsecond timestamps, signed integers. A value those
-    types cannot hold raises ValueOutOfRangeError naming table `name` and the column."""
+    types cannot hold raises ValueOutOfRangeError naming table `name`, the column and its row."""
     fields = []
     for f in table.schema:
         t = f.type
@@ -164,7 +164,11 @@ def for_lake(table: pa.Table, name: str = "") -> pa.Table:
                 try:
                     table.column(f.name).cast(want.type)
                 except pa.ArrowInvalid as column_error:
-                    raise ValueOutOfRangeError(name or "?", f.name, want.type, column_error) from None
+                    from cdc_spark.apply.evolution import first_uncastable  # the error path only
+
+                    row = first_uncastable(table.column(f.name), want.type)
+                    bad = table.slice(row, 1) if row is not None else None
+                    raise ValueOutOfRangeError(name or "?", f.name, want.type, column_error, row=bad) from None
         raise
 
 

@@ -1,6 +1,74 @@
-"""Errors of the apply engine: each names the table/column/event and says what to do."""
+"""Errors of the apply engine: each is one line that names the table, the key or column,
+the cause, and says what to do.
+
+The targets raise value errors where they find the bad value, often without knowing the
+table's key columns; `naming_keys`, around each table's apply, names the key of the row
+(`RowValueError.name_key`) and wraps other libraries' errors in `TargetApplyError`.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from cdc_spark.decode.flatten import FlatBatch
+
+# What a user does once the cause is fixed: `cdc run` users run it again; others restart their query.
+RUN_AGAIN = "then run `cdc run` again (or restart the query)"
+REPLAYED = "the batch is applied again from the checkpoint, nothing is lost"
+_VALUE_CHARS = 40  # a key value longer than this is cut
+_FIRST_KEYS = 3  # keys named when the offending one is unknown
+_CAUSE_CHARS = 400  # another library's message longer than this is cut
+
+
+def _value_text(value: object) -> str:
+    """One key value on one line: strings and bytes quoted (a trailing space or an empty key shows),
+    long values cut after _VALUE_CHARS characters with '…'."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        text = repr(bytes(value))
+    elif isinstance(value, str):
+        text = repr(value)
+    else:
+        text = " ".join(str(value).split())
+    if len(text) <= _VALUE_CHARS:
+        return text
+    quote = text[-1] if text[-1] in "'\"" else ""
+    return text[: _VALUE_CHARS - 1] + "…" + quote
+
+
+def key_text(values: Mapping[str, object], columns: Sequence[str]) -> str:
+    """`id=42` for one key column, `(order_id=7, line_no=2)` for several."""
+    parts = [f"{c}={_value_text(values.get(c))}" for c in columns]
+    return parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
+
+def row_key(table: pa.Table, key_columns: Sequence[str], row: int) -> str:
+    """The key text of one row of `table`."""
+    return key_text(table.slice(row, 1).select(list(key_columns)).to_pylist()[0], key_columns)
+
+
+def batch_keys(table: pa.Table, key_columns: Sequence[str]) -> str:
+    """`key id=1` for one row, else the count and the first few: `the batch's 12 keys (first: id=1, …)`."""
+    n = table.num_rows
+    if not key_columns or any(k not in table.column_names for k in key_columns):
+        return f"the batch's {n} rows"
+    first = [key_text(r, key_columns) for r in table.slice(0, _FIRST_KEYS).select(list(key_columns)).to_pylist()]
+    if n == 1:
+        return f"key {first[0]}"
+    if n <= _FIRST_KEYS:
+        return f"the batch's {n} keys ({', '.join(first)})"
+    return f"the batch's {n} keys (first: {', '.join(first)}, …)"
+
+
+def one_line(error: BaseException) -> str:
+    """`Class: message` of another library's error, on one line and cut after _CAUSE_CHARS."""
+    message = " ".join(str(error).split())
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return text if len(text) <= _CAUSE_CHARS else text[: _CAUSE_CHARS - 1] + "…"
 
 
 class SinkConfigError(ValueError):
@@ -9,6 +77,29 @@ class SinkConfigError(ValueError):
 
 class PoisonEventError(RuntimeError):
     """An event cannot be applied and `errors.tolerance=none` stops the stream."""
+
+
+class RowValueError(RuntimeError):
+    """A value of one row that the target cannot store.
+
+    Raised where the value is found, with `row` (that row of the batch, one-row table); the
+    caller that knows the table's key columns names its key (`name_key`) before it propagates."""
+
+    def __init__(self, table: str, column: str, *, row: pa.Table | None = None, key: str | None = None) -> None:
+        self.table, self.column, self.row, self.key = table, column, row, key
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        raise NotImplementedError
+
+    def name_key(self, key_columns: Sequence[str]) -> None:
+        """Name the key of the offending row in the message, if the row is known."""
+        if self.key is not None or self.row is None or self.row.num_rows == 0 or not key_columns:
+            return
+        if any(k not in self.row.column_names for k in key_columns):
+            return
+        self.key = row_key(self.row, key_columns, 0)
+        self.args = (self.message(),)
 
 
 class SchemaEvolutionError(RuntimeError):
@@ -20,7 +111,7 @@ class SchemaEvolutionError(RuntimeError):
             f"table {table}: column {column!r} changed type from {old} to {new}, which cannot be applied "
             f"in place. Fix: migrate the target column yourself (e.g. ALTER TABLE {table} ALTER COLUMN "
             f"{column} TYPE <{new}>, or rewrite the Delta/Iceberg table with the new type), or route the "
-            "topic to a new table with table.name.format; then restart the query from its checkpoint."
+            f"topic to a new table with table.name.format; {RUN_AGAIN}."
         )
 
 
@@ -38,22 +129,69 @@ class TypeWideningError(SchemaEvolutionError):
             f"Fix: rewrite the table with the wider type, e.g. for Delta: dt = DeltaTable(path); "
             f"write_deltalake(path, dt.to_pyarrow_table().cast(<schema with {column}: {new}>), mode='overwrite', "
             f"schema_mode='overwrite'), or for Iceberg: table.update_schema().update_column({column!r}, <{new} type>)"
-            ".commit(); then restart the query from its checkpoint (batches already applied stay skipped).",
+            f".commit(); {RUN_AGAIN}: batches already applied stay skipped.",
         )
 
 
-class ValueOutOfRangeError(RuntimeError):
+class ValueOutOfRangeError(RowValueError):
     """A value the source sends but the lake's type cannot hold (e.g. PostgreSQL's ±infinity
     timestamps, which Debezium sends as their extreme epoch values)."""
 
-    def __init__(self, table: str, column: str, lake_type: object, cause: object) -> None:
-        self.table, self.column = table, column
-        super().__init__(
-            f"table {table}: column {column!r} holds a value outside what the lake's {lake_type} can store "
-            f"({cause}). For timestamps this is usually PostgreSQL's 'infinity' or '-infinity', which Debezium "
+    def __init__(
+        self,
+        table: str,
+        column: str,
+        lake_type: object,
+        cause: object,
+        *,
+        row: pa.Table | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.lake_type, self.cause = lake_type, cause
+        super().__init__(table, column, row=row, key=key)
+
+    def message(self) -> str:
+        cause = " ".join(str(self.cause).split())
+        where = f"key {self.key}: {cause}" if self.key is not None else cause
+        return (
+            f"table {self.table}: column {self.column!r} holds a value outside what the lake's {self.lake_type} can "
+            f"store ({where}). For timestamps this is usually PostgreSQL's 'infinity' or '-infinity', which Debezium "
             "sends as 9223372036825200000 / -9223372036832400000 ms. Fix: change such values at the source "
-            "(e.g. to '9999-12-31'), or leave the column out with column.exclude.list; then restart the query."
+            f"(e.g. to '9999-12-31'), or leave the column out with column.exclude.list; {RUN_AGAIN}."
         )
+
+
+class TargetApplyError(RuntimeError):
+    """Another library (deltalake, pyiceberg, pyarrow, psycopg) failed while applying one table's
+    batch: the table, the key (or the batch's keys) and the library's error on one line; the
+    library's exception is the `__cause__`."""
+
+    def __init__(self, table: str, keys: str, cause: BaseException) -> None:
+        self.table, self.keys = table, keys
+        super().__init__(
+            f"table {table}: cannot apply {keys}: {one_line(cause)}. Fix: fix the cause, {RUN_AGAIN}: {REPLAYED}."
+        )
+
+
+def _ours(error: BaseException) -> bool:
+    """cdc's and the sink's own errors already name the table and say what to do."""
+    return type(error).__module__.split(".", 1)[0] in ("cdc", "cdc_spark")
+
+
+@contextmanager
+def naming_keys(table: str, batch: FlatBatch) -> Iterator[None]:
+    """Around one table's apply: a `RowValueError` gets the key of its row named; another
+    library's error becomes a `TargetApplyError` naming the table and the batch's keys. Either
+    propagates: the query stops, and the batch is replayed from the checkpoint on the next run."""
+    try:
+        yield
+    except RowValueError as e:
+        e.name_key(batch.key_columns)
+        raise
+    except Exception as e:
+        if _ours(e):
+            raise
+        raise TargetApplyError(table, batch_keys(batch.table, batch.key_columns), e) from e
 
 
 class BatchTooLargeError(RuntimeError):
@@ -71,7 +209,7 @@ class BatchTooLargeError(RuntimeError):
             f"micro-batch {batch_id} is too large to apply: its latest events per key must be collected on "
             f"the Spark driver (Delta and Iceberg commit there), and Spark refused: {cause}. Fix: raise "
             "spark.driver.maxResultSize and spark.driver.memory above that size (in a cdc job: spark.conf), "
-            "then restart; the batch is replayed from the checkpoint with the same offsets. To keep later "
+            f"{RUN_AGAIN}; the batch is replayed from the checkpoint with the same offsets. To keep later "
             "batches smaller, lower maxEventsPerTrigger (in a cdc job: spark.maxEventsPerTrigger)."
         )
 

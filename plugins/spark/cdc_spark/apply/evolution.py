@@ -60,7 +60,8 @@ _PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_00
 
 def check_lake_range(table_name: str, table: pa.Table) -> None:
     """Refuse dates and timestamps outside the years 1-9999 with ValueOutOfRangeError, which names
-    the table and column and says what to do (delta-rs panics on them, pyiceberg overflows)."""
+    the table, the column and the first such row, and says what to do (delta-rs panics on them,
+    pyiceberg overflows)."""
     for f in table.schema:
         t = f.type
         if pa.types.is_date32(t):
@@ -73,10 +74,42 @@ def check_lake_range(table_name: str, table: pa.Table) -> None:
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
         if lo is None or (lo >= _LAKE_DAYS[0] * per_day and hi < (_LAKE_DAYS[1] + 1) * per_day):
             continue
-        bad = lo if lo < _LAKE_DAYS[0] * per_day else hi
+        low, high = _LAKE_DAYS[0] * per_day, (_LAKE_DAYS[1] + 1) * per_day
+        outside = pc.or_(pc.less(ints, low), pc.greater_equal(ints, high))
+        row = pc.index(outside, True).as_py()  # the first such row, whose key the message names
+        bad = ints[row].as_py()
         raise ValueOutOfRangeError(
-            table_name, f.name, t, f"{bad} {'days' if per_day == 1 else t.unit} since 1970-01-01 is outside 0001-9999"
+            table_name,
+            f.name,
+            t,
+            f"{bad} {'days' if per_day == 1 else t.unit} since 1970-01-01 is outside 0001-9999",
+            row=table.slice(row, 1),
         )
+
+
+def first_uncastable(column: pa.Array | pa.ChunkedArray, to: pa.DataType) -> int | None:
+    """The index of the first value of `column` that does not cast to `to` (None: all do).
+
+    For error messages only: a bisection, about two casts of the column in all."""
+
+    def fails(values: pa.Array) -> bool:
+        try:
+            values.cast(to)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return True
+        return False
+
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not fails(values):
+        return None
+    lo, hi = 0, len(values)  # the first failing value is in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(values.slice(lo, mid - lo)):
+            hi = mid
+        else:
+            lo = mid
+    return lo
 
 
 def conform(table_name: str, existing: pa.Schema, incoming: pa.Table) -> tuple[pa.Table, list[pa.Field]]:
