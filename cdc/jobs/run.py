@@ -42,10 +42,12 @@ PositionProbe = Callable[[], Any]
 
 
 # -- the source position at start, per connector family -------------------------------------
-def _mysql_position(source: dict[str, str]) -> tuple[int, int]:
+def _mysql_position(source: dict[str, str]) -> Any:
+    """A `cdc_mysql.lineage.CaughtUpTarget`: the position on its server's binlog lineage."""
     import pymysql
 
-    from cdc_mysql.binlog_status import BINLOG_OFF, current_binlog_position  # the connector's own reading
+    from cdc_mysql.binlog_status import BINLOG_OFF  # the connector's own reading
+    from cdc_mysql.lineage import read_target
 
     conn = pymysql.connect(
         host=source["database.hostname"],
@@ -56,22 +58,16 @@ def _mysql_position(source: dict[str, str]) -> tuple[int, int]:
     )
     try:
         with conn.cursor() as cur:
-            position = current_binlog_position(cur)
+            target = read_target(cur)
     finally:
         conn.close()
-    if position is None:
+    if target is None:
         raise ConfigException(BINLOG_OFF, "source.database.hostname")
-    return _binlog_number(position[0]), position[1]
+    return target
 
 
-def _binlog_number(name: str) -> int:
-    return int(name.rsplit(".", 1)[-1])
-
-
-def _mysql_reached(offset: dict[str, Any], target: tuple[int, int]) -> bool:
-    if offset.get("snapshot") not in (None, False, "false") or "file" not in offset:
-        return False
-    return (_binlog_number(str(offset["file"])), int(offset.get("pos", 0))) >= target
+def _mysql_reached(offset: dict[str, Any], target: Any) -> bool:
+    return bool(target.reached_by(offset))
 
 
 def _postgres_position(source: dict[str, str]) -> int:
@@ -528,6 +524,10 @@ class JobRunner:
         reader = OffsetStorageReaderImpl(worker.offset_store, name)
         partition = {"server": self.job.source.get("topic.prefix")}
         reached = _mysql_reached if family == "mysql" else _postgres_reached
+        if family == "mysql":
+            # An offset of an earlier binlog lineage (before a failover or RESET MASTER) may sit at
+            # a higher position than the target: only the connector's new epoch counts.
+            target = target.after(reader.offset(partition))
         last_report = 0.0
         while not self.stop_requested.is_set():
             self._check_source(worker, name)

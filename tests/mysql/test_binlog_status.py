@@ -32,6 +32,9 @@ _PARSE_ERROR_84 = (
 )
 
 
+IDENTITY = {"SELECT VERSION()": "8.4.3", "SELECT @@server_uuid": "3e11fa47-71ca-11e1-9e33-c80aa9429562"}
+
+
 def _server_error(code: int, state: str, message: str) -> None:
     """Raise what PyMySQL raises for this server error packet."""
     pymysql.err.raise_mysql_exception(b"\xff" + struct.pack("<H", code) + b"#" + state.encode() + message.encode())
@@ -47,6 +50,9 @@ class Mysql84Cursor:
 
     def execute(self, query: str, args: Any = None) -> int:
         self.statements.append(query)
+        if query in IDENTITY:  # cdc_mysql.lineage.server_identity
+            self._row = {"v": IDENTITY[query]} if self.dict_rows else (IDENTITY[query],)
+            return 1
         if query == "SHOW MASTER STATUS":
             _server_error(1064, "42000", _PARSE_ERROR_84)
         assert query == "SHOW BINARY LOG STATUS", query
@@ -162,8 +168,13 @@ def test_until_caught_up_reads_mysql_84_through_the_helper(monkeypatch: pytest.M
     server = Mysql84Connection(("binlog.000003", 197))
     monkeypatch.setattr(pymysql, "connect", lambda **kw: server)
     source = {"database.hostname": "mysql84.invalid", "database.port": "3306", "database.user": "cdc"}
-    assert job_run.source_position("mysql", source) == (3, 197)
-    assert server.cursors[0].statements == ["SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"] and not server.open
+    target = job_run.source_position("mysql", source)
+    assert (target.file, target.pos, target.identity) == (
+        "binlog.000003",
+        197,
+        f"uuid={IDENTITY['SELECT @@server_uuid']}",
+    )
+    assert server.cursors[0].statements[:2] == ["SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"] and not server.open
 
     monkeypatch.setattr(pymysql, "connect", lambda **kw: Mysql84Connection(None))
     with pytest.raises(ConfigException) as e:
@@ -194,7 +205,8 @@ def test_mariadb_position_through_every_reader(mariadb_db) -> None:
                     assert current_binlog_position(cur) == expected
             assert connection.master_status() == expected
             file, pos = expected
-            assert job_run.source_position("mysql", props) == (int(file.rsplit(".", 1)[1]), pos)
+            target = job_run.source_position("mysql", props)
+            assert (target.file, target.pos) == (file, pos) and target.identity.startswith("server_id=")
             with mariadb_db.connect() as conn, conn.cursor() as cur:
                 cur.execute("INSERT INTO t VALUES (%s, %s)", (i, "x" * i))
             assert _show_master_status(mariadb_db)[1] > pos  # the next round reads a new position

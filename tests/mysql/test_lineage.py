@@ -44,3 +44,50 @@ def test_events_carry_the_epoch_as_debezium_sequence_text() -> None:
     assert sequence_text(0) is None
     assert sequence_text(3) == '["3"]'
     assert position("mariadb-bin.000012", 77) == (12, 77)
+
+
+def test_caught_up_needs_the_connectors_lineage_not_only_a_position() -> None:
+    """`cdc run --until-caught-up` after a failover: the old offset sits at a higher position of
+    another server's binlog; it must not count as caught up (issue 16)."""
+    from cdc_mysql.lineage import CaughtUpTarget
+
+    target = CaughtUpTarget("server_id=2", "mysql-bin.000001", 5000)
+    old = {"file": "mysql-bin.000005", "pos": 32430, "server_identity": "server_id=1", "gtids": "0-1-90"}
+    after = target.after(old)
+    assert after.min_epoch == 1 and not after.reached_by(old)
+    new = {"file": "mysql-bin.000001", "pos": 5000, "epoch": 1, "server_identity": "server_id=2"}
+    assert after.reached_by(new) and not after.reached_by({**new, "pos": 4999})
+    assert not after.reached_by({**new, "snapshot": "INITIAL"})
+    # RESET MASTER on the same server: the stored position is above the server's.
+    same = CaughtUpTarget("server_id=1", "mysql-bin.000001", 900).after(old)
+    assert same.min_epoch == 1 and not same.reached_by(old)
+    # The usual case: same server, the position moves on; legacy offsets (no identity) by position.
+    usual = CaughtUpTarget("server_id=1", "mysql-bin.000005", 40000).after(old)
+    assert usual.min_epoch == 0 and usual.reached_by({**old, "pos": 40000})
+    assert usual.reached_by({"file": "mysql-bin.000006", "pos": 4})
+
+
+@pytest.mark.parametrize(
+    ("executed", "stored", "mariadb", "held"),
+    [
+        ("0-1-37", "0-1-27", True, True),
+        ("0-2-40", "0-1-27", True, True),  # a replica's position continues the domain's numbers
+        ("0-1-20", "0-1-27", True, False),
+        ("1-1-50", "0-1-27", True, False),
+        ("", "0-1-1", True, False),
+        ("0-1-5,1-3-9", "0-1-5,1-3-9", True, True),
+        ("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5", False, True),
+        ("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-4", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5", False, False),
+        (
+            "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9,4e11fa47-71ca-11e1-9e33-c80aa9429562:1-2",
+            "4e11fa47-71ca-11e1-9e33-c80aa9429562:2",
+            False,
+            True,
+        ),
+        ("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9", "4e11fa47-71ca-11e1-9e33-c80aa9429562:1", False, False),
+    ],
+)
+def test_gtid_containment(executed: str, stored: str, mariadb: bool, held: bool) -> None:
+    from cdc_mysql.gtid import contains
+
+    assert contains(executed, stored, mariadb) is held

@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import re
 
+import pytest
+
+from cdc.api import ConnectException
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER
 from tests.mysql.harness import MemoryOffsets, TaskRunner, after, before, connector_props, execute, op
 
@@ -188,11 +191,32 @@ def test_gtid_resume_when_the_offset_file_is_unknown(mariadb_db) -> None:
     key, stored = next(iter(offsets.stored.items()))
     # MariaDB GTIDs, one per domain (the shared server may carry other tests' domains too).
     assert all(re.fullmatch(r"\d+-\d+-\d+", g) for g in stored["gtids"].split(",")), stored["gtids"]
-    offsets.stored[key] = {**stored, "file": "mysql-bin.999999", "pos": 4}
+    # The offset of the old primary (another server identity, cdc_mysql/lineage.py).
+    offsets.stored[key] = {**stored, "file": "mysql-bin.999999", "pos": 4, "server_identity": "server_id=999"}
     execute(mariadb_db, "INSERT INTO t VALUES (2, 'b')", "INSERT INTO t VALUES (3, 'c')")
     with TaskRunner(dict(props), offsets) as run:
         recs = run.wait_data(2)
     assert [after(r)["id"] for r in recs] == [2, 3]
+    # Another server's positions: the events carry a new binlog lineage epoch for the sinks.
+    assert {r.value.get("source").get("sequence") for r in recs} == {'["1"]'}
+    assert recs[-1].source_offset["epoch"] == 1
+
+
+def test_a_reset_binlog_history_on_the_same_server_is_refused_with_advice(mariadb_db) -> None:
+    """The stored position lies beyond this same server's binlog (RESET MASTER, a restore): resuming
+    by GTID or position would skip or repeat changes silently, so the task fails with advice."""
+    _seeded(mariadb_db)
+    offsets = MemoryOffsets()
+    props = connector_props(mariadb_db)
+    with TaskRunner(props, offsets) as run:
+        run.wait_data(1)
+    key, stored = next(iter(offsets.stored.items()))
+    offsets.stored[key] = {**stored, "file": "mysql-bin.999999", "pos": 4}
+    with (
+        pytest.raises(ConnectException, match=r"below the stored offset's .*snapshot\.mode=when_needed"),
+        TaskRunner(dict(props), offsets) as run,
+    ):
+        run.wait_data(1)
 
 
 def test_heartbeats_on_an_idle_stream(mariadb_db) -> None:

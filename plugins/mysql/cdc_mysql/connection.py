@@ -13,6 +13,7 @@ import pymysql.cursors
 from cdc.api import ConnectException
 from cdc_mysql.binlog_status import BINLOG_OFF, current_binlog_position
 from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.lineage import server_identity
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,11 @@ class MySqlConnection:
         if position is None:
             raise ConnectException(BINLOG_OFF)
         return position
+
+    def server_identity(self) -> str:
+        """Which server this is (lineage.server_identity): `server_id=<n>` on MariaDB, `uuid=<uuid>` on MySQL."""
+        with self.conn.cursor() as cur:
+            return server_identity(cur)
 
     def executed_gtids(self, is_mariadb: bool) -> str | None:
         if is_mariadb:

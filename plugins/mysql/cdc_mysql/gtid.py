@@ -58,3 +58,20 @@ def source_of(gtid: str, is_mariadb: bool) -> str:
 
 def parse(text: str | None, is_mariadb: bool) -> MariaDbGtidSet | MySqlGtidSet:
     return MariaDbGtidSet(text) if is_mariadb else MySqlGtidSet(text)
+
+
+def contains(executed: str | None, stored: str | None, is_mariadb: bool) -> bool:
+    """Does the server's GTID state `executed` hold every transaction of the offset's `stored` set?
+
+    MariaDB (the last GTID per domain): each stored domain is there with a sequence number at
+    least the stored one. MySQL: each stored interval lies within the executed intervals of its
+    server UUID (python-mysql-replication's `GtidSet in GtidSet` compares whole entries for
+    equality, not containment, so the intervals are checked here).
+    """
+    if not stored:
+        return True
+    if is_mariadb:
+        have = MariaDbGtidSet(executed).by_domain
+        return all(d in have and have[d][1] >= n for d, (_, n) in MariaDbGtidSet(stored).by_domain.items())
+    mine = GtidSet(executed.replace("\n", "") if executed else None).gtids
+    return all(any(g in m for m in mine) for g in GtidSet(stored.replace("\n", "")).gtids)

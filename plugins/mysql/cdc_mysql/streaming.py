@@ -41,7 +41,7 @@ from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import ACCESS_DENIED, MySqlConnection, replication_grant_advice
 from cdc_mysql.dispatcher import EventDispatcher
-from cdc_mysql.lineage import BinlogLineage, position, sequence_text, server_identity
+from cdc_mysql.lineage import BinlogLineage, position, sequence_text
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
@@ -173,7 +173,7 @@ class MySqlStreamingChangeEventSource:
         if off.server_identity is None:
             return False
         self.connection.close()  # that session died with the binlog connection
-        identity = server_identity(self.connection, self.is_mariadb)
+        identity = self.connection.server_identity()
         if identity == off.server_identity:
             return False
         if not off.gtids:

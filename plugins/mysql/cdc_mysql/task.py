@@ -25,8 +25,9 @@ from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.gtid import MariaDbGtidSet
+from cdc_mysql.gtid import contains as gtid_contains
 from cdc_mysql.history import SchemaHistory, open_history
-from cdc_mysql.lineage import BinlogLineage, position, sequence_text, server_identity
+from cdc_mysql.lineage import BinlogLineage, position, sequence_text
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
 from cdc_mysql.snapshot import MySqlSnapshotChangeEventSource, captured_tables, missing_rows_advice
@@ -115,6 +116,16 @@ class MySqlConnectorTask(SourceTask):
             return "snapshot"
         if mode == "initial_only":
             return "idle"
+        reset = self._history_lost(stored)
+        if reset is not None:
+            if mode == "when_needed":
+                log.warning("%s; snapshot.mode=when_needed: taking a new snapshot", reset)
+                return "snapshot"
+            raise ConnectException(
+                f"{reset}, so the changes after the stored offset cannot be read here. Set snapshot.mode=when_needed "
+                "to take a new snapshot (the Spark sink then also removes the rows it lacks), or delete the "
+                "connector's offsets"
+            )
         purged = stored.file not in self.connection.binlog_files()
         if purged:
             if mode == "when_needed":
@@ -130,6 +141,34 @@ class MySqlConnectorTask(SourceTask):
         if mode == "recovery":
             return "recovery"
         return "stream"
+
+    def _history_lost(self, stored: MySqlOffsetContext) -> str | None:
+        """Why this server's binlog cannot continue the stored offset (None if it can).
+
+        A GTID offset continues on any server whose GTID state holds it (a failover to a replica);
+        but on the same server, a binlog position below the stored one means the history restarted
+        (RESET MASTER, a restore) even when new GTIDs have passed the stored sequence numbers.
+        Without GTIDs, only the same server's binlog at or past the stored position continues it.
+        """
+        identity = self.connection.server_identity()
+        current = position(*self.connection.master_status())
+        stored_at = position(stored.file, stored.pos)
+        same_server = stored.server_identity == identity
+        went_back = f"the server's binlog position {current} is below the stored offset's {stored_at} ({stored.file})"
+        if stored.gtids:
+            executed = self.connection.executed_gtids(self.is_mariadb)
+            if not gtid_contains(executed, stored.gtids, self.is_mariadb):
+                return (
+                    f"the server's GTID state {executed or '(empty)'} does not hold the stored offset's GTID set "
+                    f"{stored.gtids} (RESET MASTER, a restore, or a failover to a server missing transactions)"
+                )
+            return f"{went_back}: RESET MASTER or a restore" if same_server and current < stored_at else None
+        if stored.server_identity is not None and not same_server:
+            return (
+                f"this is another server ({identity}; the offset's is {stored.server_identity}) and the offset "
+                "has no GTIDs to resume by"
+            )
+        return f"{went_back}: RESET MASTER or a restore" if current < stored_at else None
 
     def _execute(self) -> Iterator[None]:
         config, plan, stored = self.config, self.plan, self.stored
@@ -175,7 +214,7 @@ class MySqlConnectorTask(SourceTask):
 
     def _lineage(self, stored: MySqlOffsetContext | None, resumes_by_gtid: bool) -> BinlogLineage:
         """The epoch the emitted positions carry: the stored one, bumped if this is another binlog lineage."""
-        identity = server_identity(self.connection, self.is_mariadb)
+        identity = self.connection.server_identity()
         current = position(*self.connection.master_status())
         if stored is None:
             return BinlogLineage.decide(0, None, None, identity, current, False)
