@@ -179,8 +179,9 @@ def _round(
 ) -> list[tuple[bytes | None, bytes | None]]:
     """One micro-batch of changes to `shape`'s table, applied to `model` as the sink must."""
     out: list[tuple[bytes | None, bytes | None]] = []
-    # A late event and an unsent value of one key stay in separate batches: the sink would
-    # take the late event's value for the unsent one (see the report of issue 16, defect 1).
+    # A late event and an unsent value of one key stay in separate batches: for the unsent
+    # value the sink takes the late event's (older) value over the stored row's, a separate
+    # defect of the unchanged-value fill (apply/unchanged.py), not of the key lookups.
     late: set[tuple] = set()
     unsent: set[tuple] = set()
     for _ in range(4 if n == 0 else rng.randint(5, 9)):
