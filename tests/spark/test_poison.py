@@ -79,6 +79,10 @@ def test_tolerance_none_stops_with_the_event_named(spark: Any, tmp_path: Path) -
     query = start_query(
         spark, source, {"target": "delta", "path": str(tmp_path / "lake")}, str(tmp_path / "ckpt"), available_now=True
     )
-    with pytest.raises(Exception, match=r"poison event at shop\.inv\.items-0@1: malformed JSON.*errors\.tolerance=all"):
+    with pytest.raises(
+        Exception,
+        match=r"table shop_inv_items, key id=2: poison event at shop\.inv\.items-0@1: malformed JSON.*"
+        r"errors\.tolerance=all",
+    ):
         query.awaitTermination(120)
     assert delta_rows(str(tmp_path / "lake" / "shop_inv_items")) == []

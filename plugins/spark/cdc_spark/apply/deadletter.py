@@ -3,27 +3,63 @@ or a clear stop (none)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from cdc.log import TopicSpec
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.errors import PoisonEventError
+from cdc_spark.apply.errors import RUN_AGAIN, PoisonEventError, key_text, value_text
 from cdc_spark.source.options import SourceOptions
 
 DEADLETTER_COLUMNS = ("topic", "partition", "offset", "key", "value", "error", "batch_id", "failed_at")
 
 
-def stop_on_first(errors: Sequence[Row]) -> None:
-    """Raise for the earliest poison event of the batch (errors: the collected error rows)."""
+def stop_on_first(
+    errors: Sequence[Row],
+    table_for: Callable[[str], str] | None = None,
+    failed: Callable[[], DataFrame] | None = None,
+) -> None:
+    """Raise for the earliest poison event of the batch (errors: the collected error rows), naming
+    its table (`table_for`: topic → table) and its record key, read from `failed` (the batch's
+    error rows with `raw_key`) on this error path only."""
     r = min(errors, key=lambda e: (e["topic"], e["partition"], e["offset"]))
+    where = f"table {table_for(r['topic'])}, " if table_for is not None else ""
+    raw = _raw_key(failed, r) if failed is not None else None
+    key = f"key {record_key_text(raw)}" if raw is not None else "no record key"
+    cause = " ".join(str(r["__error"]).split())
     raise PoisonEventError(
-        f"poison event at {r['topic']}-{r['partition']}@{r['offset']}: {r['__error']}. "
-        "Fix the producer, or set errors.tolerance=all with errors.deadletterqueue.path (a table) or "
-        "errors.deadletterqueue.topic.name (a topic) to route such events there and keep going."
+        f"{where}{key}: poison event at {r['topic']}-{r['partition']}@{r['offset']}: {cause}. "
+        "Fix: fix the producer, or set errors.tolerance=all with errors.deadletterqueue.path (a table) or "
+        "errors.deadletterqueue.topic.name (a topic) to route such events there and keep going; "
+        f"{RUN_AGAIN}."
     )
+
+
+def _raw_key(failed: Callable[[], DataFrame], r: Row) -> bytes | None:
+    """The record key bytes of the error row `r` (None when the record had none)."""
+    frame = failed()
+    if "raw_key" not in frame.columns:
+        return None
+    at = (F.col("topic") == r["topic"]) & (F.col("partition") == r["partition"]) & (F.col("offset") == r["offset"])
+    found = frame.filter(at).select("raw_key").limit(1).collect()
+    return bytes(found[0]["raw_key"]) if found and found[0]["raw_key"] is not None else None
+
+
+def record_key_text(raw: bytes) -> str:
+    """A record key as the sink's errors name keys: `id=2` or `(a=1, b='x')` for a JSON key struct
+    (with or without its schema envelope), else the bytes as text, cut when long."""
+    try:
+        key = json.loads(raw)
+    except ValueError:
+        return value_text(raw.decode("utf-8", "replace"))
+    if isinstance(key, dict) and set(key) == {"schema", "payload"}:
+        key = key["payload"]
+    if isinstance(key, dict) and key:
+        return key_text(key, list(key))
+    return value_text(key)
 
 
 def write(errors: DataFrame, path: str, batch_id: int) -> None:

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from cdc_spark.apply import deadletter
 from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit
+from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit, naming_keys
 from cdc_spark.apply.latest import decode, latest_and_earlier, topic_marks, truncate_marks
 from cdc_spark.apply.unchanged import flatten_latest
 from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
@@ -127,7 +127,7 @@ class ChangeApplier:
         """Stop on the first poison event (tolerance none) or dead-letter them all (all)."""
         errors = [r for r in loose if r["__error"] is not None]
         if errors and self.config.errors_tolerance == "none":
-            deadletter.stop_on_first(errors)
+            deadletter.stop_on_first(errors, self.config.table_for, failed)
         elif errors:
             frame = failed()
             if self.config.deadletter_path:
@@ -202,7 +202,8 @@ class ChangeApplier:
             t1 = time.perf_counter()
             flat = flatten_latest(topic, rows, before.get(topic), self._schemas, self.config.placeholder)
             t2 = time.perf_counter()
-            self.target.apply(table, flat, batch_id)
+            with naming_keys(table, flat):  # errors name the table and key, and stop the query
+                self.target.apply(table, flat, batch_id)
             t3 = time.perf_counter()
             log.debug("batch %d: %s flattened in %.2fs, applied in %.2fs", batch_id, table, t2 - t1, t3 - t2)
             self._tables.add(table)
@@ -216,7 +217,9 @@ class ChangeApplier:
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
-            writer.apply(self.target.path(table), table, flatten(topic, rows, self._schemas), batch_id)
+            flat = flatten(topic, rows, self._schemas)
+            with naming_keys(table, flat):
+                writer.apply(self.target.path(table), table, flat, batch_id)
             self._tables.add(table)
 
     def _apply_postgres(self, changes: DataFrame) -> None:

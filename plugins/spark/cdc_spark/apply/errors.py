@@ -25,9 +25,9 @@ _FIRST_KEYS = 3  # keys named when the offending one is unknown
 _CAUSE_CHARS = 400  # another library's message longer than this is cut
 
 
-def _value_text(value: object) -> str:
-    """One key value on one line: strings and bytes quoted (a trailing space or an empty key shows),
-    long values cut after _VALUE_CHARS characters with '…'."""
+def value_text(value: object) -> str:
+    """One key value on one line: strings and bytes quoted as Python does (a trailing space, an empty
+    key or a line break shows), long values cut after _VALUE_CHARS characters with '…'."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         text = repr(bytes(value))
     elif isinstance(value, str):
@@ -37,18 +37,25 @@ def _value_text(value: object) -> str:
     if len(text) <= _VALUE_CHARS:
         return text
     quote = text[-1] if text[-1] in "'\"" else ""
-    return text[: _VALUE_CHARS - 1] + "…" + quote
+    return text[: _VALUE_CHARS - 1].rstrip("\\") + "…" + quote  # no escape cut in half: '\\…'
 
 
 def key_text(values: Mapping[str, object], columns: Sequence[str]) -> str:
     """`id=42` for one key column, `(order_id=7, line_no=2)` for several."""
-    parts = [f"{c}={_value_text(values.get(c))}" for c in columns]
+    parts = [f"{c}={value_text(values.get(c))}" for c in columns]
     return parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
+
+def _in_table_order(table: pa.Table, key_columns: Sequence[str]) -> list[str]:
+    """The key columns in the table's column order (a batch's key columns come sorted by name)."""
+    names = table.column_names
+    return sorted(key_columns, key=lambda k: names.index(k) if k in names else len(names))
 
 
 def row_key(table: pa.Table, key_columns: Sequence[str], row: int) -> str:
     """The key text of one row of `table`."""
-    return key_text(table.slice(row, 1).select(list(key_columns)).to_pylist()[0], key_columns)
+    keys = _in_table_order(table, key_columns)
+    return key_text(table.slice(row, 1).select(keys).to_pylist()[0], keys)
 
 
 def batch_keys(table: pa.Table, key_columns: Sequence[str]) -> str:
@@ -56,7 +63,8 @@ def batch_keys(table: pa.Table, key_columns: Sequence[str]) -> str:
     n = table.num_rows
     if not key_columns or any(k not in table.column_names for k in key_columns):
         return f"the batch's {n} rows"
-    first = [key_text(r, key_columns) for r in table.slice(0, _FIRST_KEYS).select(list(key_columns)).to_pylist()]
+    keys = _in_table_order(table, key_columns)
+    first = [key_text(r, keys) for r in table.slice(0, _FIRST_KEYS).select(keys).to_pylist()]
     if n == 1:
         return f"key {first[0]}"
     if n <= _FIRST_KEYS:
@@ -65,8 +73,12 @@ def batch_keys(table: pa.Table, key_columns: Sequence[str]) -> str:
 
 
 def one_line(error: BaseException) -> str:
-    """`Class: message` of another library's error, on one line and cut after _CAUSE_CHARS."""
-    message = " ".join(str(error).split())
+    """`Class: message` of another library's error, on one line and cut after _CAUSE_CHARS: the
+    message's first line and PostgreSQL's DETAIL/HINT lines, without what follows (deltalake
+    appends a backtrace of numbered frames)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    kept = lines[:1] + [line for line in lines[1:] if line.startswith(("DETAIL:", "HINT:"))]
+    message = " ".join(" ".join(kept).split())
     text = f"{type(error).__name__}: {message}" if message else type(error).__name__
     return text if len(text) <= _CAUSE_CHARS else text[: _CAUSE_CHARS - 1] + "…"
 

@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 
+import numpy as np
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,7 +28,7 @@ from psycopg import sql
 
 from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.errors import SchemaEvolutionError
+from cdc_spark.apply.errors import RUN_AGAIN, SchemaEvolutionError, batch_keys, naming_keys, row_key
 from cdc_spark.apply.unchanged import warn_kept_rows
 from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch
 from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE
@@ -40,7 +41,7 @@ _UNCHANGED = "__cdc_unchanged"  # staging only: the columns of a row whose value
 
 
 class WarehouseValueError(RuntimeError):
-    """A value PostgreSQL cannot store in its column; the message names table, column and fix."""
+    """A value PostgreSQL cannot store in its column; the message names table, column, key and fix."""
 
 
 def column_type(field: pa.Field) -> str:
@@ -221,7 +222,7 @@ class PostgresWriter:
         data = batch.table
         keys = batch.key_columns
         columns = self.ensure_table(table, data.schema, keys)
-        _refuse_nul(f"{self.config.schema}.{table}", data)
+        _refuse_nul(f"{self.config.schema}.{table}", data, keys)
         cols = data.column_names
         c_ids = sql.SQL(", ").join(map(sql.Identifier, cols))
         on = sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k)) for k in keys)
@@ -246,7 +247,7 @@ class PostgresWriter:
             if batch.unchanged:
                 self.conn.execute(f"ALTER TABLE _cdc_stage ADD COLUMN {_UNCHANGED} int[]")
                 data = data.append_column(_UNCHANGED, _unchanged_lists(cols, batch.unchanged))
-            _copy(self.conn, data, f"{self.config.schema}.{table}")
+            _copy(self.conn, data, f"{self.config.schema}.{table}", keys)
             if batch.unchanged:
                 self._keep_unchanged(table, batch.unchanged, cols, on)
             k_ids = sql.SQL(", ").join(map(sql.Identifier, keys))
@@ -321,17 +322,19 @@ def _unchanged_lists(cols: list[str], masks: Mapping[str, pa.Array]) -> pa.Array
     )
 
 
-def _refuse_nul(table: str, data: pa.Table) -> None:
-    """PostgreSQL's text cannot hold U+0000, which MySQL and the lakes store: name the column."""
+def _refuse_nul(table: str, data: pa.Table, keys: list[str]) -> None:
+    """PostgreSQL's text cannot hold U+0000, which MySQL and the lakes store: name the column and
+    the key of the first row holding it."""
     for f in data.schema:
         if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)) and f.name not in META_COLUMNS:
-            col = data.column(f.name)
-            if pc.any(pc.match_substring(col, "\x00")).as_py():
+            holds = pc.match_substring(data.column(f.name), "\x00")
+            if pc.any(holds).as_py():
+                key = row_key(data, keys, pc.index(holds, True).as_py())
                 raise WarehouseValueError(
-                    f"table {table}: column {f.name!r} holds a NUL character (U+0000), which PostgreSQL text "
-                    "cannot store. Fix: remove it at the source or with a transform before the sink (e.g. "
-                    "replace it in the column), or leave the column out with column.exclude.list; then "
-                    "restart the query from its checkpoint."
+                    f"table {table}: column {f.name!r} holds a NUL character (U+0000) in the row with key {key}, "
+                    "which PostgreSQL text cannot store. Fix: remove it at the source or with a transform before the "
+                    f"sink (e.g. replace it in the column), or leave the column out with column.exclude.list; "
+                    f"{RUN_AGAIN}."
                 )
 
 
@@ -391,7 +394,7 @@ def _pg_temporal(col: pa.Array) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-def _copy(conn: psycopg.Connection, data: pa.Table, table: str) -> None:
+def _copy(conn: psycopg.Connection, data: pa.Table, table: str, keys: list[str]) -> None:
     """COPY through Arrow's C++ CSV writer (bytea as \\x hex text, NULL as an unquoted empty field)."""
     arrays = []
     for col in data.columns:
@@ -413,13 +416,47 @@ def _copy(conn: psycopg.Connection, data: pa.Table, table: str) -> None:
         with conn.cursor().copy(sql.SQL("COPY _cdc_stage ({}) FROM STDIN (FORMAT csv)").format(cols)) as cp:
             cp.write(buf.getvalue())
     except psycopg.errors.DataError as e:
-        where = getattr(e.diag, "context", None) or ""
-        raise WarehouseValueError(
-            f"table {table}: PostgreSQL refused a value of this batch: {e.diag.message_primary or e} "
-            f"({where.strip()}; the column is named there, _cdc_stage is the staging copy of {table}). "
-            "Fix: change the value at the source or with a transform, widen the target column, or leave the "
-            "column out with column.exclude.list; then restart the query from its checkpoint."
-        ) from None
+        raise _refused(e, data, table, keys) from None
+
+
+# PostgreSQL's context of a COPY error: `COPY _cdc_stage, line 3, column qty: "abc"`.
+_COPY_CONTEXT = re.compile(r"COPY _cdc_stage, line (\d+)(?:, column (.+?): |, column (.+)$|:|$)", re.M)
+
+
+def _refused(error: psycopg.errors.DataError, data: pa.Table, table: str, keys: list[str]) -> WarehouseValueError:
+    """The value PostgreSQL refused while loading the batch, by column and by the key of its row."""
+    diag = error.diag
+    found = _COPY_CONTEXT.search((diag.context or "").strip())
+    row = _row_of_line(data, int(found.group(1))) if found else -1
+    column = (found.group(2) or found.group(3)) if found else None
+    where = f"column {column!r}" if column else "a column"
+    rows = f"the row with key {row_key(data, keys, row)}" if 0 <= row < data.num_rows else batch_keys(data, keys)
+    cause = (diag.message_primary or str(error)).rstrip(".")
+    if diag.message_detail:
+        cause += f" ({diag.message_detail.rstrip('.')})"
+    cause = " ".join(cause.split())
+    return WarehouseValueError(
+        f"table {table}: PostgreSQL refused the value of {where} in {rows}: {cause}. Fix: change the value at the "
+        "source or with a transform, widen the target column, or leave the column out with column.exclude.list; "
+        f"{RUN_AGAIN}."
+    )
+
+
+def _row_of_line(data: pa.Table, line: int) -> int:
+    """The row of `data` whose CSV record ends on line `line` of the COPY, counted as PostgreSQL
+    counts (copyfromparse.c, CopyReadLineText): one per record, plus one per line break inside a
+    quoted value, which is '\\n' once the first record has set the line ending and '\\r' before
+    (so the first record's '\\n's do not count). Only text values hold line breaks here: bytea is
+    hex and dates are written without."""
+    breaks = np.zeros(data.num_rows, np.int64)
+    for col in data.columns:
+        if (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) and data.num_rows:
+            breaks += pc.fill_null(pc.count_substring(col, "\n"), 0).to_numpy()
+            breaks[0] += (pc.count_substring(col.slice(0, 1), "\r").to_pylist()[0] or 0) - (
+                pc.count_substring(col.slice(0, 1), "\n").to_pylist()[0] or 0
+            )
+    last_lines = np.cumsum(breaks + 1)  # the line each row's record ends on
+    return int(np.searchsorted(last_lines, line))
 
 
 def apply_partition(
@@ -447,7 +484,9 @@ def apply_partition(
         try:
             for topic, part in sorted(by_topic(rows).items()):
                 flat = flatten_latest(topic, part, before.get(topic), schemas, config.placeholder)
-                writer.apply(config.table_for(topic), flat)
+                table = config.table_for(topic)
+                with naming_keys(f"{config.schema}.{table}", flat):  # errors name the table and key
+                    writer.apply(table, flat)
                 topics.append(topic)
                 counts.append(part.num_rows)
         finally:
