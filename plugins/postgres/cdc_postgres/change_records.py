@@ -11,6 +11,7 @@ from cdc.api import ConnectException, Headers, Schema, SchemaBuilder, SourceReco
 from cdc_debezium.envelope import Envelope, Operation
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
 from cdc_postgres.pgoutput import UNCHANGED_TOAST
+from cdc_postgres.reselect import ALL_EVENTS, ColumnReselector
 from cdc_postgres.schema import TableSchema
 from cdc_postgres.source_info import SOURCE_SCHEMA, SourceInfo
 
@@ -73,8 +74,13 @@ class PostgresChangeRecordEmitter:
         skipped: set[str],
         tombstones: bool,
         binary_mode: str = "bytes",
+        reselector: ColumnReselector | None = None,
     ) -> None:
         self.partition = {"server": server_name}
+        # Reads the values pgoutput did not send from the table: for a key change's create, and
+        # with reselect.scope=all for every create and update (None: events stay as decoded).
+        self.reselector = reselector
+        self._reselect_all = reselector if reselector is not None and reselector.settings.scope == ALL_EVENTS else None
         self.server_name = server_name
         self.source = source
         self.emit = emit
@@ -138,6 +144,8 @@ class PostgresChangeRecordEmitter:
     def create(self, table: TableSchema, new: tuple, pos: dict[str, Any], offset: dict[str, Any]) -> None:
         if "c" in self.skipped:
             return
+        if self._reselect_all is not None:
+            new = self._reselect_all.fill(table, new, pos.get("tx_id"))
         value = table.envelope.make("c", None, table.value(new), self._source(table, pos), self.tx_block(table.id))
         self.emit(self._record(table, offset, table.key(new), value))
 
@@ -157,6 +165,9 @@ class PostgresChangeRecordEmitter:
             # A primary-key change: delete (+ tombstone) of the old key, then create of the new one.
             self.delete(table, old, old_is_key, pos, offset, Headers().add(NEW_KEY_HEADER, new_key, table.key_schema))
             if "c" not in self.skipped:
+                if self.reselector is not None:
+                    # No one holds the new key's values: read what pgoutput did not send from the table.
+                    new = self.reselector.fill(table, new, pos.get("tx_id"))
                 value = table.envelope.create(table.value(new), self._source(table, pos), self.tx_block(table.id))
                 self.emit(
                     self._record(
@@ -166,6 +177,8 @@ class PostgresChangeRecordEmitter:
             return
         if "u" in self.skipped:
             return
+        if self._reselect_all is not None:
+            new = self._reselect_all.fill(table, new, pos.get("tx_id"))
         before = table.value(old, only_key=old_is_key) if old is not None else None
         value = table.envelope.make("u", before, table.value(new), self._source(table, pos), self.tx_block(table.id))
         self.emit(self._record(table, offset, new_key, value))

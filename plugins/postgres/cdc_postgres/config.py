@@ -27,6 +27,7 @@ from cdc_debezium.config import (
     warn_unless_fail,
 )
 from cdc_postgres.replica_identity import ValidAutosetValues
+from cdc_postgres.reselect import ERROR_MODES, SCOPES
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ _LOWER_CASE_KEYS = (
     "database.sslmode",
     "snapshot.isolation.mode",
     "snapshot.locking.mode",
+    "reselect.scope",
+    "reselect.error.handling.mode",
     *FAILURE_KEYS,
 )
 # Earlier Debezium names of snapshot modes, mapped to today's.
@@ -62,7 +65,21 @@ _RENAMED = {
 _EXCLUSIVE = (
     ("schema.include.list", "schema.exclude.list"),
     ("message.prefix.include.list", "message.prefix.exclude.list"),
+    ("reselect.columns.include.list", "reselect.columns.exclude.list"),
 )
+# Debezium's re-select post processor; its options are this connector's reselect.* keys.
+RESELECT_PROCESSOR = "io.debezium.processors.reselect.ReselectColumnsPostProcessor"
+RESELECT_KEYS = (
+    "reselect.columns.include.list",
+    "reselect.columns.exclude.list",
+    "reselect.unavailable.values",
+    "reselect.null.values",
+    "reselect.use.event.key",
+    "reselect.error.handling.mode",
+)
+# The post processor's defaults where they differ from the connector's: it re-selects for every
+# event, nulls included, and only warns when it cannot.
+_PROCESSOR_DEFAULTS = {"reselect.scope": "all", "reselect.null.values": "true", "reselect.error.handling.mode": "warn"}
 _SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 
 
@@ -177,6 +194,69 @@ _PG_KEYS = (
         Importance.LOW,
         "Stands in for unchanged TOASTed values that pgoutput does not send.",
     )
+    .define(
+        "reselect.unavailable.values",
+        ConfigType.BOOLEAN,
+        True,
+        None,
+        Importance.MEDIUM,
+        "Re-select the values pgoutput did not send (unchanged TOASTed columns) from the table, by the row's key, "
+        "in the events reselect.scope names, instead of sending unavailable.value.placeholder. Debezium does this "
+        "only with its ReselectColumnsPostProcessor configured.",
+    )
+    .define(
+        "reselect.scope",
+        ConfigType.STRING,
+        "key_changes",
+        ValidString.in_ignore_case(*SCOPES),
+        Importance.MEDIUM,
+        "Not a Debezium option. key_changes: only the create of a primary-key change (an UPDATE of the key under "
+        "REPLICA IDENTITY DEFAULT or INDEX), whose values no target holds; all: every create and update that "
+        "lacks a value, as Debezium's ReselectColumnsPostProcessor (one SELECT per such event).",
+    )
+    .define(
+        "reselect.null.values",
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Also re-select columns that are null in those events (the post processor's default is true).",
+    )
+    .define(
+        "reselect.columns.include.list",
+        ConfigType.LIST,
+        None,
+        ValidRegex(),
+        Importance.LOW,
+        "Regexes of <schema>.<table>:<column> to re-select (default: every column).",
+    )
+    .define(
+        "reselect.columns.exclude.list",
+        ConfigType.LIST,
+        None,
+        ValidRegex(),
+        Importance.LOW,
+        "Regexes of <schema>.<table>:<column> never to re-select.",
+    )
+    .define(
+        "reselect.use.event.key",
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Find the row by the message key (message.key.columns) instead of the primary key; a table without a "
+        "primary key always uses the message key.",
+    )
+    .define(
+        "reselect.error.handling.mode",
+        ConfigType.STRING,
+        "fail",
+        ValidString.in_ignore_case(*ERROR_MODES),
+        Importance.LOW,
+        "fail: a value that cannot be re-selected (no privilege, an ambiguous key) stops the task with the fix; "
+        "warn: log it and send the placeholder (the post processor's default). A row that no longer exists is "
+        "not an error: the change that removed it follows.",
+    )
     .define("interval.handling.mode", ConfigType.STRING, "numeric", ValidString.in_ignore_case("numeric", "string"))
     .define("hstore.handling.mode", ConfigType.STRING, "json", ValidString.in_ignore_case("json", "map"))
     .define("money.fraction.digits", ConfigType.SHORT, 2, Range.between(0, 20))
@@ -215,8 +295,45 @@ define_failure_modes(_PG_KEYS, FAILURE_KEYS)
 CONFIG_DEF = define_common(ConfigDef()).merge(_PG_KEYS)
 
 
+def with_post_processors(props: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConfigValue]]:
+    """Debezium's `post.processors` form of the re-select options, as this connector's reselect.* keys.
+
+    Debezium configures ReselectColumnsPostProcessor as `post.processors=<name>`,
+    `<name>.type=io.debezium.processors.reselect.ReselectColumnsPostProcessor` and `<name>.reselect.*`;
+    here it is built in. Such a configuration gets the post processor's behaviour (every event, nulls
+    too, warn). Other post processor types are refused rather than ignored.
+    """
+    names = [n.strip() for n in str(props.get("post.processors") or "").split(",") if n.strip()]
+    out = dict(props)
+    errors: list[str] = []
+    for name in names:
+        kind = props.get(f"{name}.type")
+        if kind != RESELECT_PROCESSOR:
+            errors.append(
+                f"post processor {name!r} has {name}.type={kind}, which the PostgreSQL connector does not support "
+                f"(only {RESELECT_PROCESSOR}, which is built in); remove it from post.processors"
+            )
+            continue
+        for key in (*RESELECT_KEYS, *_PROCESSOR_DEFAULTS):
+            given = props.get(f"{name}.{key}", _PROCESSOR_DEFAULTS.get(key))
+            if given is None:
+                continue
+            if key in props and str(props[key]).strip().lower() != str(given).strip().lower():
+                if f"{name}.{key}" in props:
+                    errors.append(f"{key}={props[key]} and {name}.{key}={given} disagree: set only one of them")
+                continue  # the connector's own key wins over the post processor's default
+            out[key] = given
+    problems = []
+    for message in errors:
+        cv = ConfigValue("post.processors", props.get("post.processors"))
+        cv.add_error_message(message)
+        problems.append(cv)
+    return out, problems
+
+
 def validate(props: Mapping[str, Any]) -> list[ConfigValue]:
     """Per-key results plus the cross-key rules; renamed Debezium 1.x keys are errors that name the new key."""
+    props, post_processor_errors = with_post_processors(props)
     values = add_cross_field_errors(CONFIG_DEF.validate(props))
     by_name = {v.name: v for v in values}
     for inc, exc in _EXCLUSIVE:
@@ -228,7 +345,7 @@ def validate(props: Mapping[str, Any]) -> list[ConfigValue]:
             key_overrides(props.get("message.key.columns"))
         except ConfigException as e:
             key_columns.add_error_message(str(e))
-    return [*values, *_extra_key_errors(props)]
+    return [*values, *_extra_key_errors(props), *post_processor_errors]
 
 
 def _extra_key_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
@@ -281,7 +398,7 @@ class PostgresConnectorConfig:
         for v in validate(props):
             if v.errors:
                 raise ConfigException(v.errors[0], v.name, v.value)
-        values = CONFIG_DEF.parse(props)
+        values = CONFIG_DEF.parse(with_post_processors(props)[0])
         for key in _LOWER_CASE_KEYS:
             values[key] = values[key].lower()
         values["snapshot.mode"] = _MODE_ALIASES.get(values["snapshot.mode"], values["snapshot.mode"])

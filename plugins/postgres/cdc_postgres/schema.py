@@ -88,6 +88,8 @@ class TableSchema:
     envelope: Envelope
     relation_id: int = 0
     key_names: set[str] = field(default_factory=set)
+    primary_key: tuple[str, ...] = ()  # the table's own primary key (the message key may be message.key.columns)
+    column_index: dict[str, int] = field(default_factory=dict)  # every column's position in the row tuples
     id: str = field(init=False, default="")  # schema.table
 
     def __post_init__(self) -> None:
@@ -213,9 +215,8 @@ class PostgresSchema:
     def build(self, oid: int, schema_name: str, table_name: str, columns: list[tuple[str, int, int]]) -> TableSchema:
         notnull = {n: nn for n, _t, _m, nn in self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()}
         table_id = f"{schema_name}.{table_name}"
-        pk = self._key_override(table_id, [c[0] for c in columns]) or [
-            r[0] for r in self.conn.execute(_PK_SQL, (oid,)).fetchall()
-        ]
+        primary_key = [r[0] for r in self.conn.execute(_PK_SQL, (oid,)).fetchall()]
+        pk = self._key_override(table_id, [c[0] for c in columns]) or primary_key
         topic = self.topics.data_change_topic(schema_name, table_name)
         value_b = SchemaBuilder.struct().name(self.topics.value_schema_name(topic)).optional()
         key_b = SchemaBuilder.struct().name(self.topics.key_schema_name(topic))
@@ -273,4 +274,6 @@ class PostgresSchema:
             envelope,
             oid,
             {c.name for c in key_cols},
+            tuple(primary_key),
+            {name: index for index, (name, _t, _m) in enumerate(columns)},
         )

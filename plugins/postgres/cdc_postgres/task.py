@@ -26,6 +26,7 @@ from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
 from cdc_postgres.lsn import format_lsn
 from cdc_postgres.offset_context import PostgresOffsetContext
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
+from cdc_postgres.reselect import ColumnReselector, ReselectSettings
 from cdc_postgres.schema import PostgresSchema
 from cdc_postgres.snapshot import PostgresSnapshotChangeEventSource, captured_tables
 from cdc_postgres.source_info import SourceInfo
@@ -267,6 +268,8 @@ class PostgresConnectorTask(SourceTask):
         schema = PostgresSchema(
             conn.conn, topics, PostgresValueConverters(settings), c["unavailable.value.placeholder"], column_match, keys
         )
+        reselect = ReselectSettings.from_config(c.values)
+        self._reselector = ColumnReselector(self.dsn, reselect, self.stop_event) if reselect.enabled else None
         emitter = PostgresChangeRecordEmitter(
             self.server,
             SourceInfo(self.server, c["database.dbname"]),
@@ -274,6 +277,7 @@ class PostgresConnectorTask(SourceTask):
             skipped_operations(c["skipped.operations"]),
             c["tombstones.on.delete"],
             c["binary.handling.mode"].lower(),
+            self._reselector,
         )
         return schema, emitter, conn
 
@@ -343,6 +347,10 @@ class PostgresConnectorTask(SourceTask):
             self.queue.producer_failure(
                 e if isinstance(e, ConnectException) else ConnectException(f"PostgreSQL reader failed: {e}")
             )
+        finally:
+            reselector = getattr(self, "_reselector", None)
+            if reselector is not None:
+                reselector.close()
 
     def _heartbeat_action(self, query: str) -> None:
         """heartbeat.action.query, on the catalog connection (reopened after a server restart)."""
