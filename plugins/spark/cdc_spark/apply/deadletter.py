@@ -4,6 +4,7 @@ or a clear stop (none)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame, Row
@@ -14,6 +15,7 @@ from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import RUN_AGAIN, PoisonEventError, key_text, value_text
 from cdc_spark.source.options import SourceOptions
 
+logger = logging.getLogger(__name__)
 DEADLETTER_COLUMNS = ("topic", "partition", "offset", "key", "value", "error", "batch_id", "failed_at")
 
 
@@ -27,8 +29,13 @@ def stop_on_first(
     error rows with `raw_key`) on this error path only."""
     r = min(errors, key=lambda e: (e["topic"], e["partition"], e["offset"]))
     where = f"table {table_for(r['topic'])}, " if table_for is not None else ""
-    raw = _raw_key(failed, r) if failed is not None else None
-    key = f"key {record_key_text(raw)}" if raw is not None else "no record key"
+    key = "key unknown"
+    if failed is not None:
+        try:
+            raw = _raw_key(failed, r)
+            key = f"key {record_key_text(raw)}" if raw is not None else "no record key"
+        except Exception:  # the event is still named by its position; this error must not hide it
+            logger.debug("cannot read the record key of the poison event", exc_info=True)
     cause = " ".join(str(r["__error"]).split())
     raise PoisonEventError(
         f"{where}{key}: poison event at {r['topic']}-{r['partition']}@{r['offset']}: {cause}. "
@@ -50,11 +57,14 @@ def _raw_key(failed: Callable[[], DataFrame], r: Row) -> bytes | None:
 
 def record_key_text(raw: bytes) -> str:
     """A record key as the sink's errors name keys: `id=2` or `(a=1, b='x')` for a JSON key struct
-    (with or without its schema envelope), else the bytes as text, cut when long."""
+    (with or without its schema envelope), else the key as text (or bytes), cut when long."""
     try:
         key = json.loads(raw)
-    except ValueError:
-        return value_text(raw.decode("utf-8", "replace"))
+    except ValueError:  # UnicodeDecodeError too: not UTF-8 text, shown as bytes
+        try:
+            return value_text(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return value_text(raw)
     if isinstance(key, dict) and set(key) == {"schema", "payload"}:
         key = key["payload"]
     if isinstance(key, dict) and key:
