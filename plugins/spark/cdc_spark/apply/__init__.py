@@ -6,6 +6,7 @@ from cdc_spark.apply.errors import (
     PoisonEventError,
     SchemaEvolutionError,
     SinkConfigError,
+    TargetApplyError,
     TypeWideningError,
     ValueOutOfRangeError,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "SchemaEvolutionError",
     "SinkConfig",
     "SinkConfigError",
+    "TargetApplyError",
     "TypeWideningError",
     "ValueOutOfRangeError",
 ]

@@ -172,7 +172,8 @@ def merge_columns(topic: str, parts: list[Part]) -> list[tuple[pa.Field, pa.Arra
                     "micro-batch (events from both sides of a column type change), and no type holds both "
                     "exactly; the target table could not take the new type either. Fix: migrate the target "
                     f"column {field.name!r} to a type that holds both, or route the topic to a new table with "
-                    "table.name.format (and re-snapshot it); then restart the query from its checkpoint."
+                    "table.name.format (and re-snapshot it); then run `cdc run` again (or restart the query "
+                    "from its checkpoint)."
                 )
             fields[field.name] = pa.field(field.name, common, metadata=field.metadata or old.metadata)
     out = []
