@@ -71,6 +71,7 @@ class ChaosConfig:
     big_rows: int = 20_000  # rows of the one large transaction
     duration: float = 0.0  # the kill phase lasts at least this many seconds
     catch_up_timeout: float = 900.0
+    pace: float = 0.06  # seconds the writer rests between transactions
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Kill:
     delay: float  # seconds after the kill point is reached
     fraction: float = 0.0  # snapshot: share of the initial rows in the log before the kill
     down: float = 0.0  # db: seconds the database stays down
+    batches: int = 0  # batch: micro-batches this run commits before the one that is killed
 
 
 @dataclass
@@ -90,11 +92,18 @@ class KillRecord:
     at_s: float  # seconds after that run started
     in_snapshot: bool = False  # the stored source offset still said "snapshot"
     in_batch: bool = False  # a micro-batch was planned but not committed
+    sink_started: bool = False  # the run's Spark query had started
+    batch: int = -1  # the micro-batch in flight (in_batch) or the last one planned
     exited: int | None = None  # the run had exited by itself with this code
     last_line: str = ""
 
     def describe(self) -> str:
-        where = "in the snapshot" if self.in_snapshot else "in a batch" if self.in_batch else "between batches"
+        if self.in_snapshot:
+            where = "in the snapshot"
+        elif self.in_batch:
+            where = f"in micro-batch {self.batch}"
+        else:
+            where = "between batches" if self.sink_started else "before the sink query started"
         if self.exited is not None:
             where = f"but it had exited by itself (code {self.exited}: {self.last_line[:160]})"
         return f"kill {self.index + 1} ({self.kind}) after {self.at_s:.1f}s: {where}"
@@ -172,7 +181,7 @@ def plan_kills(seed: int, kills: int, db_kill: bool) -> list[Kill]:
     plan = [Kill("snapshot", 0.0, fraction=rng.uniform(0.15, 0.5))]
     for kind in rest:
         if kind == "batch":
-            plan.append(Kill(kind, rng.uniform(0.0, 1.5)))
+            plan.append(Kill(kind, rng.uniform(0.0, 1.5), batches=rng.choice([0, 1, 1, 2])))
         elif kind == "random":
             plan.append(Kill(kind, rng.uniform(1.0, 15.0)))
         elif kind == "early":
@@ -335,6 +344,14 @@ class JobState:
             return -1
         return max((int(n) for n in names if n.isdigit()), default=-1)
 
+    def planned(self) -> int:
+        """The last micro-batch Spark planned (-1: none yet)."""
+        return self._max_batch("offsets")
+
+    def committed(self) -> int:
+        """The last micro-batch Spark committed (-1: none yet)."""
+        return self._max_batch("commits")
+
     def in_batch(self) -> bool:
         """Spark wrote offsets/N (the batch is planned) but not commits/N (not done)."""
         return self._max_batch("offsets") > self._max_batch("commits")
@@ -432,7 +449,7 @@ class Chaos:
         state = JobState(self.workdir / "state")
         runs = self.workdir / "runs"
         runs.mkdir(exist_ok=True)
-        writer = Writer(db, c.seed, self.note)
+        writer = Writer(db, c.seed, self.note, pace=c.pace)
         writer.start()
         specials = special_cycles(c.kills)
         plan = plan_kills(c.seed, c.kills, c.db_kill)
@@ -443,11 +460,12 @@ class Chaos:
                 for name in ("big", "add_columns", "default_change"):
                     if specials[name] == i:
                         writer.submit(name, *((c.big_rows,) if name == "big" else ()))
+                committed_before = state.committed()
                 run = CdcRun(job, runs / f"run-{i + 1:02d}.log")
                 self.note(f"run {i + 1}: started; kill planned: {kill.kind}")
                 last = i == len(plan) - 1
                 extra = max(0.0, c.duration - (time.monotonic() - phase_start)) if last else 0.0
-                record = self._kill(i, kill, run, db, state, writer, extra)
+                record = self._kill(i, kill, run, db, state, writer, extra, committed_before)
                 res.kills.append(record)
                 self.note(record.describe())
                 if record.exited is not None and kill.kind != "db":
@@ -474,7 +492,15 @@ class Chaos:
         self._finish(job, servers, runs)
 
     def _kill(
-        self, i: int, kill: Kill, run: CdcRun, db: SourceDb, state: JobState, writer: Writer, extra: float
+        self,
+        i: int,
+        kill: Kill,
+        run: CdcRun,
+        db: SourceDb,
+        state: JobState,
+        writer: Writer,
+        extra: float,
+        committed_before: int,
     ) -> KillRecord:
         c = self.config
         if kill.kind == "snapshot":
@@ -484,8 +510,14 @@ class Chaos:
         elif kill.kind in ("batch", "db"):
             if not run.wait_for(run.started_sink, 300, poll=0.1):
                 self.note(f"run {i + 1}: the sink query never started")
-            if kill.kind == "batch" and not run.wait_for(state.in_batch, 60):
-                self.note(f"run {i + 1}: no micro-batch started within 60 s")
+            if kill.kind == "batch":
+                # Progress first (else every kill could hit the same first batch after a restart),
+                # then a batch in flight.
+                goal = committed_before + kill.batches
+                if not run.wait_for(lambda: state.committed() >= goal, 300, poll=0.05):
+                    self.note(f"run {i + 1}: the sink did not commit {kill.batches} micro-batches in 300 s")
+                if not run.wait_for(state.in_batch, 60):
+                    self.note(f"run {i + 1}: no micro-batch started within 60 s")
             time.sleep(kill.delay)
             if kill.kind == "db":
                 self._kill_database(db, kill)
@@ -496,8 +528,11 @@ class Chaos:
             self.note(f"run {i + 1}: kept alive {extra:.0f}s more (--duration)")
             time.sleep(extra)
         exited = run.kill()
+        # A batch the previous run left planned but uncommitted is only this run's once its query started.
+        started = run.started_sink()
         record = KillRecord(i, kind=kill.kind, at_s=run.elapsed, in_snapshot=state.in_snapshot(),
-                            in_batch=state.in_batch(), exited=exited)  # fmt: skip
+                            in_batch=started and state.in_batch(), sink_started=started, exited=exited,
+                            batch=state.planned())  # fmt: skip
         if exited is not None:
             record.last_line = run.last_line()
         if kill.kind == "snapshot":
