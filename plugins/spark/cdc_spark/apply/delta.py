@@ -10,8 +10,9 @@
   used because it fills new columns of guarded-out rows from the source.
 - A truncate deletes the older rows and keeps its sequence in the sibling table
   `_cdc_truncates`, so older events arriving later (another partition, a replay) stay out.
-- Values the source did not send (Debezium's unavailable-value placeholder) are read from
-  the stored rows before the MERGE (apply/unchanged.py).
+- Values the source did not send (Debezium's unavailable-value placeholder) are taken, before
+  the MERGE, from the batch's earlier events or the stored rows and tombstones, whichever is
+  newer by sequence (apply/unchanged.py).
 - MERGEs run with `streamed_exec=False`: the batch is in memory anyway, and only then does
   delta-rs prune target files by the batch's key range. Changes to recent rows (new ids,
   hot rows) then skip the rest of a large table: 0.02 s instead of 1.1 s on 5M rows.
@@ -124,11 +125,18 @@ class DeltaTarget:
             self._remember_deletes(table, source, keys, batch_id)
 
     def _keep_unchanged(self, dt: DeltaTable, table: str, source: pa.Table, batch: FlatBatch) -> pa.Table:
-        """Values the source did not send come from the stored row (apply/unchanged.py)."""
+        """Values the source did not send: from the batch's source or the stored state of the key,
+        whichever is newer by sequence (the row, or the delete its tombstone remembers;
+        apply/unchanged.py)."""
         keys, masks = batch.key_columns, batch.unchanged
+        wanted = needing(source, masks)
         dataset = delta_dataset(dt, self.path(table))
-        stored = rows_with_keys(dataset, needing(source, masks), keys, [*keys, *masks, "__deleted"])
-        source, kept = fill_from_stored(source, masks, stored, keys)
+        stored = rows_with_keys(dataset, wanted, keys, [*keys, *masks, "__seq", "__deleted"])
+        deleted = None
+        tombs = _open(self.path(table + TOMBSTONE_SUFFIX)) if self.config.delete_mode == "hard" else None
+        if tombs is not None:
+            deleted = rows_with_keys(delta_dataset(tombs, self.path(table + TOMBSTONE_SUFFIX)), wanted, keys)
+        source, kept = fill_from_stored(source, masks, stored, keys, deleted)
         warn_kept(table, kept)
         return source
 

@@ -149,12 +149,9 @@ class IcebergTarget:
                 update.union_by_name(pa.schema(added))
             tbl = self.catalog.load_table((self.namespace, table))
             source = source.cast(tbl.schema().as_arrow())
-        if batch.unchanged:  # values the source did not send: the stored row's (apply/unchanged.py)
-            columns = (*batch.unchanged, "__deleted")
-            stored = _stored(tbl, needing(source, batch.unchanged), keys, columns)
-            source, kept = fill_from_stored(source, batch.unchanged, stored, keys)
-            warn_kept(table, kept)
         tombs = self._load(table + TOMBSTONE_SUFFIX) if self.config.delete_mode == "hard" else None
+        if batch.unchanged:
+            source = self._keep_unchanged(tbl, tombs, table, source, batch)
         if tombs is not None and source.num_rows:
             source = drop_shadowed(source, _stored(tombs, source, keys), keys)
         if source.num_rows == 0:
@@ -178,6 +175,20 @@ class IcebergTarget:
             deletes = source.filter(source.column("__deleted"))
             if deletes.num_rows:
                 self._remember(table, deletes.select([*keys, "__seq"]), keys)
+
+    def _keep_unchanged(
+        self, tbl: Table, tombs: Table | None, table: str, source: pa.Table, batch: FlatBatch
+    ) -> pa.Table:
+        """Values the source did not send: from the batch's source or the stored state of the key,
+        whichever is newer by sequence (the row, or the delete its tombstone remembers;
+        apply/unchanged.py)."""
+        keys, masks = batch.key_columns, batch.unchanged
+        wanted = needing(source, masks)
+        stored = _stored(tbl, wanted, keys, (*masks, "__seq", "__deleted"))
+        deleted = _stored(tombs, wanted, keys) if tombs is not None else None
+        source, kept = fill_from_stored(source, masks, stored, keys, deleted)
+        warn_kept(table, kept)
+        return source
 
     def _remember(self, table: str, deletes: pa.Table, keys: list[str]) -> None:
         deletes = deletes.append_column(

@@ -29,7 +29,7 @@ from psycopg import sql
 from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import RUN_AGAIN, SchemaEvolutionError, batch_keys, naming_keys, row_key
-from cdc_spark.apply.unchanged import warn_kept_rows
+from cdc_spark.apply.unchanged import sent_of, since_of, warn_kept_rows
 from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch
 from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE
 
@@ -37,7 +37,10 @@ TOMBSTONE_SUFFIX = "__tombstones"
 # One row per truncated table: the last truncate's sequence, which later, older events lose to.
 TRUNCATES = "_cdc_truncates"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
-_UNCHANGED = "__cdc_unchanged"  # staging only: the columns of a row whose value the source did not send
+# Staging only, per column i with values the source did not send: the cells as sent (the
+# placeholder where unsent, else NULL) and the sequence of the batch's event deciding each.
+_UNSENT = "__cdc_unsent_{}"
+_SINCE = "__cdc_since_{}"
 
 
 class WarehouseValueError(RuntimeError):
@@ -245,11 +248,10 @@ class PostgresWriter:
                 )
             )
             if batch.unchanged:
-                self.conn.execute(f"ALTER TABLE _cdc_stage ADD COLUMN {_UNCHANGED} int[]")
-                data = data.append_column(_UNCHANGED, _unchanged_lists(cols, batch.unchanged))
+                data = self._stage_unchanged(data, batch.unchanged)
             _copy(self.conn, data, f"{self.config.schema}.{table}", keys)
             if batch.unchanged:
-                self._keep_unchanged(table, batch.unchanged, cols, on)
+                self._keep_unchanged(table, batch.unchanged, keys)
             k_ids = sql.SQL(", ").join(map(sql.Identifier, keys))
             if self.config.delete_mode == "soft":
                 self.conn.execute(upsert.format(t=target, c=c_ids, where=sql.SQL(""), k=k_ids, u=updates))
@@ -277,25 +279,75 @@ class PostgresWriter:
                 (int(time.time() * 1000),),
             )
 
-    def _keep_unchanged(self, table: str, masks: Mapping[str, pa.Array], cols: list[str], on: sql.Composable) -> None:
-        """Staged values the source did not send take the stored row's (apply/unchanged.py)."""
-        target = self.ident(table)
-        sets = sql.SQL(", ").join(
-            sql.SQL("{0} = CASE WHEN {1} = ANY(s.{2}) THEN t.{0} ELSE s.{0} END").format(
-                sql.Identifier(c), sql.Literal(cols.index(c)), sql.Identifier(_UNCHANGED)
+    def _stage_unchanged(self, data: pa.Table, masks: Mapping[str, pa.Array]) -> pa.Table:
+        """`data` with the staging columns of its values the source did not send (_UNSENT, _SINCE),
+        which are added to `_cdc_stage` (the cells as sent in the column's own type)."""
+        types = dict(
+            self.conn.execute(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = '_cdc_stage'::regclass AND attnum > 0 AND NOT attisdropped"
+            ).fetchall()
+        )
+        n = data.num_rows
+        for i, (name, mask) in enumerate(masks.items()):
+            self.conn.execute(
+                sql.SQL("ALTER TABLE _cdc_stage ADD COLUMN {} {}, ADD COLUMN {} bytea").format(
+                    sql.Identifier(_UNSENT.format(i)), sql.SQL(types[name]), sql.Identifier(_SINCE.format(i))
+                )
             )
-            for c in masks
+            sent = sent_of(masks, name, data)
+            data = data.append_column(_UNSENT.format(i), pc.if_else(mask, sent, pa.nulls(n, sent.type)))
+            since = pc.if_else(mask, since_of(masks, name, n), pa.nulls(n, pa.binary()))
+            data = data.append_column(_SINCE.format(i), since)
+        return data
+
+    def _keep_unchanged(self, table: str, masks: Mapping[str, pa.Array], keys: list[str]) -> None:
+        """Staged values the source did not send, settled by sequence as fill_from_stored does
+        (apply/unchanged.py): where the key's stored state is at least as new as the batch's
+        own source (_SINCE; NULL: none), the stored row's value, or the placeholder where that
+        state is a delete (a soft-deleted row, a newer tombstone)."""
+        target = self.ident(table)
+        unsent = [sql.Identifier(_UNSENT.format(i)) for i in range(len(masks))]
+        since = [sql.Identifier(_SINCE.format(i)) for i in range(len(masks))]
+        names = [sql.Identifier(c) for c in masks]
+        values = [sql.Identifier(f"__cdc_stored_{i}") for i in range(len(masks))]
+        any_unsent = sql.SQL(" OR ").join(sql.SQL("w.{} IS NOT NULL").format(u) for u in unsent)
+        joins = [sql.SQL("LEFT JOIN {} t ON {}").format(target, _key_match("t", "w", keys))]
+        tomb: sql.Composable = sql.SQL("NULL::bytea")
+        if self.config.delete_mode == "hard":
+            tombs = self.ident(table + TOMBSTONE_SUFFIX)
+            joins.append(sql.SQL("LEFT JOIN {} tb ON {}").format(tombs, _key_match("tb", "w", keys)))
+            tomb = sql.SQL("tb.__seq")
+        # The key's newest stored state: its row, or the delete a tombstone remembers.
+        tomb_newer = sql.SQL("coalesce({0} > t.__seq, {0} IS NOT NULL)").format(tomb)
+        state = sql.SQL(
+            "SELECT {k}, CASE WHEN {tn} THEN {tb} ELSE t.__seq END AS seq, "
+            "(t.__seq IS NOT NULL AND t.__deleted IS NOT TRUE AND NOT {tn}) AS live, {v} "
+            "FROM _cdc_stage w {j} WHERE {a}"
+        ).format(
+            k=sql.SQL(", ").join(sql.SQL("w.{0} AS {0}").format(sql.Identifier(k)) for k in keys),
+            tn=tomb_newer,
+            tb=tomb,
+            v=sql.SQL(", ").join(sql.SQL("t.{} AS {}").format(c, v) for c, v in zip(names, values, strict=True)),
+            j=sql.SQL(" ").join(joins),
+            a=any_unsent,
         )
-        live = sql.SQL("{on} AND s.{u} IS NOT NULL AND t.__deleted IS NOT TRUE").format(
-            on=on, u=sql.Identifier(_UNCHANGED)
-        )
-        self.conn.execute(sql.SQL("UPDATE _cdc_stage s SET {} FROM {} t WHERE {}").format(sets, target, live))
-        missing = self.conn.execute(
+        sets = sql.SQL(", ").join(
             sql.SQL(
-                "SELECT count(*) FROM _cdc_stage s WHERE s.{u} IS NOT NULL "
-                "AND NOT EXISTS (SELECT 1 FROM {t} t WHERE {w})"
-            ).format(u=sql.Identifier(_UNCHANGED), t=target, w=live)
-        ).fetchone()
+                "{c} = CASE WHEN s.{u} IS NULL OR d.seq IS NULL OR d.seq < s.{s} THEN s.{c} "
+                "WHEN d.live THEN d.{v} ELSE s.{u} END"
+            ).format(c=c, u=u, s=si, v=v)
+            for c, u, si, v in zip(names, unsent, since, values, strict=True)
+        )
+        self.conn.execute(
+            sql.SQL("UPDATE _cdc_stage s SET {} FROM ({}) d WHERE {}").format(sets, state, _key_match("s", "d", keys))
+        )
+        # Left holding the placeholder: a stored delete decided, or neither the batch nor the target had it.
+        kept = sql.SQL(" OR ").join(
+            sql.SQL("(s.{u} IS NOT NULL AND s.{c}::text = s.{u}::text)").format(u=u, c=c)
+            for u, c in zip(unsent, names, strict=True)
+        )
+        missing = self.conn.execute(sql.SQL("SELECT count(*) FROM _cdc_stage s WHERE {}").format(kept)).fetchone()
         if missing and missing[0]:
             warn_kept_rows(f"{self.config.schema}.{table}", missing[0], list(masks))
 
@@ -309,16 +361,12 @@ class PostgresWriter:
                 )
 
 
-def _unchanged_lists(cols: list[str], masks: Mapping[str, pa.Array]) -> pa.Array:
-    """Per row, PostgreSQL int[] text of the positions of its columns the source did not send."""
-    positions = [cols.index(c) for c in masks]
-    flags = [m.to_pylist() for m in masks.values()]
-    return pa.array(
-        [
-            "{" + ",".join(str(p) for p, hit in zip(positions, row, strict=True) if hit) + "}" if any(row) else None
-            for row in zip(*flags, strict=True)
-        ],
-        pa.string(),
+def _key_match(left: str, right: str, keys: list[str]) -> sql.Composable:
+    return sql.SQL(" AND ").join(
+        sql.SQL("{}.{} = {}.{}").format(
+            sql.Identifier(left), sql.Identifier(k), sql.Identifier(right), sql.Identifier(k)
+        )
+        for k in keys
     )
 
 
