@@ -52,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--big-rows", type=int, default=20_000, help="rows of the one large transaction (default 20000)"
     )
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        help="run `cdc` from this checkout instead (e.g. a git worktree of an older commit, to see a defect caught)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (job, logs, lake) and print it")
     args = parser.parse_args(argv)
     if args.kills < 1:
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     scale = args.rows / sum(LONG_SIZES.values())
     sizes = {k: max(10, int(v * scale)) for k, v in LONG_SIZES.items()}
     config = ChaosConfig(args.variant, args.seed, kills=args.kills, db_kill=not args.no_db_kill, sizes=sizes,
-                         big_rows=args.big_rows, duration=args.duration)  # fmt: skip
+                         big_rows=args.big_rows, duration=args.duration, repo=args.repo)  # fmt: skip
     workdir = Path(tempfile.mkdtemp(prefix=f"cdc-chaos-{args.variant}-{args.seed}-"))
     try:
         result = Chaos(config, workdir).run()

@@ -72,6 +72,9 @@ class ChaosConfig:
     duration: float = 0.0  # the kill phase lasts at least this many seconds
     catch_up_timeout: float = 900.0
     pace: float = 0.06  # seconds the writer rests between transactions
+    # Run `cdc` from another checkout (a git worktree of an older commit, say, to see whether the
+    # run catches a defect fixed since); None: this one.
+    repo: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -357,19 +360,32 @@ class JobState:
         return self._max_batch("offsets") > self._max_batch("commits")
 
 
+def cdc_env(repo: Path | None) -> tuple[Path, dict[str, str] | None]:
+    """The directory and environment `cdc` runs in: this checkout, or `repo` with its own core and
+    plugins ahead of the installed (editable) ones, for the CLI and Spark's Python workers alike."""
+    if repo is None:
+        return REPO, None
+    paths = [str(repo), *(str(p) for p in sorted((repo / "plugins").iterdir()) if p.is_dir())]
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    return repo, {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 class CdcRun:
     """One `cdc run` process in its own session, so SIGKILL reaches Spark's JVM and workers too."""
 
-    def __init__(self, job: Path, log: Path, *args: str) -> None:
+    def __init__(self, job: Path, log: Path, *args: str, repo: Path | None = None) -> None:
         self.log = log
         self.started = time.monotonic()
+        cwd, env = cdc_env(repo)
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
                 cdc_argv("run", str(job), *args),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                cwd=REPO,
+                cwd=cwd,
+                env=env,
                 start_new_session=True,
             )
 
@@ -431,6 +447,8 @@ class Chaos:
     def run(self) -> ChaosResult:
         c = self.config
         self.note(f"variant {c.variant}, seed {c.seed}, {c.kills} kills, db kill {c.db_kill}, workdir {self.workdir}")
+        if c.repo is not None:
+            self.note(f"cdc runs from {c.repo}")
         try:
             with private_servers(c.variant) as servers:
                 self._run(servers)
@@ -461,7 +479,7 @@ class Chaos:
                     if specials[name] == i:
                         writer.submit(name, *((c.big_rows,) if name == "big" else ()))
                 committed_before = state.committed()
-                run = CdcRun(job, runs / f"run-{i + 1:02d}.log")
+                run = CdcRun(job, runs / f"run-{i + 1:02d}.log", repo=c.repo)
                 self.note(f"run {i + 1}: started; kill planned: {kill.kind}")
                 last = i == len(plan) - 1
                 extra = max(0.0, c.duration - (time.monotonic() - phase_start)) if last else 0.0
@@ -563,7 +581,7 @@ class Chaos:
     def _finish(self, job: Path, servers: Servers, runs: Path) -> None:
         res = self.result
         self.note("writer stopped; final run --until-caught-up")
-        final = CdcRun(job, runs / "final.log", "--until-caught-up")
+        final = CdcRun(job, runs / "final.log", "--until-caught-up", repo=self.config.repo)
         try:
             code = final.proc.wait(self.config.catch_up_timeout)
         except subprocess.TimeoutExpired:
@@ -584,12 +602,14 @@ class Chaos:
     def _verify(self, job: Path) -> None:
         """`cdc verify` must agree: same exit status, same counts per table."""
         res = self.result
+        cwd, env = cdc_env(self.config.repo)
         proc = subprocess.run(
             cdc_argv("verify", str(job), "--json", "--quiet", "--max-diffs", "5"),
             capture_output=True,
             text=True,
             timeout=600,
-            cwd=REPO,
+            cwd=cwd,
+            env=env,
         )
         try:
             doc = json.loads(proc.stdout)

@@ -155,7 +155,8 @@ class Writer:
                     self._dirty = True
                     self.stats.reconnects += 1
                     if self.stats.reconnects % 20 == 1:
-                        self.note(f"writer: {type(e).__name__}: {str(e).strip()[:120]}; reconnecting")
+                        first = (str(e).strip().splitlines() or [""])[0]
+                        self.note(f"writer: {type(e).__name__}: {first[:120]}; reconnecting")
                     self._stop.wait(0.25)
                 elif self.db.conflict(e):
                     _rollback(conn)
