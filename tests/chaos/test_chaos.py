@@ -12,6 +12,7 @@ what the seed does and does not fix are described in tests/chaos/harness.py.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,5 @@ def test_chaos_short_run(variant: str, db_kill: bool, tmp_path: Path) -> None:
     if not result.ok:
         report = "\n".join(result.report())
         pytest.fail(f"chaos {variant} failed with seed {seed} (CDC_CHAOS_SEED={seed} replays it):\n{report}", False)
+    for big in ("state", "lake"):  # hundreds of MB; kept above, for a failure's post-mortem
+        shutil.rmtree(tmp_path / big, ignore_errors=True)
