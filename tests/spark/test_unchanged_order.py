@@ -23,11 +23,18 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from cdc.api.data import Schema
 from cdc_spark.apply import ChangeApplier
+from cdc_spark.apply.latest import latest_and_earlier
+from cdc_spark.apply.unchanged import fill_from_stored, flatten_latest
+from cdc_spark.decode.events import decode_batches
 from cdc_spark.decode.unavailable import DEFAULT as P
+from cdc_spark.decode.unavailable import Placeholder
+from cdc_spark.source.reader import ARROW_SCHEMA
 from tests.spark.events import Table
 from tests.spark.helpers import delta_rows, iceberg_rows, postgres_rows, raw_frame
 
@@ -302,3 +309,65 @@ def test_the_model_follows_the_cases_of_the_report() -> None:
     assert want[1003][:3] == ("newer", None, None)
     assert want[1004][0] == P
     assert want[1005][0] == P
+
+
+def _decoded(t: Table, rng: random.Random, events: list[tuple[int, Event]]) -> tuple[pa.Table, dict[int, str]]:
+    """The batch as the source tasks decode it (each partition reduced on its own), and the
+    value schemas they cut off."""
+    parts: dict[int, list[tuple[bytes | None, bytes | None]]] = {p: [] for p in range(PARTITIONS)}
+    for key, e in events:
+        parts[rng.randrange(PARTITIONS)].append(t.event(e.op, key, e.row, e.seq))
+    out = []
+    for p, recs in parts.items():
+        raw = pa.RecordBatch.from_arrays(
+            [
+                pa.array([TOPIC] * len(recs), pa.string()),
+                pa.array([p] * len(recs), pa.int32()),
+                pa.array(range(len(recs)), pa.int64()),
+                pa.array([k for k, _ in recs], pa.binary()),
+                pa.array([v for _, v in recs], pa.binary()),
+                pa.array([0] * len(recs), pa.int64()),
+            ],
+            schema=ARROW_SCHEMA,
+        )
+        out += decode_batches(iter([raw]), combine=True, placeholder=Placeholder.parse(P))
+    table = pa.Table.from_batches(out)
+    schemas = {r["schema_id"]: r["value_schema"] for r in table.to_pylist() if r["value_schema"] is not None}
+    return table, schemas
+
+
+def _winners(t: Table, rng: random.Random, events: list[tuple[int, Event]]) -> Any:
+    placeholder = Placeholder.parse(P)
+    rows, schemas = _decoded(t, rng, events)
+    winners, earlier = latest_and_earlier(rows, {}, placeholder)
+    return flatten_latest(TOPIC, winners, earlier if earlier.num_rows else None, schemas, placeholder)
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_the_arrow_fill_follows_the_model_for_many_seeds(soft: bool) -> None:
+    """The Delta/Iceberg fill (flatten_latest, then fill_from_stored) without Spark, so that
+    many seeds run: the stored state is the first batch's winners (rows, and their deletes as
+    tombstones or soft-deleted rows)."""
+    t = Table(TOPIC, COLUMNS)
+    for seed in range(SEED, SEED + 50):
+        rng = random.Random(seed)
+        all_ = {key: random_history(rng, key) for key in range(1, 21)}
+        all_.update(fixed_histories())
+        first = _winners(t, rng, [(key, e) for key, h in all_.items() for e in h.first]).table
+        dead = pc.fill_null(first.column("__deleted"), False)
+        stored = first if soft else first.filter(pc.invert(dead))
+        deleted = None if soft else first.filter(dead).select(["id", "__seq"])
+        second = [(key, e) for key, h in all_.items() for e in h.second]
+        rng.shuffle(second)
+        flat = _winners(t, rng, second)
+        table = flat.table
+        if flat.unchanged:
+            table, _ = fill_from_stored(table, flat.unchanged, stored, ["id"], deleted)
+        got = {r["id"]: _cells(r) for r in table.to_pylist() if not r["__deleted"]}
+        for key, h in all_.items():
+            state = apply_model(None, h.first)
+            after = apply_model(state, h.second)
+            if after is state or after is None or after.deleted or after.row is None:
+                continue  # the batch's winner loses to the stored state (the target's guard), or deletes
+            want = tuple(after.row[c] for c in VALUES)
+            assert got[key] == want, f"seed {seed} (soft={soft}): {_describe(key, h)}: got {got[key]}, want {want}"

@@ -86,7 +86,8 @@ def flatten_latest(
     placeholder: Placeholder,
 ) -> FlatBatch:
     """The winners of one topic flattened, their placeholders filled from `earlier` events of
-    their keys (see latest.latest_and_earlier); `unchanged` marks what is left for the target."""
+    their keys (see latest.latest_and_earlier); `unchanged` marks every such cell, for the
+    target to settle against its stored state by sequence (fill_in_batch)."""
     rows = winners
     if earlier is not None and earlier.num_rows:
         rows = pa.concat_tables([winners, earlier.select(winners.column_names).cast(winners.schema)])
