@@ -42,8 +42,9 @@ class ColumnTypeConflict(ValueError):
 class FlatBatch:
     table: pa.Table
     key_columns: list[str]
-    # Column → rows whose value the source did not send (Debezium's placeholder, see
-    # unavailable.py) and no earlier event of the batch supplied: the target keeps its own.
+    # Column → the winners' cells whose value the source did not send (Debezium's placeholder,
+    # see unavailable.py); apply/unchanged.py settles each by sequence between the batch's
+    # earlier events and the target's stored state.
     unchanged: Mapping[str, pa.Array] = dataclass_field(default_factory=dict)
 
 
