@@ -140,20 +140,22 @@ def hex_literal(seq: bytes) -> str:
     return f"X'{seq.hex()}'"
 
 
+def lake_type(t: pa.DataType) -> pa.DataType:
+    """The type Delta and Iceberg take for `t`: microsecond timestamps, signed integers, string."""
+    if pa.types.is_timestamp(t) and t.unit != "us":
+        return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_unsigned_integer(t):
+        return pa.int64() if t.bit_width < 64 else pa.decimal128(20, 0)
+    if pa.types.is_large_string(t):
+        return pa.string()
+    return t
+
+
 def for_lake(table: pa.Table, name: str = "") -> pa.Table:
-    """Types Delta and Iceberg accept: microsecond timestamps, signed integers. A value those
-    types cannot hold raises ValueOutOfRangeError naming table `name`, the column and its row."""
-    fields = []
-    for f in table.schema:
-        t = f.type
-        if pa.types.is_timestamp(t) and t.unit != "us":
-            t = pa.timestamp("us", tz=t.tz)
-        elif pa.types.is_unsigned_integer(t):
-            t = pa.int64() if t.bit_width < 64 else pa.decimal128(20, 0)
-        elif pa.types.is_large_string(t):
-            t = pa.string()
-        fields.append(pa.field(f.name, t, nullable=True))
-    schema = pa.schema(fields)
+    """Types Delta and Iceberg accept (`lake_type`). A value those types cannot hold raises
+    ValueOutOfRangeError naming table `name`, the column and its row (`refused.lake_refusals`
+    finds every such value, for errors.tolerance=all)."""
+    schema = pa.schema([pa.field(f.name, lake_type(f.type), nullable=True) for f in table.schema])
     if schema == table.schema:
         return table
     try:

@@ -1,22 +1,32 @@
-"""Poison events: a Parquet dead-letter table and/or a dead-letter topic (errors.tolerance=all),
-or a clear stop (none)."""
+"""Dead letters: poison events (records the sink cannot decode) and the events of rows a target
+refuses for their values (refused.py) go to a Parquet dead-letter table and/or a dead-letter
+topic under errors.tolerance=all; under none, a poison event stops the query here (a refused
+row stops it where the target finds it).
+
+Each batch's dead letters are written once, after its apply and before Spark commits the batch,
+as Kafka Connect writes a task's errant records before committing its offsets."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from pyspark.sql import DataFrame, Row
+import pyarrow as pa
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from cdc.log import TopicSpec
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import RUN_AGAIN, PoisonEventError, key_text, value_text
+from cdc_spark.decode.schemas import restore
 from cdc_spark.source.options import SourceOptions
 
 logger = logging.getLogger(__name__)
 DEADLETTER_COLUMNS = ("topic", "partition", "offset", "key", "value", "error", "batch_id", "failed_at")
+_POSITION = ("topic", "partition", "offset")
+_RECORD = (*_POSITION, "raw_key", "value", "__error")  # a dead letter before it is written
 
 
 def stop_on_first(
@@ -72,10 +82,56 @@ def record_key_text(raw: bytes) -> str:
     return value_text(key)
 
 
-def write(errors: DataFrame, path: str, batch_id: int) -> None:
-    """One sub-directory per batch, overwritten on replay, so a re-run batch adds no duplicates."""
+def refused_records(events: DataFrame, parked: Sequence[Mapping[str, Any]], schemas: Mapping[int, str]) -> pa.Table:
+    """The records of the refused rows' events, found in the batch's decoded `events` by their
+    position (`parked`: topic, partition, offset, problem, error_class): the original record key,
+    value (its schema put back where the source cut it off) and headers, with `__error` (the
+    problem) and `__exception` (the error class). Every parked event must be found: a dead letter
+    that went missing would be a row lost without a trace."""
+    wanted = pa.Table.from_pylist(
+        [{k: p[k] for k in (*_POSITION, "problem", "error_class")} for p in parked],
+        schema=pa.schema(
+            [
+                ("topic", pa.string()),
+                ("partition", pa.int32()),
+                ("offset", pa.int64()),
+                ("problem", pa.string()),
+                ("error_class", pa.string()),
+            ]
+        ),
+    )
+    columns = [c for c in (*_POSITION, "raw_key", "value", "schema_id", "headers") if c in events.columns]
+    spark = SparkSession.active()
+    found = (
+        events.filter(F.col("key").isNotNull())  # not the keyless marker rows sharing a position
+        .select(*columns)
+        .join(F.broadcast(spark.createDataFrame(wanted)), list(_POSITION))
+        .orderBy(*_POSITION)
+        .toArrow()
+    )
+    if found.num_rows != wanted.num_rows:
+        raise RuntimeError(
+            f"{wanted.num_rows} refused rows' events were to be dead-lettered, but {found.num_rows} were found in "
+            "the batch: the batch stops here so that none is lost; please report this"
+        )
+    found = restore(found, schemas)
+    if "raw_key" not in found.column_names:
+        found = found.append_column("raw_key", pa.nulls(found.num_rows, pa.binary()))
+    found = found.append_column("__error", found.column("problem"))
+    return found.append_column("__exception", found.column("error_class"))
+
+
+def write(errors: DataFrame | None, path: str, batch_id: int, refused: pa.Table | None = None) -> None:
+    """The batch's dead letters (`errors`: its poison events; `refused`: refused_records) in one
+    sub-directory per batch, overwritten on replay, so a re-run batch adds no duplicates."""
+    frames = [errors.select(*_RECORD)] if errors is not None else []
+    if refused is not None and refused.num_rows:
+        frames.append(SparkSession.active().createDataFrame(refused.select(list(_RECORD))).select(*_RECORD))
+    if not frames:
+        return
+    frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     (
-        errors.select(
+        frame.select(
             "topic",
             "partition",
             "offset",
@@ -100,9 +156,11 @@ def _stage(error: str) -> tuple[str, str]:
     return "TASK_PUT", "cdc_spark.apply.errors.PoisonEventError"
 
 
-def context_headers(row: Row, connector: str) -> list[tuple[str, bytes]]:
-    """The `__connect.errors.*` headers Kafka Connect's DeadLetterQueueReporter adds."""
-    stage, exc = _stage(row["__error"])
+def context_headers(row: Mapping[str, Any], connector: str) -> list[tuple[str, bytes]]:
+    """The `__connect.errors.*` headers Kafka Connect's DeadLetterQueueReporter adds. A refused
+    row (its `__exception` set) failed where Kafka Connect's sink task put() fails: TASK_PUT."""
+    refused = row.get("__exception")
+    stage, exc = ("TASK_PUT", refused) if refused else _stage(row["__error"])
     context = {
         "topic": row["topic"],
         "partition": str(row["partition"]),
@@ -118,15 +176,20 @@ def context_headers(row: Row, connector: str) -> list[tuple[str, bytes]]:
     return [(f"__connect.errors.{k}", v.encode()) for k, v in context.items()]
 
 
-def send(errors: DataFrame, log_options: SourceOptions, config: SinkConfig) -> int:
-    """The failed records, original key/value/headers, to the DLQ topic; returns how many.
+def send(
+    errors: DataFrame | None, log_options: SourceOptions, config: SinkConfig, refused: pa.Table | None = None
+) -> int:
+    """The batch's dead letters (poison events, then refused rows' events), with their original key,
+    value and headers, to the DLQ topic; returns how many.
 
     At least once, like Kafka Connect's DLQ: a replayed batch sends its records again.
     """
-    columns = ["topic", "partition", "offset", "raw_key", "value", "__error"]
-    if "headers" in errors.columns:
-        columns.append("headers")
-    rows = errors.select(*columns).orderBy("topic", "partition", "offset").collect()
+    rows: list[dict[str, Any]] = []
+    if errors is not None:
+        columns = [*_RECORD, *(["headers"] if "headers" in errors.columns else [])]
+        rows = [r.asDict(recursive=True) for r in errors.select(*columns).orderBy(*_POSITION).collect()]
+    if refused is not None:
+        rows += refused.to_pylist()
     if not rows:
         return 0
     topic = config.deadletter_topic or ""
@@ -136,7 +199,7 @@ def send(errors: DataFrame, log_options: SourceOptions, config: SinkConfig) -> i
         producer = log.producer()
         try:
             for r in rows:
-                headers = [(h["key"], h["value"]) for h in (r["headers"] or [])] if "headers" in columns else []
+                headers = [(h["key"], h["value"]) for h in (r.get("headers") or [])]
                 if config.deadletter_context_headers:
                     headers += context_headers(r, config.app_id)
                 producer.send(topic, r["value"], key=r["raw_key"], headers=headers)

@@ -1,10 +1,15 @@
-"""The foreachBatch engine: decode → dead-letter → latest per key → apply to the target.
+"""The foreachBatch engine: decode → poison events → latest per key → apply to the target →
+dead letters.
 
 Decoding and the per-partition reduction run in Spark, one task per topic partition.
 Delta and Iceberg commit once per table on the driver (their writers are single-committer),
 so their per-partition winners are collected and reduced across partitions in Arrow there;
 PostgreSQL shuffles by key, reduces each partition to its keys' latest events in Arrow and
 upserts from every partition in parallel.
+
+Under errors.tolerance=all, poison events and the rows a target refuses for their values
+(refused.py) are left out and written to the dead-letter table and topic once per batch,
+after the apply and before Spark commits the batch.
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from pyspark.sql import functions as F
 from cdc_spark.apply import deadletter
 from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.errors import BatchTooLargeError, SinkConfigError, driver_limit, naming_keys
+from cdc_spark.apply.errors import BatchTooLargeError, Refused, SinkConfigError, driver_limit, naming_keys
 from cdc_spark.apply.latest import decode, latest_and_earlier, topic_marks, truncate_marks
+from cdc_spark.apply.refused import PARTITION_RESULT, blank, lake_cells, rows_left_out
 from cdc_spark.apply.unchanged import flatten_latest
-from cdc_spark.decode import Deserializer, JsonDeserializer, flatten
+from cdc_spark.decode import Deserializer, FlatBatch, JsonDeserializer, flatten
 from cdc_spark.decode.events import SNAPSHOT_END
 from cdc_spark.source.options import SourceOptions
 
@@ -59,6 +65,8 @@ class ChangeApplier:
         self._tables: set[str] = set()
         self._schemas: dict[int, str] = {}  # this batch's value schemas by id
         self._truncated: dict[str, bytes] | None = None  # table → last truncate's sequence (stored)
+        self._poison: DataFrame | None = None  # this batch's poison events, under errors.tolerance=all
+        self._parked: list[dict[str, Any]] = []  # this batch's refused rows: position, problem, error_class
         self.last_batch_id: int | None = None
 
     @property
@@ -85,12 +93,15 @@ class ChangeApplier:
         # The changelog keeps every event; the other targets need only each key's latest.
         if "__seq" not in raw.columns:  # raw records (the source did not decode them)
             raw = decode(raw, self.deserializer, self.config.keeps_only_latest, self.config.placeholder)
+        self._poison, self._parked = None, []
         if self.config.target in ("delta", "iceberg") and self.config.mode == "scd1":
             self._apply_collected(raw, batch_id)
+            self._dead_letter(raw, batch_id)
         else:
             events = raw.persist()
             try:
                 self._apply(events, batch_id)
+                self._dead_letter(events, batch_id)
             finally:
                 events.unpersist()
         log.info("batch %d applied to %s in %.2fs", batch_id, self.config.target, time.perf_counter() - started)
@@ -124,16 +135,71 @@ class ChangeApplier:
         self._apply_postgres(good.filter(~F.col("__op").isin("t", SNAPSHOT_END)))
 
     def _handle_errors(self, loose: Sequence[Any], failed: Callable[[], DataFrame], batch_id: int) -> None:
-        """Stop on the first poison event (tolerance none) or dead-letter them all (all)."""
+        """Stop on the first poison event (tolerance none), or keep them all for the dead letters (all)."""
         errors = [r for r in loose if r["__error"] is not None]
         if errors and self.config.errors_tolerance == "none":
             deadletter.stop_on_first(errors, self.config.table_for, failed)
         elif errors:
-            frame = failed()
-            if self.config.deadletter_path:
-                deadletter.write(frame, self.config.deadletter_path, batch_id)
-            if self.config.deadletter_topic and self.log_options is not None:
-                deadletter.send(frame, self.log_options, self.config)
+            self._poison = failed()
+            log.debug("batch %d: %d poison events for the dead letters", batch_id, len(errors))
+
+    @property
+    def _tolerant(self) -> bool:
+        return self.config.errors_tolerance == "all"
+
+    def _dead_letter(self, events: DataFrame, batch_id: int) -> None:
+        """The batch's poison events and refused rows' events to the dead-letter table and topic,
+        in one write per batch (a replay overwrites the table's batch directory)."""
+        if self._poison is None and not self._parked:
+            return
+        refused = deadletter.refused_records(events, self._parked, self._schemas) if self._parked else None
+        where = []
+        if self.config.deadletter_path:
+            deadletter.write(self._poison, self.config.deadletter_path, batch_id, refused)
+            where.append(f"the dead-letter table {self.config.deadletter_path}")
+        if self.config.deadletter_topic and self.log_options is not None:
+            deadletter.send(self._poison, self.log_options, self.config, refused)
+            where.append(f"the dead-letter topic {self.config.deadletter_topic}")
+        for p in self._parked:
+            log.warning(
+                "%s: not applied (errors.tolerance=all), the target keeps the key's previous row; its event "
+                "%s-%s@%s is in %s",
+                p["problem"],
+                p["topic"],
+                p["partition"],
+                p["offset"],
+                " and ".join(where),
+            )
+
+    def _park(self, rows: pa.Table, refused: Refused) -> None:
+        """Keep the event of a refused row (`refused.row` of the events `rows`) for the dead letters."""
+        event = rows.slice(refused.row, 1).select(["topic", "partition", "offset"]).to_pylist()[0]
+        self._parked.append({**event, "problem": refused.problem, "error_class": refused.error_class})
+
+    def _screen_lake(
+        self, table: str, rows: pa.Table, flat: FlatBatch, reflatten: Callable[[pa.Table], FlatBatch]
+    ) -> FlatBatch:
+        """Under errors.tolerance=all, `flat` (one table's batch, row i from event i of `rows`) without
+        the rows the lake refuses for their values, whose events are parked, and with the refused
+        values of deletes' old rows left out; `reflatten` flattens the events kept."""
+        if not self._tolerant or flat.table.num_rows != rows.num_rows:
+            return flat  # the rows do not line up with their events: the error stops the query instead
+        cells = lake_cells(flat.table, table, flat.key_columns)
+        out = rows_left_out(flat.table, cells, flat.key_columns)
+        if out:
+            for row in out:
+                self._park(rows, Refused.of(row, next(c.error for c in cells if c.row == row)))
+            keep = pc.invert(pc.is_in(pa.array(range(rows.num_rows), pa.int64()), value_set=pa.array(out, pa.int64())))
+            rows = rows.filter(keep)
+            flat = reflatten(rows)
+            if flat.table.num_rows != rows.num_rows:
+                return flat
+            cells = lake_cells(flat.table, table, flat.key_columns)
+            if rows_left_out(flat.table, cells, flat.key_columns):
+                return flat  # not expected: the error stops the query
+        for c in cells:
+            log.warning("%s; the row is deleted, without that value of its old row", c.error.problem)
+        return FlatBatch(blank(flat.table, cells), flat.key_columns, flat.unchanged) if cells else flat
 
     def _apply_collected(self, events: DataFrame, batch_id: int) -> None:
         """Delta/Iceberg commit on the driver: one collect of the batch (the source tasks already
@@ -200,8 +266,17 @@ class ChangeApplier:
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
             t1 = time.perf_counter()
-            flat = flatten_latest(topic, rows, before.get(topic), self._schemas, self.config.placeholder)
+            reflatten = partial(
+                flatten_latest,
+                topic,
+                earlier=before.get(topic),
+                schemas=self._schemas,
+                placeholder=self.config.placeholder,
+            )
+            flat = self._screen_lake(table, rows, reflatten(rows), reflatten)
             t2 = time.perf_counter()
+            if flat.table.num_rows == 0:
+                continue  # every row refused
             with naming_keys(table, flat):  # errors name the table and key, and stop the query
                 self.target.apply(table, flat, batch_id)
             t3 = time.perf_counter()
@@ -213,11 +288,14 @@ class ChangeApplier:
         from cdc_spark.apply.scd2 import Scd2Delta
 
         events = good.filter(~F.col("__op").isin("t", SNAPSHOT_END)).dropDuplicates(["topic", "key", "__seq"])
-        collected = _collect(events.select(*_WINNER_COLUMNS), batch_id)
+        collected = _collect(events.select(*_WINNER_COLUMNS, "partition", "offset"), batch_id)
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
-            flat = flatten(topic, rows, self._schemas)
+            reflatten = partial(flatten, topic, schemas=self._schemas)
+            flat = self._screen_lake(table, rows, reflatten(rows), reflatten)
+            if flat.table.num_rows == 0:
+                continue
             with naming_keys(table, flat):
                 writer.apply(self.target.path(table), table, flat, batch_id)
             self._tables.add(table)
@@ -227,14 +305,19 @@ class ChangeApplier:
         events in Arrow and upserts them: partitions hold disjoint keys, so they run in parallel."""
         from cdc_spark.apply.postgres import apply_partition
 
-        by_key = changes.select(*_WINNER_COLUMNS, "offset").repartition("topic", "key")
+        by_key = changes.select(*_WINNER_COLUMNS, "partition", "offset").repartition("topic", "key")
         marks = dict(self._truncate_marks())
         applied = by_key.mapInArrow(
             partial(apply_partition, config=self.config, schemas=self._schemas, truncated=marks),
-            "topic string, rows bigint",
+            PARTITION_RESULT,
         )
         for row in applied.collect():
-            self._tables.add(self.config.table_for(row["topic"]))
+            if row["rows"] is not None:
+                self._tables.add(self.config.table_for(row["topic"]))
+            elif row["deleted"]:  # errors.tolerance=all: a delete applied without a value it refuses
+                log.warning("%s; the row is deleted, without that value of its old row", row["problem"])
+            else:  # errors.tolerance=all: a row PostgreSQL refuses, left out
+                self._parked.append({k: row[k] for k in ("topic", "partition", "offset", "problem", "error_class")})
 
     def maintain(self) -> None:
         """Tombstone retention, compaction and checkpoints for the tables this query wrote."""

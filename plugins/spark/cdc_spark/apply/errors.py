@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -20,6 +21,15 @@ if TYPE_CHECKING:
 # What a user does once the cause is fixed: `cdc run` users run it again; others restart their query.
 RUN_AGAIN = "then run `cdc run` again (or restart the query)"
 REPLAYED = "the batch is applied again from the checkpoint, nothing is lost"
+# The way out for rows a target refuses for their values (Kafka Connect's errant record reporting).
+PARK = (
+    "set errors.tolerance=all with a dead-letter table (errors.deadletterqueue.path; in a cdc job "
+    "errors.deadletter.table) or topic (errors.deadletterqueue.topic.name) and "
+    f"{RUN_AGAIN.removeprefix('then ')}: the batch is then applied without the rows the target refuses, "
+    "which are parked there with their error"
+)
+# Why a fix at the source does not unblock the batch.
+AS_IT_IS = "a fix at the source does not help this batch, which is replayed from the checkpoint as it is"
 _VALUE_CHARS = 40  # a key value longer than this is cut
 _FIRST_KEYS = 3  # keys named when the offending one is unknown
 _CAUSE_CHARS = 400  # another library's message longer than this is cut
@@ -95,11 +105,16 @@ class RowValueError(RuntimeError):
     """A value of one row that the target cannot store.
 
     Raised where the value is found, with `row` (that row of the batch, one-row table); the
-    caller that knows the table's key columns names its key (`name_key`) before it propagates."""
+    caller that knows the table's key columns names its key (`name_key`) before it propagates.
+    `problem` is the message without the advice: what a dead-lettered row's error says."""
 
     def __init__(self, table: str, column: str, *, row: pa.Table | None = None, key: str | None = None) -> None:
         self.table, self.column, self.row, self.key = table, column, row, key
         super().__init__(self.message())
+
+    @property
+    def problem(self) -> str:
+        raise NotImplementedError
 
     def message(self) -> str:
         raise NotImplementedError
@@ -162,15 +177,44 @@ class ValueOutOfRangeError(RowValueError):
         self.lake_type, self.cause = lake_type, cause
         super().__init__(table, column, row=row, key=key)
 
-    def message(self) -> str:
+    @property
+    def problem(self) -> str:
         cause = " ".join(str(self.cause).split())
         where = f"key {self.key}: {cause}" if self.key is not None else cause
         return (
             f"table {self.table}: column {self.column!r} holds a value outside what the lake's {self.lake_type} can "
-            f"store ({where}). For timestamps this is usually PostgreSQL's 'infinity' or '-infinity', which Debezium "
-            "sends as 9223372036825200000 / -9223372036832400000 ms. Fix: change such values at the source "
-            f"(e.g. to '9999-12-31'), or leave the column out with column.exclude.list; {RUN_AGAIN}."
+            f"store ({where})"
         )
+
+    def message(self) -> str:
+        return (
+            f"{self.problem}. For timestamps this is usually PostgreSQL's 'infinity' or '-infinity', which Debezium "
+            "sends as 9223372036825200000 / -9223372036832400000 ms. Fix: the lake's tables cannot hold it, and "
+            f"{AS_IT_IS}: {PARK}. Then change such values at the source (e.g. to '9999-12-31'): the row's next "
+            "change is applied as usual."
+        )
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A row of one table's batch that the target refuses for its values, found under
+    errors.tolerance=all: it is left out of the apply and its event goes to the dead letters.
+
+    `row`: the row of the batch (FlatBatch table); `problem`: one line naming the table, the key,
+    the column and the cause; `error_class`: the error the row raises under errors.tolerance=none;
+    `deleted`: the row is a delete, applied without the refused value of its old row image
+    (which no target needs), not left out."""
+
+    row: int
+    problem: str
+    error_class: str
+    deleted: bool = False
+
+    @classmethod
+    def of(cls, row: int, error: BaseException, deleted: bool = False) -> Refused:
+        kind = type(error)
+        problem = str(getattr(error, "problem", error))
+        return cls(row, problem, f"{kind.__module__}.{kind.__qualname__}", deleted)
 
 
 class TargetApplyError(RuntimeError):

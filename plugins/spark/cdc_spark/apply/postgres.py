@@ -28,7 +28,18 @@ from psycopg import sql
 
 from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.errors import RUN_AGAIN, SchemaEvolutionError, batch_keys, naming_keys, row_key
+from cdc_spark.apply.errors import (
+    AS_IT_IS,
+    PARK,
+    REPLAYED,
+    RUN_AGAIN,
+    Refused,
+    SchemaEvolutionError,
+    batch_keys,
+    naming_keys,
+    row_key,
+)
+from cdc_spark.apply.refused import partition_rows
 from cdc_spark.apply.unchanged import sent_of, since_of, warn_kept_rows
 from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch
 from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE
@@ -44,7 +55,12 @@ _SINCE = "__cdc_since_{}"
 
 
 class WarehouseValueError(RuntimeError):
-    """A value PostgreSQL cannot store in its column; the message names table, column, key and fix."""
+    """A value PostgreSQL cannot store in its column; the message names table, column, key and fix.
+    `problem` is the message without the fix: what a dead-lettered row's error says."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        self.problem = problem
+        super().__init__(f"{problem}. Fix: {fix}.")
 
 
 def column_type(field: pa.Field) -> str:
@@ -221,11 +237,13 @@ class PostgresWriter:
             if self._columns(table):
                 self.conn.execute(sql.SQL("DELETE FROM {} WHERE __seq < %s").format(self.ident(table)), (seq,))
 
-    def apply(self, table: str, batch: FlatBatch) -> None:
+    def apply(self, table: str, batch: FlatBatch, refused: list[Refused] | None = None) -> None:
+        """Upsert one table's rows. A value PostgreSQL refuses raises WarehouseValueError; with
+        `refused` (errors.tolerance=all) its row is left out instead and recorded there."""
         data = batch.table
         keys = batch.key_columns
         columns = self.ensure_table(table, data.schema, keys)
-        _refuse_nul(f"{self.config.schema}.{table}", data, keys)
+        data, left_out = _refuse_nul(f"{self.config.schema}.{table}", data, keys, refused)
         cols = data.column_names
         c_ids = sql.SQL(", ").join(map(sql.Identifier, cols))
         on = sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k)) for k in keys)
@@ -249,7 +267,7 @@ class PostgresWriter:
             )
             if batch.unchanged:
                 data = self._stage_unchanged(data, batch.unchanged)
-            _copy(self.conn, data, f"{self.config.schema}.{table}", keys)
+            _copy(self.conn, data, f"{self.config.schema}.{table}", keys, refused, left_out)
             if batch.unchanged:
                 self._keep_unchanged(table, batch.unchanged, keys)
             k_ids = sql.SQL(", ").join(map(sql.Identifier, keys))
@@ -370,20 +388,52 @@ def _key_match(left: str, right: str, keys: list[str]) -> sql.Composable:
     )
 
 
-def _refuse_nul(table: str, data: pa.Table, keys: list[str]) -> None:
+def _refuse_nul(
+    table: str, data: pa.Table, keys: list[str], refused: list[Refused] | None = None
+) -> tuple[pa.Table, np.ndarray | None]:
     """PostgreSQL's text cannot hold U+0000, which MySQL and the lakes store: name the column and
-    the key of the first row holding it."""
+    the key of the first row holding it. With `refused` (errors.tolerance=all), every such row is
+    recorded there instead, and marked in the mask returned (the rows to leave out); a delete's
+    such values are set to null instead (a hard delete stores only the key, a soft one keeps the
+    row without that value). Returns `data` so changed."""
+    left_out: np.ndarray | None = None
+    deleted = data.column("__deleted").to_pylist() if "__deleted" in data.column_names else None
     for f in data.schema:
-        if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)) and f.name not in META_COLUMNS:
-            holds = pc.match_substring(data.column(f.name), "\x00")
-            if pc.any(holds).as_py():
-                key = row_key(data, keys, pc.index(holds, True).as_py())
-                raise WarehouseValueError(
-                    f"table {table}: column {f.name!r} holds a NUL character (U+0000) in the row with key {key}, "
-                    "which PostgreSQL text cannot store. Fix: remove it at the source or with a transform before the "
-                    f"sink (e.g. replace it in the column), or leave the column out with column.exclude.list; "
-                    f"{RUN_AGAIN}."
-                )
+        if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)) or f.name in META_COLUMNS:
+            continue
+        holds = pc.fill_null(pc.match_substring(data.column(f.name), "\x00"), False)
+        if not pc.any(holds).as_py():
+            continue
+        if refused is None:
+            raise _nul(table, f.name, row_key(data, keys, pc.index(holds, True).as_py()))
+        left_out = np.zeros(data.num_rows, bool) if left_out is None else left_out
+        blanked = []
+        for i in np.flatnonzero(holds.to_numpy(zero_copy_only=False)).tolist():
+            if left_out[i]:
+                continue
+            error = _nul(table, f.name, row_key(data, keys, i))
+            if deleted is not None and deleted[i] and f.name not in keys:
+                blanked.append(i)
+                refused.append(Refused.of(i, error, deleted=True))
+            else:
+                left_out[i] = True
+                refused.append(Refused.of(i, error))
+        if blanked:
+            hit = np.zeros(data.num_rows, bool)
+            hit[blanked] = True
+            column = data.column(f.name).combine_chunks()
+            nulled = pc.if_else(pa.array(hit), pa.nulls(data.num_rows, column.type), column)
+            data = data.set_column(data.schema.get_field_index(f.name), f, nulled)
+    return data, left_out
+
+
+def _nul(table: str, column: str, key: str) -> WarehouseValueError:
+    return WarehouseValueError(
+        f"table {table}: column {column!r} holds a NUL character (U+0000) in the row with key {key}, which "
+        "PostgreSQL text cannot store",
+        f"no PostgreSQL text type holds it, and {AS_IT_IS}: {PARK}. Then remove the character at the source: "
+        "the row's next change is applied as usual",
+    )
 
 
 _UNIX_DAYS = (-719_162, 2_932_896)  # 0001-01-01 .. 9999-12-31: the years Arrow's CSV writer prints
@@ -442,8 +492,17 @@ def _pg_temporal(col: pa.Array) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-def _copy(conn: psycopg.Connection, data: pa.Table, table: str, keys: list[str]) -> None:
-    """COPY through Arrow's C++ CSV writer (bytea as \\x hex text, NULL as an unquoted empty field)."""
+def _copy(
+    conn: psycopg.Connection,
+    data: pa.Table,
+    table: str,
+    keys: list[str],
+    refused: list[Refused] | None = None,
+    left_out: np.ndarray | None = None,
+) -> None:
+    """COPY through Arrow's C++ CSV writer (bytea as \\x hex text, NULL as an unquoted empty field).
+    With `refused` (errors.tolerance=all), the rows PostgreSQL refuses are recorded there and left
+    out of the staging table, as are those `left_out` marks (`_copy_around`)."""
     arrays = []
     for col in data.columns:
         if isinstance(col, pa.ChunkedArray):
@@ -453,30 +512,94 @@ def _copy(conn: psycopg.Connection, data: pa.Table, table: str, keys: list[str])
         elif pa.types.is_date32(col.type) or pa.types.is_timestamp(col.type):
             col = _pg_temporal(col)
         arrays.append(col)
-    buf = io.BytesIO()
-    pacsv.write_csv(
-        pa.Table.from_arrays(arrays, names=data.column_names),
-        buf,
-        pacsv.WriteOptions(include_header=False, quoting_style="needed"),
-    )
+    text = pa.Table.from_arrays(arrays, names=data.column_names)
     cols = sql.SQL(", ").join(map(sql.Identifier, data.column_names))
+    if refused is not None:
+        _copy_around(conn, data, text, cols, table, keys, refused, left_out)
+        return
     try:
-        with conn.cursor().copy(sql.SQL("COPY _cdc_stage ({}) FROM STDIN (FORMAT csv)").format(cols)) as cp:
-            cp.write(buf.getvalue())
+        _copy_csv(conn, text, cols)
     except psycopg.errors.DataError as e:
         raise _refused(e, data, table, keys) from None
+
+
+def _copy_csv(conn: psycopg.Connection, text: pa.Table, cols: sql.Composable) -> None:
+    buf = io.BytesIO()
+    pacsv.write_csv(text, buf, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    with conn.cursor().copy(sql.SQL("COPY _cdc_stage ({}) FROM STDIN (FORMAT csv)").format(cols)) as cp:
+        cp.write(buf.getvalue())
+
+
+def _copy_around(
+    conn: psycopg.Connection,
+    data: pa.Table,
+    text: pa.Table,
+    cols: sql.Composable,
+    table: str,
+    keys: list[str],
+    refused: list[Refused],
+    left_out: np.ndarray | None,
+) -> None:
+    """The COPY of `text` (`data` as CSV columns) without the rows PostgreSQL refuses.
+
+    Each attempt COPYs a run of rows in a savepoint. A refused COPY stages nothing, and the line
+    it names is the refused row: the rows before it are copied again, the row is left out (a
+    delete is copied again without the refused value, which its old row image does not need),
+    and the rows after it are tried next. Each row is copied about twice at most."""
+    deleted = data.column("__deleted").to_pylist() if "__deleted" in data.column_names else None
+    rows = np.arange(data.num_rows) if left_out is None else np.flatnonzero(~left_out)
+    pending: list[tuple[np.ndarray, pa.Table]] = [(rows, text.take(rows))]
+    blanked: set[tuple[int, str]] = set()
+    while pending:
+        rows, part = pending.pop()
+        if len(rows) == 0:
+            continue
+        try:
+            with conn.transaction():  # a savepoint: a refused COPY keeps what earlier ones staged
+                _copy_csv(conn, part, cols)
+            continue
+        except psycopg.errors.DataError as e:
+            original = data.take(rows)
+            at, column = _refused_at(e, original)
+            error = _refused(e, original, table, keys)
+            if not 0 <= at < len(rows):
+                raise error from None  # no row to leave out: stop as under errors.tolerance=none
+        row = int(rows[at])
+        pending.append((rows[at + 1 :], part.slice(at + 1)))
+        if (
+            deleted is not None
+            and deleted[row]
+            and column in data.column_names
+            and column not in keys
+            and column not in META_COLUMNS
+            and (row, column) not in blanked
+        ):
+            blanked.add((row, column))
+            refused.append(Refused.of(row, error, deleted=True))
+            one = part.slice(at, 1)
+            i = one.schema.get_field_index(column)
+            pending.append((rows[at : at + 1], one.set_column(i, one.field(i), pa.nulls(1, one.field(i).type))))
+        else:
+            refused.append(Refused.of(row, error))
+        pending.append((rows[:at], part.slice(0, at)))
 
 
 # PostgreSQL's context of a COPY error: `COPY _cdc_stage, line 3, column qty: "abc"`.
 _COPY_CONTEXT = re.compile(r"COPY _cdc_stage, line (\d+)(?:, column (.+?): |, column (.+)$|:|$)", re.M)
 
 
+def _refused_at(error: psycopg.errors.DataError, data: pa.Table) -> tuple[int, str | None]:
+    """The row of `data` (-1: unknown) and the column (None: unknown) of the value PostgreSQL refused."""
+    found = _COPY_CONTEXT.search((error.diag.context or "").strip())
+    if not found:
+        return -1, None
+    return _row_of_line(data, int(found.group(1))), found.group(2) or found.group(3)
+
+
 def _refused(error: psycopg.errors.DataError, data: pa.Table, table: str, keys: list[str]) -> WarehouseValueError:
     """The value PostgreSQL refused while loading the batch, by column and by the key of its row."""
     diag = error.diag
-    found = _COPY_CONTEXT.search((diag.context or "").strip())
-    row = _row_of_line(data, int(found.group(1))) if found else -1
-    column = (found.group(2) or found.group(3)) if found else None
+    row, column = _refused_at(error, data)
     where = f"column {column!r}" if column else "a column"
     rows = f"the row with key {row_key(data, keys, row)}" if 0 <= row < data.num_rows else batch_keys(data, keys)
     cause = (diag.message_primary or str(error)).rstrip(".")
@@ -484,9 +607,9 @@ def _refused(error: psycopg.errors.DataError, data: pa.Table, table: str, keys: 
         cause += f" ({diag.message_detail.rstrip('.')})"
     cause = " ".join(cause.split())
     return WarehouseValueError(
-        f"table {table}: PostgreSQL refused the value of {where} in {rows}: {cause}. Fix: change the value at the "
-        "source or with a transform, widen the target column, or leave the column out with column.exclude.list; "
-        f"{RUN_AGAIN}."
+        f"table {table}: PostgreSQL refused the value of {where} in {rows}: {cause}",
+        f"widen the target column (ALTER TABLE {table} ALTER COLUMN {column or '<column>'} TYPE <a type that holds "
+        f"it>) and {RUN_AGAIN.removeprefix('then ')}: {REPLAYED} ({AS_IT_IS}); or {PARK}",
     )
 
 
@@ -514,13 +637,15 @@ def apply_partition(
     truncated: Mapping[str, bytes] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over a partition holding whole keys: each key's latest event newer than
-    its table's last truncate (`truncated`, by table), flattened per topic, upserted; yields counts."""
+    its table's last truncate (`truncated`, by table), flattened per topic, upserted; yields counts
+    per table and, under errors.tolerance=all, the refused rows (refused.PARTITION_RESULT)."""
     from cdc_spark.apply.latest import latest_and_earlier, topic_marks
     from cdc_spark.apply.unchanged import flatten_latest
 
     received = list(batches)
     topics: list[str] = []
     counts: list[int] = []
+    parked: list[tuple[str, int, int, Refused]] = []  # errors.tolerance=all: refused rows' events
     rows = None
     if received:
         rows = pa.Table.from_batches(received)
@@ -533,12 +658,16 @@ def apply_partition(
             for topic, part in sorted(by_topic(rows).items()):
                 flat = flatten_latest(topic, part, before.get(topic), schemas, config.placeholder)
                 table = config.table_for(topic)
+                # Row i of `flat` is event i of `part`: a refused row is known by its event's position.
+                lined_up = flat.table.num_rows == part.num_rows
+                refused: list[Refused] | None = [] if config.errors_tolerance == "all" and lined_up else None
                 with naming_keys(f"{config.schema}.{table}", flat):  # errors name the table and key
-                    writer.apply(table, flat)
+                    writer.apply(table, flat, refused)
                 topics.append(topic)
                 counts.append(part.num_rows)
+                if refused:
+                    events = part.select(["partition", "offset"]).to_pylist()
+                    parked += [(topic, events[r.row]["partition"], events[r.row]["offset"], r) for r in refused]
         finally:
             writer.close()
-    yield pa.RecordBatch.from_arrays(
-        [pa.array(topics, pa.string()), pa.array(counts, pa.int64())], names=["topic", "rows"]
-    )
+    yield partition_rows(topics, counts, parked)
