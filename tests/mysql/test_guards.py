@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -111,6 +112,27 @@ def test_server_restart_mid_stream_reconnects_and_loses_nothing(private_db) -> N
         assert run.task.streaming is not None and run.task.streaming.reconnects >= 1
     ids = [r.value.get("after").get("id") for r in recs]
     assert ids == list(range(101))
+
+
+def test_server_down_for_a_while_mid_stream_is_waited_for(private_db) -> None:
+    """The server is killed and comes back only after several reconnect attempts (the chaos test's
+    database kill): each attempt, including the check that it is still the same server
+    (cdc_mysql/lineage.py), must back off and retry, not fail the task."""
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (0)")
+    props = connector_props(private_db, **{"errors.retry.delay.initial.ms": 100})
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        private_db.kill()
+        restart = threading.Timer(2.5, private_db.restart)
+        restart.start()
+        try:
+            run.poll_until(lambda _: run.task.streaming is not None and run.task.streaming.reconnects >= 3, timeout=30)
+        finally:
+            restart.join()
+        execute(private_db, *(f"INSERT INTO t VALUES ({i})" for i in range(1, 11)))
+        recs = run.wait_data(11, timeout=40)
+    assert [r.value.get("after").get("id") for r in recs] == list(range(11))
+    assert {r.value.get("source").get("sequence") for r in recs} == {None}  # the same server: epoch 0
 
 
 def test_server_restart_in_the_middle_of_a_transaction_resumes_at_its_start(private_db) -> None:

@@ -173,7 +173,12 @@ class MySqlStreamingChangeEventSource:
         if off.server_identity is None:
             return False
         self.connection.close()  # that session died with the binlog connection
-        identity = self.connection.server_identity()
+        try:
+            identity = self.connection.server_identity()
+        except ConnectException as e:
+            if isinstance(e.__cause__, pymysql.err.OperationalError):
+                raise e.__cause__ from None  # still unreachable (restarting): execute() backs off and retries
+            raise
         if identity == off.server_identity:
             return False
         if not off.gtids:
