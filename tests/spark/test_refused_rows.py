@@ -30,8 +30,9 @@ from cdc.api.data import Schema, Struct
 from cdc.jobs.run import sink_failure
 from cdc.log import TopicPartition
 from cdc.log.embedded import EmbeddedLog
+from cdc_spark.apply import ChangeApplier
 from tests.spark.events import SOURCE, produce
-from tests.spark.helpers import delta_rows, iceberg_rows, postgres_rows, run_available_now
+from tests.spark.helpers import delta_rows, iceberg_rows, postgres_rows, raw_frame, run_available_now
 from tests.spark.test_error_keys import (
     DATE,
     KEY_SHAPES,
@@ -356,3 +357,31 @@ def test_refused_rows_stop_the_query_or_are_dead_lettered_and_the_rest_applied(
         produce(log, enc.topic, fixes, partitions=2)
     run_available_now(spark, source, tolerant, checkpoint)
     assert case.read(sink, enc) == final, where
+
+
+def test_poison_events_and_refused_rows_of_one_batch_share_its_dead_letters(spark: Any, tmp_path: Path) -> None:
+    """One write per batch: a batch with both keeps both, and its replay keeps them once."""
+    rng = random.Random(f"{SEED}-both")
+    case = Case("delta", rng)
+    enc = Encoder("int", case.columns)
+    keys = _keys(rng, "int", rng.randint(3, 30))
+    rows = {k: case.good() for k in keys}
+    poison, refused = rng.sample(range(len(keys)), 2)
+    rows[keys[refused]], (column, cause) = Batch._refused(case, rows[keys[refused]])
+    records: list[tuple[bytes | None, bytes | None]] = [_event(enc, "c", k, rows[k], i + 1) for i, k in enumerate(keys)]
+    record_key, value = records[poison]
+    records[poison] = (record_key, value[: rng.randint(1, len(value) - 1)])  # malformed JSON
+    dlq = tmp_path / "dlq"
+    sink = case.sink(tmp_path, None)
+    applier = ChangeApplier({**sink, "errors.tolerance": "all", "errors.deadletterqueue.path": str(dlq)})
+    for _ in range(2):  # the batch, then its replay
+        applier(raw_frame(spark, enc.topic, records), 0)
+        dead = _dead_letters(spark, dlq)
+        where = f"{WHERE}: {dead}"
+        assert [r["offset"] for r in dead] == sorted([poison, refused]), where
+        errors = {r["offset"]: r["error"] for r in dead}
+        assert "malformed JSON" in errors[poison], where
+        assert f"key {expected_key('int', keys[refused])}" in errors[refused] and cause in errors[refused], where
+        assert repr(column) in errors[refused], where
+        expected = {k: case.expected(v) for i, k in enumerate(keys) if i not in (poison, refused) for v in [rows[k]]}
+        assert case.read(sink, enc) == expected, WHERE

@@ -216,7 +216,9 @@ class ChangeApplier:
         self._handle_errors(rows, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
         log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
         self._truncate(truncate_marks(rows, self.config.truncate_enabled), batch_id)
-        is_change = pc.and_(pc.invert(keyless), pc.not_equal(batch["__op"], "t"))
+        # Keyed rows other than truncates. A poison event has no key and often no op (malformed
+        # JSON): its null op must not make the test null, which `all` would skip and keep it.
+        is_change = pc.and_(pc.invert(keyless), pc.fill_null(pc.not_equal(batch["__op"], "t"), True))
         changes = batch if pc.all(is_change).as_py() else batch.filter(is_change)
         marks = topic_marks(changes["topic"], self._truncate_marks(), self.config.table_for)
         self._apply_winners(*latest_and_earlier(changes, marks, self.config.placeholder), batch_id)
