@@ -28,6 +28,7 @@ import pyarrow.fs as pa_fs
 import pytest
 from deltalake import DeltaTable
 
+from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
 from tests.rig import MariaDbServer
 from tests.rig import mariadb_pair as pair_rig
@@ -154,26 +155,7 @@ class Workload:
 # -- the job --------------------------------------------------------------------------------------
 def _write_job(tmp_path: Path, server: MariaDbServer, **extra: str) -> Path:
     props = connector_props(replace(server, database=DB), topic__prefix="fo", **extra)
-    source = "\n".join(f"  {k}: '{v}'" for k, v in props.items())
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        f"""name: failover
-source:
-{source}
-transport:
-  type: embedded
-  state.dir: {tmp_path / "state"}
-sink:
-  type: delta
-  path: {tmp_path / "lake"}
-  tables:
-    {DB}.items: {{target: items}}
-    {DB}.tags: {{target: tags}}
-spark:
-  master: local[2]
-"""
-    )
-    return job
+    return mysql_delta_job(tmp_path, "failover", props, {f"{DB}.items": "target: items", f"{DB}.tags": "target: tags"})
 
 
 def _edit_job(job: Path, **settings: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
 from tests.support.proc import run_cdc
 
@@ -16,26 +17,8 @@ pytestmark = pytest.mark.slow  # a minute or more: `pytest -m 'not slow'` for a 
 
 
 def _job(tmp_path: Path, mariadb_db) -> Path:
-    props = connector_props(mariadb_db)
-    source = "\n".join(f"  {k}: '{v}'" for k, v in props.items())
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        f"""name: shop
-source:
-{source}
-transport:
-  type: embedded
-  state.dir: {tmp_path / "state"}
-sink:
-  type: delta
-  path: {tmp_path / "lake"}
-  tables:
-    {mariadb_db.database}.items: {{keys: [id], target: items, partition.by: [kind]}}
-spark:
-  master: local[2]
-"""
-    )
-    return job
+    tables = {f"{mariadb_db.database}.items": "keys: [id], target: items, partition.by: [kind]"}
+    return mysql_delta_job(tmp_path, "shop", connector_props(mariadb_db), tables)
 
 
 def _source_rows(server) -> dict[int, tuple]:

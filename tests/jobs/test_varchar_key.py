@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
 from tests.support.proc import run_cdc
 
@@ -20,26 +21,8 @@ pytestmark = pytest.mark.slow  # four `cdc run`s, each starting Spark
 
 
 def _job(tmp_path: Path, mariadb_db) -> Path:  # type: ignore[no-untyped-def]
-    props = connector_props(mariadb_db)
-    source = "\n".join(f"  {k}: '{v}'" for k, v in props.items())
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        f"""name: vkeys
-source:
-{source}
-transport:
-  type: embedded
-  state.dir: {tmp_path / "state"}
-sink:
-  type: delta
-  path: {tmp_path / "lake"}
-  tables:
-    {mariadb_db.database}.items: {{target: items}}
-spark:
-  master: local[2]
-"""
-    )
-    return job
+    tables = {f"{mariadb_db.database}.items": "target: items"}
+    return mysql_delta_job(tmp_path, "vkeys", connector_props(mariadb_db), tables)
 
 
 def _source_rows(server) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
