@@ -1,7 +1,7 @@
 """Shared helpers of the benchmark scripts: best-of-N timing and the one-line JSON output.
 
 Every figure is printed as one JSON line `{"metric","value","unit","baseline","ratio"}`
-(DESIGN.md, "Benchmarks"). `baseline` is the bare library doing the same work in the
+(ARCHITECTURE.md, "Benchmarks"). `baseline` is the bare library doing the same work in the
 same run; `ratio` is value/baseline, so for a throughput (higher is better) a ratio
 below 1 is the share of the bare library's speed that our code keeps.
 """

@@ -1,4 +1,4 @@
-"""Decoding without Spark: sequences order like DESIGN.md says, poison is named, rows are typed."""
+"""Decoding without Spark: sequences order like ARCHITECTURE.md says, poison is named, rows are typed."""
 
 from __future__ import annotations
 

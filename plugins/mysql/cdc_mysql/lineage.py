@@ -1,6 +1,6 @@
 """BinlogLineage: which server's binlog the stored positions belong to, and the epoch that orders lineages.
 
-Sinks order MySQL events by binlog position (DESIGN.md, Ordering). Positions are comparable
+Sinks order MySQL events by binlog position (ARCHITECTURE.md, Ordering). Positions are comparable
 only within one server's binlog history: after a GTID failover to another server, or a
 `RESET MASTER`, they restart lower, and a sink would take every new change for an older one.
 The connector therefore keeps an *epoch* in its offset (`epoch`, with the identity of the

@@ -1,4 +1,4 @@
-"""`__seq`: DESIGN.md's comparable per-source sequence as a fixed-width sortable binary.
+"""`__seq`: ARCHITECTURE.md's comparable per-source sequence as a fixed-width sortable binary.
 
 32 bytes = four big-endian unsigned 64-bit fields, so byte order is numeric order in
 Spark (binary sorts unsigned), PostgreSQL (bytea), Delta/DataFusion and Arrow alike:
