@@ -27,6 +27,7 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
+from cdc_mysql import tls
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +183,7 @@ def config_def() -> ConfigDef:
     common.define_failure_modes(d, FAILURE_KEYS)
     d.define(RECONNECT_BACKOFF_MS, ConfigType.LONG, 300, Range.at_least(1), Importance.LOW, "First reconnect delay.")
     d.define(RECONNECT_BACKOFF_MAX_MS, ConfigType.LONG, 10000, Range.at_least(1), Importance.LOW, "Max delay.")
+    tls.define(d)
     return common.define_common(d)
 
 
@@ -232,7 +234,7 @@ def validate(props: Mapping[str, str]) -> list[ConfigValue]:
         by_name[HISTORY_KAFKA_TOPIC].add_error_message(
             f"{KAFKA_HISTORY} needs {HISTORY_KAFKA_TOPIC} and {HISTORY_KAFKA_BOOTSTRAP}"
         )
-    return [*values, *_column_mapper_errors(props)]
+    return [*values, *_column_mapper_errors(props), *tls.cross_key_errors(props)]
 
 
 def _column_mapper_errors(props: Mapping[str, str]) -> list[ConfigValue]:
@@ -308,6 +310,7 @@ class MySqlConnectorConfig(AbstractConfig):
         self.password: str = pw.value() if pw is not None else ""
         self.server_id: int = self.get(SERVER_ID)
         self.connect_timeout_s: float = self.get(CONNECT_TIMEOUT_MS) / 1000
+        self.tls = tls.MySqlTls.from_props(self.values())
         self.topic_prefix: str = self.get(common.TOPIC_PREFIX)
         self.snapshot_mode: str = self.get(SNAPSHOT_MODE).lower()
         self.locking_mode: str = self.get(SNAPSHOT_LOCKING_MODE).lower()

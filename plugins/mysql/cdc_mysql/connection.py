@@ -33,12 +33,23 @@ def replication_grant_advice(user: str, code: int, message: str) -> str:
     )
 
 
+def error_text(e: BaseException) -> str:
+    """A PyMySQL error's message (its args are `(code, message)`)."""
+    return str(e.args[-1]) if e.args else str(e)
+
+
+def tls_refusal(config: MySqlConnectorConfig, message: str) -> str | None:
+    """The fix when TLS refused the connection (the certificate check, a server without TLS), else None."""
+    return config.tls.refusal(config.hostname, message)
+
+
 class MySqlConnection:
     def __init__(self, config: MySqlConnectorConfig) -> None:
         self.config = config
         self._conn: pymysql.connections.Connection | None = None
 
     def settings(self) -> dict[str, Any]:
+        """PyMySQL's connection arguments, TLS included (database.ssl.*): the snapshot's and the binlog's."""
         c = self.config
         return {
             "host": c.hostname,
@@ -47,6 +58,7 @@ class MySqlConnection:
             "password": c.password,
             "connect_timeout": max(1, int(c.connect_timeout_s)),
             "charset": "utf8mb4",
+            **c.tls.pymysql_kwargs(),
         }
 
     def connect(self, **extra: Any) -> pymysql.connections.Connection:
@@ -55,10 +67,20 @@ class MySqlConnection:
         try:
             return pymysql.connect(**s)
         except pymysql.err.OperationalError as e:
-            raise ConnectException(
-                f"Cannot connect to {self.config.hostname}:{self.config.port} as {self.config.user!r}: {e}. "
-                "Check database.hostname, database.port, database.user and database.password"
-            ) from e
+            raise self.refused(e) from e
+
+    def refused(self, e: pymysql.err.OperationalError) -> ConnectException:
+        """A failed login as one line naming the keys to fix (the TLS ones when TLS refused it)."""
+        c = self.config
+        code = e.args[0] if e.args else None
+        message = error_text(e)
+        where = f"Cannot connect to {c.hostname}:{c.port} as {c.user!r}"
+        if advice := tls_refusal(c, message):
+            return ConnectException(f"{where}: {advice}")
+        hint = c.tls.access_denied_hint() if code in ACCESS_DENIED else ""
+        return ConnectException(
+            f"{where}: {e}. Check database.hostname, database.port, database.user and database.password{hint}"
+        )
 
     @property
     def conn(self) -> pymysql.connections.Connection:
@@ -162,6 +184,8 @@ class MySqlConnection:
             next(iter(reader), None)
         except pymysql.err.OperationalError as e:
             code = e.args[0] if e.args else None
+            if tls_refusal(self.config, error_text(e)):
+                raise self.refused(e) from None
             if code in ACCESS_DENIED:
                 raise ConnectException(replication_grant_advice(self.config.user, code, str(e.args[-1]))) from None
             raise

@@ -39,7 +39,7 @@ from cdc_debezium.envelope import Operation
 from cdc_mysql import gtid as gtids
 from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
-from cdc_mysql.connection import ACCESS_DENIED, MySqlConnection, replication_grant_advice
+from cdc_mysql.connection import ACCESS_DENIED, MySqlConnection, error_text, replication_grant_advice, tls_refusal
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
 from cdc_mysql.offset_context import MySqlOffsetContext
@@ -138,6 +138,8 @@ class MySqlStreamingChangeEventSource:
             except (BinlogConnectionLost, pymysql.err.OperationalError, pymysql.err.InterfaceError, OSError) as e:
                 if self.stop.is_set():
                     return  # stop() shut the socket down
+                if isinstance(e, pymysql.err.OperationalError) and tls_refusal(self.config, error_text(e)):
+                    raise self.connection.refused(e) from None  # a certificate check: waiting will not fix it
                 if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] not in _CONNECTION_LOST:
                     raise self._explain(e) from e
                 attempts += 1
