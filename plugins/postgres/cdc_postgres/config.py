@@ -26,6 +26,7 @@ from cdc_debezium.config import (
     define_failure_modes,
     warn_unless_fail,
 )
+from cdc_postgres import tls
 from cdc_postgres.replica_identity import ValidAutosetValues
 from cdc_postgres.reselect import ERROR_MODES, SCOPES
 
@@ -35,7 +36,7 @@ SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled", "no_tables")
 ISOLATION_MODES = ("serializable", "repeatable_read", "read_committed", "read_uncommitted")
 LOCKING_MODES = ("shared", "none")
-SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+SSL_MODES = tls.SSL_MODES
 FAILURE_KEYS = (EVENT_PROCESSING_FAILURE, "inconsistent.schema.handling.mode")
 # Enum keys Debezium parses case-insensitively; parse() hands the task their lower-case form.
 _LOWER_CASE_KEYS = (
@@ -101,14 +102,6 @@ _PG_KEYS = (
     .define("database.user", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
     .define("database.password", ConfigType.PASSWORD, None, None, Importance.HIGH)
     .define("database.dbname", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
-    .define(
-        "database.sslmode",
-        ConfigType.STRING,
-        "prefer",
-        ValidString.in_ignore_case(*SSL_MODES),
-        Importance.LOW,
-        "libpq sslmode.",
-    )
     .define(
         "plugin.name",
         ConfigType.STRING,
@@ -291,6 +284,7 @@ _PG_KEYS = (
 )
 
 define_failure_modes(_PG_KEYS, FAILURE_KEYS)
+tls.define(_PG_KEYS)  # database.sslmode, sslrootcert, sslcert, sslkey, sslpassword
 
 CONFIG_DEF = define_common(ConfigDef()).merge(_PG_KEYS)
 
@@ -410,6 +404,8 @@ class PostgresConnectorConfig:
                 values["snapshot.isolation.mode"],
             )
         warn_unless_fail(values.__getitem__, FAILURE_KEYS)
+        if props.get(tls.SSLFACTORY):
+            log.warning(tls.SSLFACTORY_IGNORED, tls.SSLFACTORY, props.get(tls.SSLFACTORY))
         return cls(values)
 
     def __getitem__(self, key: str) -> Any:
@@ -422,10 +418,11 @@ class PostgresConnectorConfig:
             "port": self.values["database.port"],
             "user": self.values["database.user"],
             "dbname": self.values["database.dbname"],
-            "sslmode": self.values["database.sslmode"],
             # Text output must follow the grammar text_values parses, whatever the server default.
             "options": "-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=3 -c TimeZone=UTC",
         }
         if password is not None:
             kw["password"] = password.value()
+        # sslmode, sslrootcert, sslcert, sslkey, sslpassword: every connection, the replication one too
+        kw.update(tls.libpq_params(self.values))
         return kw

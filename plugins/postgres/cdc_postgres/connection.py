@@ -7,6 +7,7 @@ from typing import Any
 import psycopg
 
 from cdc.api import ConnectException
+from cdc_postgres import tls
 from cdc_postgres.lsn import parse_lsn
 
 
@@ -26,7 +27,9 @@ _CONNECT_CAUSES = (
 
 
 def connect_advice(message: str) -> str:
-    """Which config key a failed connection points at."""
+    """Which config key a failed connection points at (the TLS keys when TLS refused it)."""
+    if fix := tls.advice(message):
+        return fix
     for first, second, advice in _CONNECT_CAUSES:
         if first in message and second in message:
             return advice
@@ -43,7 +46,7 @@ class PostgresConnection:
             self.conn = psycopg.connect(autocommit=True, connect_timeout=connect_timeout, **dsn)
         except psycopg.OperationalError as e:
             raise PostgresConnectorError(
-                f"cannot connect to PostgreSQL at {dsn.get('host')}:{dsn.get('port')}: {str(e).strip()}; "
+                f"cannot connect to PostgreSQL at {dsn.get('host')}:{dsn.get('port')}: {tls.first_line(e)}; "
                 f"{connect_advice(str(e))}"
             ) from e
 

@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
+from cdc_postgres import tls
 from cdc_postgres.lsn import format_lsn
 
 PG_EPOCH_UNIX = 946_684_800  # 2000-01-01 in Unix seconds
@@ -71,10 +72,10 @@ class ReplicationConnection:
                 conninfo, replication="database", autocommit=True, connect_timeout=int(connect_timeout), **kw
             )
         except psycopg.OperationalError as e:
-            raise ReplicationError(
-                f"cannot open a replication connection: {str(e).strip()}. The user needs the REPLICATION "
-                "attribute (ALTER ROLE … REPLICATION) and pg_hba.conf must allow it"
-            ) from e
+            fix = tls.advice(str(e)) or (
+                "the user needs the REPLICATION attribute (ALTER ROLE … REPLICATION) and pg_hba.conf must allow it"
+            )
+            raise ReplicationError(f"cannot open a replication connection: {tls.first_line(e)}; {fix}") from e
         self._pq: pq.abc.PGconn = self._conn.pgconn
         self._streaming = False
         self.confirmed_lsn = 0
