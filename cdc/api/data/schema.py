@@ -11,7 +11,7 @@ import datetime
 import decimal
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cdc.api.errors import DataException, SchemaBuilderException
 
@@ -183,6 +183,18 @@ class Schema:
         return f"Schema({', '.join(parts)})"
 
 
+@runtime_checkable
+class _StructValue(Protocol):
+    """What validation needs of a STRUCT value: `cdc.api.data.struct.Struct` has it.
+
+    A protocol rather than `isinstance(value, Struct)` keeps this module free of an import of
+    struct.py, which imports this one."""
+
+    schema: Schema
+
+    def validate(self) -> None: ...
+
+
 def _check_type(schema: Schema, value: Any, where: str) -> None:
     t = schema.type
     if schema.name in _LOGICAL_CLASSES:
@@ -228,9 +240,7 @@ def _check_type(schema: Schema, value: Any, where: str) -> None:
             validate_value(schema.key_schema, k, f"{where} map key")
             validate_value(schema.value_schema, v, f"{where} map value")
     elif t is Type.STRUCT:
-        from cdc.api.data.struct import Struct
-
-        if not isinstance(value, Struct):
+        if not isinstance(value, _StructValue):
             raise DataException(f"Invalid {where}: struct expects Struct, got {type(value).__name__}")
         if value.schema != schema:
             raise DataException(f"Invalid {where}: Struct schemas do not match")
