@@ -2,7 +2,8 @@
 
 from cdc_spark.decode.deserializer import DeserializeError, Deserializer, JsonDeserializer
 from cdc_spark.decode.events import DECODED_SCHEMA, decode_batches, decode_one
-from cdc_spark.decode.flatten import META_COLUMNS, ColumnTypeConflict, FlatBatch, flatten
+from cdc_spark.decode.flatbatch import META_COLUMNS, ColumnTypeConflict, FlatBatch
+from cdc_spark.decode.flatten import flatten
 
 __all__ = [
     "DECODED_SCHEMA",

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from cdc_spark.decode.envelope import EnvelopeReader
 from cdc_spark.decode.fast import read_ndjson
-from cdc_spark.decode.flatten import META_ARROW, FlatBatch, merge_columns
+from cdc_spark.decode.flatbatch import META_ARROW, FlatBatch, merge_columns
 from cdc_spark.decode.types import (
     VARIABLE_SCALE_DECIMAL,
     ZONED_TIMESTAMP,

@@ -1,0 +1,69 @@
+"""The flattened form of a micro-batch's winners, shared by the two flattening paths
+(`flatten.py`, row by row; `columns.py`, in Arrow): the row columns plus the sink's meta
+columns, and how parts of different schema versions meet in one type."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+
+import pyarrow as pa
+
+from cdc_spark.decode.types import common_type
+
+META_COLUMNS = ("__op", "__seq", "__source_ts_ms", "__deleted")
+META_ARROW = [
+    pa.field("__op", pa.string()),
+    pa.field("__seq", pa.binary()),
+    pa.field("__source_ts_ms", pa.int64()),
+    pa.field("__deleted", pa.bool_()),
+]
+
+
+class ColumnTypeConflict(ValueError):
+    """One column arrived with two different types in one micro-batch."""
+
+
+@dataclass(frozen=True)
+class FlatBatch:
+    table: pa.Table
+    key_columns: list[str]
+    # Column → the winners' cells whose value the source did not send (Debezium's placeholder,
+    # see unavailable.py); apply/unchanged.py settles each by sequence between the batch's
+    # earlier events and the target's stored state.
+    unchanged: Mapping[str, pa.Array] = dataclass_field(default_factory=dict)
+
+
+Part = tuple[int, list[tuple[pa.Field, pa.Array]]]  # (rows, columns) of one schema version
+
+
+def merge_columns(topic: str, parts: list[Part]) -> list[tuple[pa.Field, pa.Array]]:
+    """Per column, the parts' arrays (one part per schema version, in order) concatenated in
+    the type that holds them all; a column a part lacks is null there."""
+    fields: dict[str, pa.Field] = {}
+    for _, part in parts:
+        for field, _ in part:
+            old = fields.get(field.name)
+            if old is None:
+                fields[field.name] = field
+                continue
+            common = common_type(old.type, field.type)
+            if common is None:
+                raise ColumnTypeConflict(
+                    f"topic {topic}: column {field.name!r} arrives as {old.type} and as {field.type} in one "
+                    "micro-batch (events from both sides of a column type change), and no type holds both "
+                    "exactly; the target table could not take the new type either. Fix: migrate the target "
+                    f"column {field.name!r} to a type that holds both, or route the topic to a new table with "
+                    "table.name.format (and re-snapshot it); then run `cdc run` again (or restart the query "
+                    "from its checkpoint)."
+                )
+            fields[field.name] = pa.field(field.name, common, metadata=field.metadata or old.metadata)
+    out = []
+    for name, field in fields.items():
+        chunks = []
+        for n, part in parts:
+            arr = next((a for f, a in part if f.name == name), None)
+            chunks.append(pa.nulls(n, field.type) if arr is None else arr.cast(field.type))
+        out.append((field, pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]))
+    return out
