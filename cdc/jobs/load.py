@@ -23,6 +23,7 @@ import yaml
 
 from cdc.api.errors import ConfigException
 from cdc.config.providers import ConfigTransformer
+from cdc.jobs import source_db
 from cdc.jobs.paths import format_path
 from cdc.jobs.spec import CONNECTOR_ALIASES, JobSpec, source_family
 
@@ -232,14 +233,13 @@ def _check_connectivity(job: dict[str, Any], out: _Collector) -> None:
                 f"cannot reach the database at {host}:{port} ({e.strerror or e}); "
                 "check database.hostname/database.port and that the server is running",
             )
+        else:
+            if problem := source_db.source_tls_problem(source):  # TLS keys set: log in as the connector will
+                out.add(("source", problem[0]), problem[1])
     sink = job.get("sink") or {}
-    if sink.get("type") == "postgres" and sink.get("dsn"):
-        import psycopg
-
-        try:
-            psycopg.connect(str(sink["dsn"]), connect_timeout=3).close()
-        except psycopg.Error as e:
-            out.add(("sink", "dsn"), f"cannot connect: {str(e).strip().splitlines()[0]}")
+    # the warehouse: its dsn plus the sink's TLS keys
+    if sink.get("type") == "postgres" and sink.get("dsn") and (problem := source_db.sink_problem(sink)):
+        out.add(("sink", problem[0]), problem[1])
 
 
 def _check_dsn(job: dict[str, Any], out: _Collector) -> None:
@@ -354,25 +354,6 @@ def _check_sink(job: dict[str, Any], out: _Collector) -> None:
         out.add(("sink",), str(e))
 
 
-# Source keys a connector takes without declaring them: converter and client overrides, JDBC
-# driver settings, schema history, SMT and error-handling settings.
-_PASS_THROUGH_PREFIXES = (
-    "key.converter.",
-    "value.converter.",
-    "header.converter.",
-    "producer.override.",
-    "consumer.override.",
-    "admin.override.",
-    "topic.creation.",
-    "database.",
-    "driver.",
-    "schema.history.internal.",
-    "errors.",
-    "transforms.",
-    "predicates.",
-)
-
-
 def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
     from cdc.runtime.plugins import CONNECTOR_KINDS
     from cdc.runtime.validation import ConnectorValidator
@@ -390,9 +371,9 @@ def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
             f"(short names: {', '.join(known)}; or a class installed as a cdc plugin)",
         )
         return
-    known_keys: set[str] = set()
-    for v in ConnectorValidator(registry).validate(config):
-        known_keys.add(v.name)
+    validator = ConnectorValidator(registry)
+    values = validator.validate(config)
+    for v in values:
         for err in v.errors:
             key = v.name
             if key in ("transforms", "predicates") or key.startswith(("transforms.", "predicates.")):
@@ -401,19 +382,48 @@ def _check_source(job: dict[str, Any], out: _Collector, registry: Any) -> None:
                 out.add(("name",), err)
             else:
                 out.add(("source", key), err)
+    # Kafka Connect accepts an unknown key with a warning ("supplied but isn't a known config"); a
+    # near miss of a known key is an error here (the job would run with the default), anything
+    # else a warning. Pass-through keys (database.*, driver.*, …) count only as near misses.
+    unknown = {u.name: u for u in validator.unknown_keys(config, values=values)}
     for key in job["source"]:
-        hint = _did_you_mean(key, sorted(known_keys - set(job["source"])))
-        if key in known_keys:
+        u = unknown.get(key)
+        if u is None:
             continue
-        if hint:
-            out.add(("source", key), f"unknown key {key!r}{hint}")
-        elif not key.startswith(_PASS_THROUGH_PREFIXES):
-            # Kafka Connect accepts it too ("supplied but isn't a known config"), but never silently.
+        if u.suggestion:
+            out.add(("source", key), f"unknown key {key!r}; did you mean {u.suggestion!r}?")
+        else:
             out.warn(
                 ("source", key),
                 f"unknown key {key!r}: connector {cls_name!r} does not define it, so it is passed on and likely "
                 "ignored; check the spelling, or remove it",
             )
+    _report_unknown_transform_keys(job, unknown, out)
+
+
+def _report_unknown_transform_keys(job: dict[str, Any], unknown: dict[str, Any], out: _Collector) -> None:
+    """A transform's (or its predicate's) setting its SMT does not define: an error when it is a near
+    miss of one it does (`regx` for `regex`), else a warning; JobSpec names them
+    `transforms.<name>.<key>` and `predicates.<name>-predicate.<key>`."""
+    for i, t in enumerate(job.get("transforms") or []):
+        predicate = t.get("predicate") or {}
+        where = (
+            (f"transforms.{t.get('name')}.", ("transforms", i), t.get("type")),
+            (f"predicates.{t.get('name')}-predicate.", ("transforms", i, "predicate"), predicate.get("type")),
+        )
+        for prefix, path, kind in where:
+            for name, u in unknown.items():
+                if not name.startswith(prefix):
+                    continue
+                key = name[len(prefix) :]
+                if u.suggestion and u.suggestion.startswith(prefix):
+                    out.add((*path, key), f"unknown key {key!r}; did you mean {u.suggestion[len(prefix) :]!r}?")
+                else:
+                    out.warn(
+                        (*path, key),
+                        f"unknown key {key!r}: {kind} does not define it, so it is ignored; check the "
+                        "spelling, or remove it",
+                    )
 
 
 # -- transforms (SMTs) against what the Spark sink needs ---------------------------------------

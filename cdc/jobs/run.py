@@ -19,8 +19,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.lock import JobLock
+from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import JobSpec, source_family
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
@@ -49,13 +51,7 @@ def _mysql_position(source: dict[str, str]) -> Any:
     from cdc_mysql.binlog_status import BINLOG_OFF  # the connector's own reading
     from cdc_mysql.lineage import read_target
 
-    conn = pymysql.connect(
-        host=source["database.hostname"],
-        port=int(source.get("database.port", "3306")),
-        user=source["database.user"],
-        password=source.get("database.password", ""),
-        connect_timeout=10,
-    )
+    conn = pymysql.connect(**mysql_params(source, connect_timeout=10))  # database.ssl.* as the connector
     try:
         with conn.cursor() as cur:
             target = read_target(cur)
@@ -73,14 +69,7 @@ def _mysql_reached(offset: dict[str, Any], target: Any) -> bool:
 def _postgres_position(source: dict[str, str]) -> int:
     import psycopg
 
-    with psycopg.connect(
-        host=source["database.hostname"],
-        port=int(source.get("database.port", "5432")),
-        user=source["database.user"],
-        password=source.get("database.password") or None,
-        dbname=source["database.dbname"],
-        connect_timeout=10,
-    ) as conn:
+    with psycopg.connect(**postgres_params(source, connect_timeout=10)) as conn:  # database.ssl* too
         lsn = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
     hi, lo = lsn.split("/")
     return (int(hi, 16) << 32) | int(lo, 16)
@@ -109,11 +98,12 @@ def source_position(family: str, source: dict[str, str]) -> Any:
         raise
     except Exception as e:  # the driver's own errors (pymysql, psycopg, socket): one line, not a traceback
         where = f"{source.get('database.hostname')}:{source.get('database.port', 'default port')}"
-        text = (e.args[-1] if e.args and isinstance(e.args[-1], str) else str(e)).strip()  # pymysql: (code, text)
-        reason = text.splitlines()[0] if text else type(e).__name__
+        fix = tls_fix(family, source, e) or (
+            "check database.hostname, database.port, database.user and database.password, and that the server is "
+            "running"
+        )
         raise ConnectException(
-            f"--until-caught-up cannot read the source position at {where} ({reason}); check database.hostname, "
-            "database.port, database.user and database.password, and that the server is running"
+            f"--until-caught-up cannot read the source position at {where} ({first_line(e)}); {fix}"
         ) from None
 
 
@@ -155,6 +145,9 @@ def sink_config(job: JobSpec) -> dict[str, Any]:
         conf["path"] = s["path"]
     if "dsn" in s:
         conf["dsn"] = s["dsn"]
+    for key in libpq_tls.PARAMS:  # the PostgreSQL target's TLS (sslmode, sslrootcert, sslcert, sslkey, sslpassword)
+        if s.get(key) is not None:
+            conf[key] = str(s[key])
     if "schema" in s:
         conf["schema"] = s["schema"]
     if s["type"] == "iceberg":
@@ -426,7 +419,7 @@ class JobRunner:
         herder.start()
         spark: _SparkStarter | None = None
         try:
-            herder.put_connector_config(connector)
+            herder.put_connector_config(connector, trusted=True)  # the job file is the operator's
             spark = _SparkStarter(self.job)
             if self.until_caught_up:
                 self._wait_for_source(worker, connector["name"], family, target)

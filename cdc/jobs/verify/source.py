@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cdc.api.errors import ConfigException
+from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import source_family
 from cdc.jobs.verify.normalize import Column, literal_default
 
@@ -84,9 +85,17 @@ def family(connector_class: str) -> str:
     )
 
 
-def _first_line(e: Exception) -> str:
-    text = str(e.args[1] if len(e.args) > 1 and isinstance(e.args[1], str) else e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+def _refused(family: str, source: Mapping[str, Any], params: Mapping[str, Any], e: Exception) -> ConfigException:
+    """A refused connection as one line: the TLS keys to fix when TLS refused it, else the login keys."""
+    where = f"{params['host']}:{params['port']}"
+    if fix := tls_fix(family, source, e):
+        return ConfigException(f"cannot connect to the source database at {where} ({first_line(e)}); {fix}", None)
+    keys = "hostname/port/user/password" + ("/dbname" if family == "postgres" else "")
+    return ConfigException(
+        f"cannot connect to the source database at {where} ({first_line(e)}); check source.database.{keys} and that "
+        "the server is running",
+        "source.database.hostname",
+    )
 
 
 def _q(name: str, quote: str) -> str:
@@ -105,24 +114,16 @@ class MySqlSource:
         self.decimal_mode = str(source.get("decimal.handling.mode", "precise")).lower()
         self.binary_mode = str(source.get("binary.handling.mode", "bytes")).lower()
         self.bigint_mode = str(source.get("bigint.unsigned.handling.mode", "long")).lower()
-        host = str(source.get("database.hostname", "localhost"))
-        port = int(source.get("database.port") or 3306)
+        params = mysql_params(
+            source,
+            charset="utf8mb4",
+            connect_timeout=10,
+            init_command="SET time_zone = '+00:00'",  # TIMESTAMP values in UTC, as Debezium emits them
+        )
         try:
-            self.conn = pymysql.connect(
-                host=host,
-                port=port,
-                user=str(source.get("database.user", "")),
-                password=str(source.get("database.password", "")),
-                charset="utf8mb4",
-                connect_timeout=10,
-                init_command="SET time_zone = '+00:00'",  # TIMESTAMP values in UTC, as Debezium emits them
-            )
+            self.conn = pymysql.connect(**params)  # TLS as the connector's (database.ssl.*)
         except pymysql.Error as e:
-            raise ConfigException(
-                f"cannot connect to the source database at {host}:{port} ({_first_line(e)}); check "
-                "source.database.hostname/port/user/password and that the server is running",
-                "source.database.hostname",
-            ) from None
+            raise _refused("mysql", source, params, e) from None
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cur:
@@ -260,24 +261,11 @@ class PostgresSource:
         self.time_mode = str(source.get("time.precision.mode", "adaptive")).lower()
         self.decimal_mode = str(source.get("decimal.handling.mode", "precise")).lower()
         self.binary_mode = str(source.get("binary.handling.mode", "bytes")).lower()
-        host = str(source.get("database.hostname", "localhost"))
-        port = int(source.get("database.port") or 5432)
+        params = postgres_params(source, connect_timeout=10, autocommit=True)
         try:
-            self.conn = psycopg.connect(
-                host=host,
-                port=port,
-                user=str(source.get("database.user", "")),
-                password=str(source.get("database.password") or "") or None,
-                dbname=str(source.get("database.dbname", "")),
-                connect_timeout=10,
-                autocommit=True,
-            )
+            self.conn = psycopg.connect(**params)  # TLS as the connector's (database.ssl*)
         except psycopg.Error as e:
-            raise ConfigException(
-                f"cannot connect to the source database at {host}:{port} ({_first_line(e)}); check "
-                "source.database.hostname/port/user/password/dbname and that the server is running",
-                "source.database.hostname",
-            ) from None
+            raise _refused("postgres", source, params, e) from None
 
     def tables(self) -> list[SourceTable]:
         f = filters(self.source)

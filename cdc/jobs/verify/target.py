@@ -15,7 +15,9 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException
+from cdc.jobs.source_db import sink_conninfo
 from cdc.jobs.spec import JobSpec
 
 BATCH = 20_000
@@ -221,9 +223,9 @@ class PostgresReader:
         try:
             self.conn = psycopg.connect(dsn, connect_timeout=10, autocommit=True)
         except psycopg.Error as e:
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            fix = libpq_tls.advice(str(e), "sink.") or "check sink.dsn"
             raise ConfigException(
-                f"cannot connect to the sink database ({first}); check sink.dsn", "sink.dsn"
+                f"cannot connect to the sink database ({libpq_tls.first_line(e)}); {fix}", "sink.dsn"
             ) from None
 
     def describe(self, table: str) -> str:
@@ -271,5 +273,5 @@ def open_target(job: JobSpec) -> TargetReader:
         conf = sink_config(job)
         return IcebergReader(conf["catalog"], conf["namespace"])
     if kind == "postgres":
-        return PostgresReader(str(s["dsn"]), str(s.get("schema", "public")))
+        return PostgresReader(sink_conninfo(s), str(s.get("schema", "public")))  # with sink.ssl* (TLS)
     raise ConfigException(f"sink.type {kind!r}: cdc verify reads delta, iceberg, parquet and postgres", "sink.type")
