@@ -332,11 +332,14 @@ class ConfigDef:
         return convert_to_string(value, self._keys[name].type if name in self._keys else None)
 
     def mask(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        """A copy safe to print: PASSWORD values (and Password objects) become `[hidden]`."""
+        """A copy safe to print: PASSWORD values, Password objects and values of keys shaped like
+        secrets (cdc.config.sensitive) become `[hidden]`."""
+        from cdc.config.sensitive import is_sensitive
+
         out: dict[str, Any] = {}
         for k, v in props.items():
             key = self._keys.get(k)
-            hidden = (key is not None and key.type is ConfigType.PASSWORD) or isinstance(v, Password)
+            hidden = (key is not None and key.type is ConfigType.PASSWORD) or isinstance(v, Password) or is_sensitive(k)
             out[k] = Password.HIDDEN if hidden and v is not None else v
         return out
 

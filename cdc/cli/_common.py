@@ -16,6 +16,7 @@ from cdc.api.errors import ConfigException, ConnectException
 from cdc.config.files import load_worker_config
 from cdc.config.providers import ConfigTransformer, TransformResult
 from cdc.log.base import LogError
+from cdc.runtime.unknown_keys import log_unknown_keys, unknown_worker_keys
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import OffsetStoreError
 
@@ -52,7 +53,9 @@ def setup_logging(level: str) -> None:
 
 
 def load_worker(path: str) -> tuple[WorkerConfig, ConfigTransformer]:
+    """The worker file's config; each key no worker ConfigDef knows is logged with a did-you-mean."""
     props = load_worker_config(path)
+    log_unknown_keys(logging.getLogger("cdc.runtime.worker_config"), unknown_worker_keys(props), path)
     transformer = ConfigTransformer.from_worker_config(props)
     resolved = transformer.transform(props)
     return WorkerConfig(resolved.data), transformer

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from cdc.api.config import ConfigDef, ConfigKey, ConfigType, ConfigValue, Password, convert_to_string
+from cdc.config.sensitive import is_sensitive
 
 __all__ = [
     "config_groups",
@@ -48,9 +49,10 @@ def config_key_info(key: ConfigKey) -> dict[str, Any]:
 
 
 def config_value_info(value: ConfigValue, type: ConfigType | None, *, masked: bool = False) -> dict[str, Any]:
-    """A ConfigValueInfo. PASSWORD values, Password objects and `masked` values show as `[hidden]`."""
+    """A ConfigValueInfo. PASSWORD values, Password objects, values of keys shaped like secrets
+    (cdc.config.sensitive) and `masked` values show as `[hidden]`."""
     shown = convert_to_string(value.value, type)
-    if masked and shown is not None:
+    if (masked or is_sensitive(value.name)) and shown is not None:
         shown = Password.HIDDEN
     # Kafka renders a LIST key's recommended values one element at a time, as STRINGs.
     element_type = ConfigType.STRING if type is ConfigType.LIST else type

@@ -6,18 +6,20 @@ Shared by the worker (before starting a connector), the REST validate endpoint a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from cdc.api.config import ConfigValue
+from cdc.api.config import ConfigDef, ConfigType, ConfigValue
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
 from cdc.api.sink import SinkConnector
 from cdc.api.source import SourceConnector
+from cdc.config.sensitive import Redactor
 from cdc.config.validation import config_infos
 from cdc.runtime.client_overrides import override_errors
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind, PluginRegistry
+from cdc.runtime.unknown_keys import UnknownKey, unknown_connector_keys
 from cdc.transforms.chain import transformation_config_def, validate_transformations
 
 
@@ -46,8 +48,20 @@ class ConnectorValidator:
             )
         return self.registry.resolve(name, CONNECTOR_KINDS, "connector.class").cls
 
-    def validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
-        """Every key's result: common keys, the connector's own keys, and each SMT's keys."""
+    def validate(self, props: Mapping[str, str], secret_keys: Collection[str] = ()) -> list[ConfigValue]:
+        """Every key's result: common keys, the connector's own keys, and each SMT's keys.
+
+        Error messages never quote a secret: values of PASSWORD keys, of keys shaped like secrets
+        (cdc.config.sensitive) and of `secret_keys` (e.g. provider-resolved ones) show as `[hidden]`.
+        """
+        values = self._validate(props)
+        redact = self.redactor(props, secret_keys)
+        if redact:
+            for v in values:
+                v.errors = redact.all(v.errors)
+        return values
+
+    def _validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
         cls = self.connector_class(props)
         common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
         values = {v.name: v for v in common.validate(props)}
@@ -71,13 +85,54 @@ class ConnectorValidator:
         return list(values.values())
 
     def validate_infos(self, props: Mapping[str, str], masked_keys: Iterable[str] = ()) -> dict[str, Any]:
-        """The body Kafka Connect's `PUT /connector-plugins/{type}/config/validate` returns."""
+        """The body Kafka Connect's `PUT /connector-plugins/{type}/config/validate` returns, plus
+        `warnings`: one `{"name", "message", "suggestion"}` per unknown key (see `unknown_keys`).
+
+        Kafka's fields keep their shape and meaning (`error_count` counts errors only), so clients
+        written for Kafka Connect read the body unchanged; `warnings` is a cdc extension."""
+        cls = self.connector_class(props)
+        masked = set(masked_keys)
+        definition = self.definition(props)
+        values = self.validate(props, masked)
+        infos = config_infos(f"{cls.__module__}.{cls.__qualname__}", definition, values, masked_keys=masked)
+        infos["warnings"] = [u.as_json() for u in self.unknown_keys(props, definition, values)]
+        return infos
+
+    def definition(self, props: Mapping[str, str]) -> ConfigDef:
+        """The common connector keys, the connector's own and every listed SMT's, prefixed."""
         cls = self.connector_class(props)
         common = SOURCE_CONFIG_DEF if issubclass(cls, SourceConnector) else SINK_CONFIG_DEF
-        definition = transformation_config_def(props, self.resolve_for_chain, common.merge(cls().config()))
-        return config_infos(
-            f"{cls.__module__}.{cls.__qualname__}", definition, self.validate(props), masked_keys=masked_keys
-        )
+        return transformation_config_def(props, self.resolve_for_chain, common.merge(cls().config()))
+
+    def password_keys(self, props: Mapping[str, str]) -> frozenset[str]:
+        """Keys a ConfigDef declares PASSWORD (the common ones when the connector class is unknown)."""
+        try:
+            definition = self.definition(props)
+        except Exception:
+            definition = SOURCE_CONFIG_DEF.merge(SINK_CONFIG_DEF)
+        return frozenset(name for name, key in definition.config_keys.items() if key.type is ConfigType.PASSWORD)
+
+    def redactor(self, props: Mapping[str, str], secret_keys: Collection[str] = ()) -> Redactor:
+        """Hides `props`' secret values (declared PASSWORD, shaped like a secret, or `secret_keys`) in text."""
+        return Redactor(props, self.password_keys(props) | set(secret_keys))
+
+    def unknown_keys(
+        self,
+        props: Mapping[str, str],
+        definition: ConfigDef | None = None,
+        values: Iterable[ConfigValue] | None = None,
+    ) -> list[UnknownKey]:
+        """Keys of `props` no ConfigDef knows, each with a did-you-mean where one is close
+        (Kafka's "The configuration ... was supplied but isn't a known config.")."""
+        definition = definition if definition is not None else self.definition(props)
+        values = list(values) if values is not None else self._validate(props)
+        known = definition.names() | {v.name for v in values}
+        unchecked = [
+            v.name.removesuffix("type")
+            for v in values
+            if v.errors and v.name.startswith(("transforms.", "predicates.")) and v.name.endswith(".type")
+        ]
+        return unknown_connector_keys(props, known, unchecked)
 
     @staticmethod
     def _check_name(props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
