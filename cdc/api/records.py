@@ -9,10 +9,17 @@ from cdc.api.header import Headers
 
 
 class ConnectRecord:
-    """A keyed, schema'd value bound for (or read from) a topic partition.
+    """A keyed, schema'd value bound for (or read from) a topic partition (Kafka Connect's ConnectRecord).
 
     `kafka_partition` None lets the runtime place the record by key (murmur2, as Kafka's
     default partitioner does). `timestamp` is milliseconds since the epoch.
+
+    `key` and `value` are Connect data (see `cdc.api.data`) described by `key_schema` and
+    `value_schema`; a None schema means schemaless data (dicts, lists, strings ...). The
+    converters turn them into bytes on the way into the log and back on the way out, so a
+    connector works with Connect data, never with the log's serialized bytes. A None value is
+    a tombstone. Records are mutable objects, but treat them as values: SMTs build changed
+    copies with `new_record`.
     """
 
     __slots__ = (
@@ -57,7 +64,11 @@ class ConnectRecord:
         timestamp: int | None,
         headers: Headers | None = None,
     ) -> Self:
-        """A copy with the given parts replaced; SMTs use it so subclass fields survive."""
+        """A copy with the given parts replaced; SMTs use it so subclass fields survive.
+
+        `headers` None keeps a copy of this record's headers. Subclasses implement it; the
+        base class raises NotImplementedError.
+        """
         raise NotImplementedError
 
     def _fields(self) -> tuple[Any, ...]:
@@ -90,6 +101,11 @@ class SourceRecord(ConnectRecord):
     `source_partition` names the stream (for example `{"server": "dbserver1"}`) and
     `source_offset` the position in it; the runtime stores the latest acknowledged offset
     per partition and hands it back through `OffsetStorageReader` after a restart.
+
+    Both are small dicts of JSON values (str keys; str, int, float, bool, None, lists, dicts):
+    they are stored as JSON and read back with `json.loads`, so tuples come back as lists. The
+    offset is where to resume *after* this record, so a restart does not emit it again. A
+    partition of None means "no position to store" (for example a heartbeat).
     """
 
     __slots__ = ("source_offset", "source_partition")
@@ -122,6 +138,7 @@ class SourceRecord(ConnectRecord):
         timestamp: int | None,
         headers: Headers | None = None,
     ) -> SourceRecord:
+        """A copy with the given parts replaced, keeping this record's source partition and offset."""
         return SourceRecord(
             self.source_partition,
             self.source_offset,
@@ -144,6 +161,10 @@ class SinkRecord(ConnectRecord):
 
     The original topic/partition/offset survive SMTs that rename topics (KIP-793), so a
     sink can commit the position it actually consumed.
+
+    `kafka_offset` is the record's offset in its partition of the log; `timestamp_type` is
+    Kafka's name for the timestamp's origin (this runtime always passes "CreateTime"). The
+    runtime builds these; a sink reads them, and its tests build them by hand.
     """
 
     __slots__ = (
@@ -190,6 +211,10 @@ class SinkRecord(ConnectRecord):
         timestamp: int | None,
         headers: Headers | None = None,
     ) -> SinkRecord:
+        """A copy with the given parts replaced, keeping the log offset and the original position.
+
+        `kafka_partition` None keeps this record's partition.
+        """
         return SinkRecord(
             topic,
             kafka_partition if kafka_partition is not None else self.kafka_partition,  # type: ignore[arg-type]
