@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.api import libpq_tls
+from cdc.api.errors import ConfigException
 from cdc_spark.apply.errors import SinkConfigError
 from cdc_spark.decode import unavailable
 
@@ -42,6 +44,8 @@ KEYS = (
     "maintenance.interval.batches",
     "mode",
     "unavailable.value.placeholder",
+    # postgres: libpq's TLS parameters (also possible inside dsn; these win over the dsn's)
+    *libpq_tls.PARAMS,
 )
 # Settings users bring from other CDC sinks, and where that choice lives here.
 _ELSEWHERE = {
@@ -60,6 +64,7 @@ class SinkConfig:
     target: str
     path: str | None = None  # delta/parquet: the root directory; one sub-directory per table
     dsn: str | None = None  # postgres: a libpq connection string
+    tls: Mapping[str, str] = field(default_factory=dict)  # postgres: sslmode, sslrootcert, sslcert, sslkey, ...
     schema: str = "public"  # postgres schema / iceberg namespace
     catalog: Mapping[str, str] = field(default_factory=dict)  # iceberg: SqlCatalog properties
     table_name_format: str = "${topic}"
@@ -128,6 +133,7 @@ class SinkConfig:
         schema = str(c.get("schema", c.get("namespace", "public")))
         if target == "postgres":
             _check_dsn(str(c["dsn"]))
+        tls = _tls(c, target)
         if target in ("postgres", "iceberg"):
             _check_schema(target, schema)
         catalog = _mapping(
@@ -148,6 +154,7 @@ class SinkConfig:
             target=target,
             path=c.get("path"),
             dsn=c.get("dsn"),
+            tls=tls,
             schema=schema,
             catalog={str(k): str(v) for k, v in catalog.items()},
             table_name_format=name_format,
@@ -309,6 +316,21 @@ def _check_dsn(dsn: str) -> None:
             f"dsn is not a valid libpq connection string ({str(e).strip()}): use postgresql://user:pass@host:5432/db "
             "or 'host=… port=… dbname=… user=…'"
         ) from None
+
+
+def _tls(c: Mapping[str, Any], target: str) -> dict[str, str]:
+    """The PostgreSQL target's TLS keys (libpq's names); an unknown sslmode is refused, and on other targets
+    they would be ignored, so they are refused too."""
+    try:
+        given = libpq_tls.params(c, "")
+    except ConfigException as e:
+        raise SinkConfigError(str(e)) from None
+    if given and target != "postgres":
+        raise SinkConfigError(
+            f"{', '.join(sorted(given))}: TLS settings of the PostgreSQL target; target={target} does not connect "
+            "to a database, remove them"
+        )
+    return given
 
 
 def _check_schema(target: str, schema: str) -> None:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from psycopg import sql
 
+from cdc.api import libpq_tls
 from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import (
@@ -35,6 +36,7 @@ from cdc_spark.apply.errors import (
     RUN_AGAIN,
     Refused,
     SchemaEvolutionError,
+    SinkConfigError,
     batch_keys,
     naming_keys,
     row_key,
@@ -138,7 +140,15 @@ class PostgresWriter:
 
     def __init__(self, config: SinkConfig) -> None:
         self.config = config
-        self.conn = psycopg.connect(config.dsn or "", autocommit=True)
+        try:
+            self.conn = psycopg.connect(config.dsn or "", autocommit=True, **config.tls)
+        except psycopg.OperationalError as e:
+            fix = libpq_tls.advice(str(e), "")  # a TLS refusal: a setting to change, not an outage
+            if fix is None:
+                raise
+            raise SinkConfigError(
+                f"cannot connect to the PostgreSQL target ({libpq_tls.first_line(e)}): {fix}; {RUN_AGAIN}"
+            ) from None
 
     def close(self) -> None:
         self.conn.close()
