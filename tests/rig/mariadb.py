@@ -13,12 +13,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 import pymysql
 
 from ._common import Daemon, docker_available, run_checked, start_on_free_port, temp_dir, unavailable, unique_name
+
+if TYPE_CHECKING:
+    from .tls import Pki
 
 ENV_URL = "CDC_TEST_MYSQL_URL"
 
@@ -263,3 +266,20 @@ def provide() -> Iterator[MariaDbServer]:
             "MariaDB: no mariadbd/mariadb-install-db binaries and no Docker engine; "
             f"install mariadb-server (apt-get install mariadb-server) or set {ENV_URL}"
         )
+
+
+@contextmanager
+def spawn_tls(pki: Pki, require: str = "X509") -> Iterator[MariaDbServer]:
+    """A private MariaDB serving TLS with `pki`'s server certificate (trusting its CA for client
+    certificates), whose cdc user must connect over TLS: `REQUIRE SSL`, or `REQUIRE X509` (with a
+    client certificate signed by that CA). The admin (root) keeps connecting without requirements."""
+    binaries = local_binaries()
+    if binaries is None:
+        unavailable(
+            "MariaDB with TLS needs the local mariadbd/mariadb-install-db binaries (apt-get install mariadb-server)"
+        )
+    flags = [f"--ssl-ca={pki.ca_cert}", f"--ssl-cert={pki.server_cert}", f"--ssl-key={pki.server_key}"]
+    with _spawn(*binaries, flags) as server:
+        with server.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"ALTER USER %s@'%%' REQUIRE {require}", (server.cdc_user,))
+        yield server

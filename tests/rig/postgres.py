@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 import psycopg
@@ -31,6 +31,9 @@ from ._common import (
     unavailable,
     unique_name,
 )
+
+if TYPE_CHECKING:
+    from .tls import Pki
 
 ENV_URL = "CDC_TEST_POSTGRES_URL"
 
@@ -166,7 +169,11 @@ def _ping(server: PostgresServer, datadir: Path | None = None) -> bool:
 
 
 @contextmanager
-def _spawn(bindir: Path, overrides: dict[str, str] | None = None) -> Iterator[PostgresServer]:
+def _spawn(
+    bindir: Path, overrides: dict[str, str] | None = None, hba: str = HBA, pki: Pki | None = None
+) -> Iterator[PostgresServer]:
+    """`hba` replaces pg_hba.conf; `pki` turns ssl on with its server certificate and CA (copied into
+    the data directory, owned by the server's account: PostgreSQL refuses a key others can read)."""
     run_as = RunAs.for_postgres()
     with temp_dir("cdc-pg-", run_as) as tmp:
         datadir, log = tmp / "data", tmp / "postgres.log"
@@ -185,11 +192,13 @@ def _spawn(bindir: Path, overrides: dict[str, str] | None = None) -> Iterator[Po
             run_as,
             cwd=tmp,
         )
-        (datadir / "pg_hba.conf").write_text(HBA)
+        (datadir / "pg_hba.conf").write_text(hba)
+        tls_settings = _install_pki(datadir, pki, run_as) if pki else {}
 
         def daemon_for(port: int) -> Daemon:
             settings = {
                 **SETTINGS,
+                **tls_settings,
                 **(overrides or {}),
                 "port": str(port),
                 "listen_addresses": "127.0.0.1",
@@ -219,6 +228,48 @@ def _spawn(bindir: Path, overrides: dict[str, str] | None = None) -> Iterator[Po
             yield replace(server, _daemon=daemon)
         finally:
             daemon.stop()
+
+
+def _install_pki(datadir: Path, pki: Pki, run_as: RunAs | None) -> dict[str, str]:
+    settings = {}
+    for setting, source in (
+        ("ssl_cert_file", pki.server_cert),
+        ("ssl_key_file", pki.server_key),
+        ("ssl_ca_file", pki.ca_cert),
+    ):
+        target = datadir / f"tls-{source.name}"
+        shutil.copyfile(source, target)
+        os.chmod(target, 0o600)
+        if run_as:
+            os.chown(target, run_as.uid, run_as.gid)
+        settings[setting] = str(target)
+    return {"ssl": "on", **settings}
+
+
+# TLS only over TCP: hostssl lines and no host lines. The admin (postgres) is trusted; every other
+# user logs in with a client certificate whose CN is its name (`cert`), as REQUIRE X509 in MariaDB.
+TLS_HBA = """\
+local   all         all                   trust
+local   replication all                   trust
+hostssl all         postgres 127.0.0.1/32 trust
+hostssl replication postgres 127.0.0.1/32 trust
+hostssl all         all      127.0.0.1/32 cert
+hostssl replication all      127.0.0.1/32 cert
+"""
+
+
+@contextmanager
+def spawn_tls(pki: Pki, user: str = "cdc") -> Iterator[PostgresServer]:
+    """A private PostgreSQL that accepts TCP connections only over TLS (`pki`'s server certificate),
+    with a superuser `user` (REPLICATION) who must log in with a client certificate of CN `user`.
+    The returned server's own connections are the admin's (postgres, trusted over TLS)."""
+    bindir = _bindir()
+    if not (bindir and (bindir / "postgres").exists()):
+        unavailable("PostgreSQL with TLS needs the local initdb/postgres binaries (apt-get install postgresql)")
+    with _spawn(bindir, hba=TLS_HBA, pki=pki) as server:
+        with server.connect() as conn:
+            conn.execute(f'CREATE ROLE "{user}" LOGIN SUPERUSER REPLICATION')
+        yield server
 
 
 @contextmanager
