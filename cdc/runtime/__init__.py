@@ -1,0 +1,1 @@
+"""The Kafka Connect runtime: workers, task runners, herders and plugin discovery."""
