@@ -15,14 +15,20 @@ class HistoryLog(Protocol):
     """One single-partition topic of the worker's log; records are opaque bytes, oldest first."""
 
     @property
-    def topic(self) -> str: ...
+    def topic(self) -> str:
+        """The topic's name, as the connector asked for it."""
+        ...
 
     def append(self, value: bytes) -> None:
-        """Durable when it returns (raises if the log refused it)."""
+        """Durable when it returns (raises if the log refused it).
+
+        Append before emitting the records that depend on it (for example a DDL's schema change
+        before the rows in the new shape), so a restart never reads rows it cannot decode.
+        """
         ...
 
     def read_all(self) -> list[bytes]:
-        """Every record appended so far, in order."""
+        """Every record appended so far, in order; a restarted task reads it in `start` to rebuild its state."""
         ...
 
 

@@ -35,16 +35,22 @@ RETAINED_WAL_BYTES = "RetainedWalBytes"
 
 
 class TaskMetrics:
-    """A task's metrics by name. `set`/`update` for values known now, `register` for computed ones."""
+    """A task's metrics by name. `set`/`update` for values known now, `register` for computed ones.
+
+    The runtime keeps one per task and publishes its `snapshot`; a task gets it with
+    `TaskMetrics.of(self.context)` in `start`. Tests may create one directly.
+    """
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
         self._suppliers: list[Supplier] = []
 
     def set(self, name: str, value: Any) -> None:
+        """Set one metric (a JSON-able value) until it is set again; published with the next snapshot."""
         self._values[name] = value
 
     def update(self, values: Mapping[str, Any]) -> None:
+        """Set several metrics at once, as `set` does for each."""
         self._values.update(values)
 
     def register(self, supplier: Supplier) -> None:
