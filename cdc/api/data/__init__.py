@@ -1,4 +1,9 @@
-"""The Connect data model: schemas, structs and logical types."""
+"""The Connect data model: schemas, structs and logical types (Kafka Connect's `data` package).
+
+A record's key and value are plain Python values described by a `Schema`: a source connector
+builds its schemas once (per table version) with `SchemaBuilder` and fills `Struct`s; a sink
+reads them back through the same classes, whatever converter carried them through the log.
+"""
 
 from typing import Any, NamedTuple
 
@@ -8,6 +13,8 @@ from cdc.api.data.struct import Struct
 
 
 class SchemaAndValue(NamedTuple):
+    """A value with its schema, as converters return it; `SchemaAndValue.NULL` is (None, None)."""
+
     schema: Schema | None
     value: Any
 

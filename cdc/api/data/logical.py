@@ -17,19 +17,27 @@ _EPOCH_DATE = datetime.date(1970, 1, 1)
 
 
 class Decimal:
+    """Kafka Connect's Decimal: a `decimal.Decimal` of fixed scale, written as BYTES (unscaled, big-endian).
+
+    The scale is the schema's `scale` parameter; values must carry exactly that scale.
+    """
+
     LOGICAL_NAME = "org.apache.kafka.connect.data.Decimal"
     SCALE_FIELD = "scale"
 
     @staticmethod
     def builder(scale: int) -> SchemaBuilder:
+        """A builder for a Decimal schema of `scale` (add `.optional()` for nullable columns)."""
         return SchemaBuilder.bytes().name(Decimal.LOGICAL_NAME).parameter(Decimal.SCALE_FIELD, str(scale)).version(1)
 
     @staticmethod
     def schema(scale: int) -> Schema:
+        """A required Decimal schema of `scale`."""
         return Decimal.builder(scale).build()
 
     @staticmethod
     def scale(schema: Schema) -> int:
+        """The scale a Decimal schema declares; DataException if it has none."""
         try:
             return int((schema.parameters or {})[Decimal.SCALE_FIELD])
         except (KeyError, ValueError) as e:
@@ -54,16 +62,20 @@ class Decimal:
 
     @staticmethod
     def to_logical(schema: Schema, value: bytes) -> decimal.Decimal:
+        """The `decimal.Decimal` that the unscaled bytes `value` hold at the schema's scale."""
         unscaled = int.from_bytes(value, "big", signed=True)
         sign, digits, _ = decimal.Decimal(unscaled).as_tuple()  # no str(int): see from_logical
         return decimal.Decimal((sign, digits, -Decimal.scale(schema)))
 
 
 class Date:
+    """Kafka Connect's Date: a `datetime.date`, written as INT32 days since 1970-01-01."""
+
     LOGICAL_NAME = "org.apache.kafka.connect.data.Date"
 
     @staticmethod
     def builder() -> SchemaBuilder:
+        """A builder for a Date schema (`Date.SCHEMA` is the required one)."""
         return SchemaBuilder.int32().name(Date.LOGICAL_NAME).version(1)
 
     SCHEMA: Schema
@@ -77,14 +89,18 @@ class Date:
 
     @staticmethod
     def to_logical(schema: Schema, value: int) -> datetime.date:
+        """The date `value` days after 1970-01-01 (negative: before)."""
         return _EPOCH_DATE + datetime.timedelta(days=value)
 
 
 class Time:
+    """Kafka Connect's Time: a `datetime.time`, written as INT32 milliseconds since midnight."""
+
     LOGICAL_NAME = "org.apache.kafka.connect.data.Time"
 
     @staticmethod
     def builder() -> SchemaBuilder:
+        """A builder for a Time schema (`Time.SCHEMA` is the required one)."""
         return SchemaBuilder.int32().name(Time.LOGICAL_NAME).version(1)
 
     SCHEMA: Schema
@@ -96,6 +112,7 @@ class Time:
 
     @staticmethod
     def to_logical(schema: Schema, value: int) -> datetime.time:
+        """The time of day `value` milliseconds after midnight; DataException outside one day."""
         if not 0 <= value < 86_400_000:
             raise DataException("Time values must be milliseconds within one day, got " + str(value))
         ms = value
@@ -103,10 +120,13 @@ class Time:
 
 
 class Timestamp:
+    """Kafka Connect's Timestamp: a `datetime.datetime`, written as INT64 milliseconds since the epoch (UTC)."""
+
     LOGICAL_NAME = "org.apache.kafka.connect.data.Timestamp"
 
     @staticmethod
     def builder() -> SchemaBuilder:
+        """A builder for a Timestamp schema (`Timestamp.SCHEMA` is the required one)."""
         return SchemaBuilder.int64().name(Timestamp.LOGICAL_NAME).version(1)
 
     SCHEMA: Schema
@@ -121,6 +141,7 @@ class Timestamp:
 
     @staticmethod
     def to_logical(schema: Schema, value: int) -> datetime.datetime:
+        """The UTC datetime `value` milliseconds after the epoch."""
         return _EPOCH + datetime.timedelta(milliseconds=value)
 
 
@@ -137,4 +158,5 @@ LOGICAL_TYPES = {
 
 
 def is_logical(schema: Schema | None) -> bool:
+    """True when `schema` is one of Kafka Connect's four logical types (values are decimal/date/time/datetime)."""
     return schema is not None and schema.name in LOGICAL_TYPES and schema.type is not Type.STRUCT

@@ -17,6 +17,8 @@ from cdc.api.errors import DataException, SchemaBuilderException
 
 
 class Type(Enum):
+    """A schema's physical type (Kafka Connect's Schema.Type); the value is Kafka's JSON name for it."""
+
     INT8 = "int8"
     INT16 = "int16"
     INT32 = "int32"
@@ -32,6 +34,7 @@ class Type(Enum):
 
     @property
     def is_primitive(self) -> bool:
+        """True for every type but ARRAY, MAP and STRUCT."""
         return self not in (Type.ARRAY, Type.MAP, Type.STRUCT)
 
 
@@ -77,7 +80,14 @@ class Field:
 
 
 class Schema:
-    """An immutable schema. Build one with `SchemaBuilder`, or use the constants below."""
+    """An immutable schema. Build one with `SchemaBuilder`, or use the constants below.
+
+    Kafka Connect's Schema/ConnectSchema in one class: `type`, `optional`, `default_value`,
+    `name` (a logical type's name, or the record name a converter writes), `version`, `doc`,
+    `parameters`, and by type `fields` (STRUCT), `key_schema` and `value_schema` (MAP, ARRAY).
+    Schemas compare by value and can be dict keys, so a connector should build one schema per
+    table version and reuse it for every record, not one per record.
+    """
 
     # Predefined schemas, assigned after the class body (Kafka's Schema.*_SCHEMA).
     INT8_SCHEMA: Schema
@@ -149,6 +159,7 @@ class Schema:
         return self._field_index.get(name)
 
     def schema(self) -> Schema:
+        """This schema itself, so a Schema and a SchemaBuilder can be used alike."""
         return self
 
     def __eq__(self, other: object) -> bool:
@@ -274,56 +285,69 @@ class SchemaBuilder:
     # -- factories -------------------------------------------------------------------------
     @classmethod
     def of(cls, type: Type) -> SchemaBuilder:
+        """A builder for a schema of `type` (ARRAY and MAP need `array`/`map` for their element schemas)."""
         return cls(type)
 
     @classmethod
     def int8(cls) -> SchemaBuilder:
+        """A builder for an INT8 schema (Python int, -128..127)."""
         return cls(Type.INT8)
 
     @classmethod
     def int16(cls) -> SchemaBuilder:
+        """A builder for an INT16 schema (Python int)."""
         return cls(Type.INT16)
 
     @classmethod
     def int32(cls) -> SchemaBuilder:
+        """A builder for an INT32 schema (Python int)."""
         return cls(Type.INT32)
 
     @classmethod
     def int64(cls) -> SchemaBuilder:
+        """A builder for an INT64 schema (Python int)."""
         return cls(Type.INT64)
 
     @classmethod
     def float32(cls) -> SchemaBuilder:
+        """A builder for a FLOAT32 schema (Python float)."""
         return cls(Type.FLOAT32)
 
     @classmethod
     def float64(cls) -> SchemaBuilder:
+        """A builder for a FLOAT64 schema (Python float)."""
         return cls(Type.FLOAT64)
 
     @classmethod
     def bool(cls) -> SchemaBuilder:
+        """A builder for a BOOLEAN schema (Python bool)."""
         return cls(Type.BOOLEAN)
 
     @classmethod
     def string(cls) -> SchemaBuilder:
+        """A builder for a STRING schema (Python str)."""
         return cls(Type.STRING)
 
     @classmethod
     def bytes(cls) -> SchemaBuilder:
+        """A builder for a BYTES schema (bytes, bytearray or memoryview)."""
         return cls(Type.BYTES)
 
     @classmethod
     def struct(cls) -> SchemaBuilder:
+        """A builder for a STRUCT schema; add fields in order with `field`."""
         return cls(Type.STRUCT)
 
     @classmethod
     def array(cls, value_schema: Schema) -> SchemaBuilder:
+        """A builder for an ARRAY schema whose elements (list items) fit `value_schema`."""
         b = cls(Type.ARRAY)
         b._value_schema = value_schema
         return b
 
     @classmethod
     def map(cls, key_schema: Schema, value_schema: Schema) -> SchemaBuilder:
+        """A builder for a MAP schema (a dict) with keys fitting `key_schema` and values `value_schema`."""
         b = cls(Type.MAP)
         b._key_schema = key_schema
         b._value_schema = value_schema
@@ -331,44 +355,53 @@ class SchemaBuilder:
 
     # -- modifiers -------------------------------------------------------------------------
     def optional(self) -> SchemaBuilder:
+        """Allow None as a value (a nullable column); returns self."""
         self._optional = True
         return self
 
     def required(self) -> SchemaBuilder:
+        """Refuse None as a value (the default); returns self."""
         self._optional = False
         return self
 
     def default_value(self, value: Any) -> SchemaBuilder:
+        """The value `Struct.get` returns for a null field; `build` checks that it fits. Returns self."""
         self._default = value
         return self
 
     def name(self, name: str) -> SchemaBuilder:
+        """The schema's fully qualified name (for example `server.db.table.Value`); set once. Returns self."""
         self._check_unset("name", self._name, name)
         self._name = name
         return self
 
     def version(self, version: int) -> SchemaBuilder:
+        """The schema's version number; set once. Returns self."""
         self._check_unset("version", self._version, version)
         self._version = version
         return self
 
     def doc(self, doc: str) -> SchemaBuilder:
+        """A description, carried by converters that write schemas; set once. Returns self."""
         self._check_unset("doc", self._doc, doc)
         self._doc = doc
         return self
 
     def parameter(self, key: str, value: str) -> SchemaBuilder:
+        """Add one string parameter (for example a Decimal's `scale` or a source column type); returns self."""
         if self._parameters is None:
             self._parameters = {}
         self._parameters[key] = value
         return self
 
     def parameters(self, params: Mapping[str, str]) -> SchemaBuilder:
+        """Add every parameter of `params`; returns self."""
         for k, v in params.items():
             self.parameter(k, v)
         return self
 
     def field(self, name: str, schema: Schema | SchemaBuilder) -> SchemaBuilder:
+        """Append a STRUCT field (a builder is built now); names must be unique. Returns self."""
         if self._type is not Type.STRUCT:
             raise SchemaBuilderException("Cannot create fields on type " + self._type.value)
         if not name:
@@ -380,6 +413,7 @@ class SchemaBuilder:
         return self
 
     def build(self) -> Schema:
+        """The immutable Schema; raises SchemaBuilderException if the default value does not fit."""
         try:
             return Schema(
                 self._type,

@@ -9,6 +9,13 @@ from cdc.api.errors import DataException
 
 
 class Struct:
+    """The value of a STRUCT schema: one value per field, in field order (Kafka Connect's Struct).
+
+    Build it with `Struct(schema).put(name, value)...` (each put is checked against the field's
+    schema) or, on hot paths, `Struct.from_values`. A Debezium change event's value, its
+    `before`/`after` rows and its `source` block are all Structs.
+    """
+
     __slots__ = ("_values", "schema")
 
     def __init__(self, schema: Schema) -> None:
@@ -53,6 +60,7 @@ class Struct:
         return v
 
     def get_without_default(self, field: str) -> Any:
+        """The field's value as set, None included (no fall-back to the schema's default)."""
         return self._values[self._lookup(field).index]
 
     def validate(self) -> None:
