@@ -18,6 +18,8 @@ from cdc.api.errors import ConfigException
 
 
 class ConfigType(Enum):
+    """How a key's string value is parsed (Kafka's ConfigDef.Type); see `parse_type` for each rule."""
+
     BOOLEAN = "BOOLEAN"
     STRING = "STRING"
     INT = "INT"
@@ -30,12 +32,16 @@ class ConfigType(Enum):
 
 
 class Importance(Enum):
+    """How much a user should care about a key, shown by the config listing (Kafka's ConfigDef.Importance)."""
+
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
     LOW = "LOW"
 
 
 class Width(Enum):
+    """A hint for UIs on how wide a key's value usually is (Kafka's ConfigDef.Width)."""
+
     NONE = "NONE"
     SHORT = "SHORT"
     MEDIUM = "MEDIUM"
@@ -52,6 +58,7 @@ class Password:
         self._value = value
 
     def value(self) -> str:
+        """The secret's text; call it only where the secret is used (a login), never to log it."""
         return self._value
 
     def __str__(self) -> str:
@@ -86,10 +93,12 @@ class Range:
 
     @classmethod
     def at_least(cls, min: float) -> Range:
+        """Values `min` or more."""
         return cls(min, None)
 
     @classmethod
     def between(cls, min: float, max: float) -> Range:
+        """Values from `min` to `max`, both included."""
         return cls(min, max)
 
     def __call__(self, name: str, value: Any) -> None:
@@ -123,10 +132,12 @@ class ValidString:
 
     @classmethod
     def in_(cls, *allowed: str) -> ValidString:
+        """Exactly one of `allowed` (case matters)."""
         return cls(*allowed)
 
     @classmethod
     def in_ignore_case(cls, *allowed: str) -> ValidString:
+        """One of `allowed`, in any case; the value is kept as the user wrote it."""
         return cls(*allowed, case_sensitive=False)
 
     def __call__(self, name: str, value: Any) -> None:
@@ -167,6 +178,8 @@ class ValidList:
 
 
 class NonEmptyString:
+    """A string that is set and not blank (a required key with no sensible default)."""
+
     def __call__(self, name: str, value: Any) -> None:
         if value is None or (isinstance(value, str) and not value.strip()):
             raise ConfigException(f"Invalid value for configuration {name}: String may not be empty", name, value)
@@ -198,6 +211,8 @@ class ValidRegex:
 # -- definition ---------------------------------------------------------------------------
 @dataclass
 class ConfigKey:
+    """One declared key, as `ConfigDef.define` stored it; read it through `ConfigDef.config_keys`."""
+
     name: str
     type: ConfigType
     default_value: Any
@@ -213,6 +228,7 @@ class ConfigKey:
 
     @property
     def has_default(self) -> bool:
+        """False for a required key (declared without a default)."""
         return self.default_value is not NO_DEFAULT_VALUE
 
 
@@ -227,11 +243,18 @@ class ConfigValue:
     visible: bool = True
 
     def add_error_message(self, message: str) -> None:
+        """Add one error; a `Connector.validate` override uses it for cross-field checks (name the fix)."""
         self.errors.append(message)
 
 
 class ConfigDef:
-    """A connector's, converter's or transform's declared configuration."""
+    """A connector's, converter's or transform's declared configuration (Kafka's ConfigDef).
+
+    Build it once at module level with chained `define` calls and return it from the plugin's
+    `config()`. The runtime uses it to validate configs per key (each error names its key),
+    to list the plugin's settings (`GET /connector-plugins/{type}/config`) and to mask PASSWORD
+    values; the plugin uses `parse` in `start` to get typed values.
+    """
 
     def __init__(self, base: ConfigDef | None = None) -> None:
         self._keys: dict[str, ConfigKey] = dict(base._keys) if base else {}
@@ -251,6 +274,16 @@ class ConfigDef:
         dependents: Iterable[str] = (),
         internal: bool = False,
     ) -> ConfigDef:
+        """Declare a key; returns self, so definitions chain.
+
+        Without `default_value` the key is required. A default is parsed by `type` and checked by
+        `validator` now, so a wrong default fails when the ConfigDef is built (at import for a
+        module-level one), not when a user starts the connector.
+        `validator(name, parsed_value)` raises ConfigException naming the key (see `Range`,
+        `ValidString`, ...). `group`, `order_in_group`, `width`, `display_name` and `dependents`
+        only shape the config listing; `internal` marks a key users are not meant to set. A name
+        defined twice raises ConfigException.
+        """
         if name in self._keys:
             raise ConfigException(f"Configuration {name} is defined twice.", name)
         if default_value is not NO_DEFAULT_VALUE and default_value is not None:
@@ -276,13 +309,16 @@ class ConfigDef:
     def define_internal(
         self, name: str, type: ConfigType, default_value: Any, importance: Importance = Importance.LOW
     ) -> ConfigDef:
+        """Declare an internal key (one the runtime or plugin sets, not the user); returns self."""
         return self.define(name, type, default_value, importance=importance, internal=True)
 
     @property
     def config_keys(self) -> dict[str, ConfigKey]:
+        """A copy of the declared keys by name, in definition order."""
         return dict(self._keys)
 
     def names(self) -> set[str]:
+        """The declared key names."""
         return set(self._keys)
 
     def merge(self, other: ConfigDef) -> ConfigDef:
@@ -326,9 +362,11 @@ class ConfigDef:
         return results
 
     def validate_all(self, props: Mapping[str, Any]) -> dict[str, ConfigValue]:
+        """`validate`'s results by key name."""
         return {cv.name: cv for cv in self.validate(props)}
 
     def convert_to_string(self, name: str, value: Any) -> str | None:
+        """`value` as the string the REST API shows for key `name` (passwords masked)."""
         return convert_to_string(value, self._keys[name].type if name in self._keys else None)
 
     def mask(self, props: Mapping[str, Any]) -> dict[str, Any]:
@@ -406,6 +444,7 @@ def parse_type(name: str, value: Any, type: ConfigType) -> Any:
 
 
 def type_name(value: Any) -> str:
+    """The Python type name of `value` (for example "str"), for error messages."""
     return builtins.type(value).__name__
 
 
@@ -423,7 +462,12 @@ def convert_to_string(value: Any, type: ConfigType | None) -> str | None:
 
 
 class AbstractConfig:
-    """Parsed config with typed getters; keeps the originals for prefix look-ups."""
+    """Parsed config with typed getters; keeps the originals for prefix look-ups (Kafka's AbstractConfig).
+
+    Subclass it for a connector's typed config class: `__init__` parses `originals` with the
+    ConfigDef and raises ConfigException naming the first missing or invalid key. Its repr masks
+    passwords and keys shaped like secrets, so it is safe to log.
+    """
 
     def __init__(self, definition: ConfigDef, originals: Mapping[str, Any]) -> None:
         self.definition = definition
@@ -431,35 +475,45 @@ class AbstractConfig:
         self._values = definition.parse(originals)
 
     def get(self, name: str) -> Any:
+        """The parsed value of a declared key; ConfigException for a key the ConfigDef does not declare."""
         if name not in self._values:
             raise ConfigException(f"Unknown configuration '{name}'", name)
         return self._values[name]
 
     def get_string(self, name: str) -> str | None:
+        """The value of a STRING key (None when unset with a None default)."""
         return self.get(name)
 
     def get_int(self, name: str) -> int | None:
+        """The value of an INT or SHORT key."""
         return self.get(name)
 
     def get_long(self, name: str) -> int | None:
+        """The value of a LONG key."""
         return self.get(name)
 
     def get_boolean(self, name: str) -> bool | None:
+        """The value of a BOOLEAN key."""
         return self.get(name)
 
     def get_list(self, name: str) -> list[str] | None:
+        """The value of a LIST key, entries trimmed (an empty string gives [])."""
         return self.get(name)
 
     def get_password(self, name: str) -> Password | None:
+        """The value of a PASSWORD key, still wrapped: call `.value()` only where it is used."""
         return self.get(name)
 
     def values(self) -> dict[str, Any]:
+        """Every declared key's parsed value (a copy)."""
         return dict(self._values)
 
     def originals(self) -> dict[str, Any]:
+        """The config as given, undeclared keys included (a copy)."""
         return dict(self._originals)
 
     def originals_with_prefix(self, prefix: str, strip: bool = True) -> dict[str, Any]:
+        """The original keys starting with `prefix` (say `database.`), stripped of it unless `strip` is False."""
         return {(k[len(prefix) :] if strip else k): v for k, v in self._originals.items() if k.startswith(prefix)}
 
     def __repr__(self) -> str:
