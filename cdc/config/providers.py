@@ -18,6 +18,19 @@ Deviations from Kafka, each deliberate:
 - A reference that cannot be resolved is an error naming the config key, instead of
   Kafka's silent pass-through of the literal `${...}` text, which otherwise surfaces
   much later as a failed login with the password "${env:DB_PASS}".
+- Connector configs submitted over the REST API may reference only the providers named by
+  the worker's `rest.config.providers` (issue 17). By default that is every provider
+  `config.providers` declares *except* `env`, `file` and `directory`, which read the
+  worker's own environment and files: a REST caller could otherwise read
+  `${file:/proc/self/environ:...}` or any file the worker can (Kafka's CVE-2024-31141).
+  Kafka resolves every configured provider whatever the config's origin and relies on
+  `allowed.paths` alone. Configs from the operator's own files (`cdc standalone`'s
+  arguments, a `cdc run` job) keep every provider. A value a stored config already held
+  may be submitted again unchanged (a PUT of the config GET returned).
+- `allowed.paths` also resolves symbolic links: a path must lie under an allowed root both
+  as written (normalised, as in Kafka) and once its links are followed, so a link inside an
+  allowed directory cannot lead to `/etc/passwd`. Kafka checks the written path only.
+  Kubernetes secret mounts still work: their links point inside the mount.
 """
 
 from __future__ import annotations
@@ -38,7 +51,9 @@ from cdc.config.properties import parse_properties
 __all__ = [
     "BUILTIN_PROVIDERS",
     "DEFAULT_PROVIDERS",
+    "LOCAL_PROVIDERS",
     "REFERENCE_PATTERN",
+    "REST_CONFIG_PROVIDERS",
     "AllowedPaths",
     "ConfigProvider",
     "ConfigTransformer",
@@ -46,14 +61,22 @@ __all__ = [
     "EnvVarConfigProvider",
     "FileConfigProvider",
     "TransformResult",
+    "check_submitted_references",
     "has_references",
     "instantiate_providers",
+    "is_under",
     "resolve_provider_class",
+    "rest_config_providers",
+    "reverse_transform",
 ]
 
 CONFIG_PROVIDERS = "config.providers"
 ALLOWED_PATHS = "allowed.paths"
 ALLOWLIST_PATTERN = "allowlist.pattern"
+REST_CONFIG_PROVIDERS = "rest.config.providers"
+
+LOCAL_PROVIDERS = frozenset({"env", "file", "directory"})
+"""Providers that read the worker's own environment or files: not for REST-submitted configs by default."""
 
 REFERENCE_PATTERN = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
 """Kafka's ConfigTransformer.DEFAULT_PATTERN: group 1 provider, group 3 path, group 4 key."""
@@ -136,8 +159,11 @@ class AllowedPaths:
     """KIP-993 `allowed.paths`: comma-separated absolute, existing directories or files.
 
     Like Kafka, a path is checked after lexical normalisation (`a/../b` → `b`), comparing
-    whole path components, without resolving symlinks (Kubernetes secret mounts are
-    symlinks into a hidden directory, and resolving them would reject every secret).
+    whole path components. Unlike Kafka, the path with its symbolic links followed must lie
+    under an allowed root too (also with its links followed), so a link in an allowed
+    directory cannot lead out of it. Kubernetes secret mounts (`pw` → `..data/pw` →
+    `..2024_01_01/pw`) stay inside their mount and pass. A relative path is refused: it
+    would depend on the worker's working directory.
     """
 
     def __init__(self, setting: str | None) -> None:
@@ -161,15 +187,29 @@ class AllowedPaths:
         """The normalised path if allowed; raise ConfigException otherwise."""
         if self.roots is None:
             return path
-        normalised = PurePath(os.path.normpath(path))
-        for root in self.roots:
-            if normalised.parts[: len(root.parts)] == root.parts:
-                return str(normalised)
         allowed = ", ".join(str(r) for r in self.roots)
-        raise ConfigException(
-            f"path {path} is outside {ALLOWED_PATHS} ({allowed}); move the file under an allowed path "
-            f"or extend the provider's {ALLOWED_PATHS}"
-        )
+        if not os.path.isabs(path):
+            raise ConfigException(
+                f"path {path} is relative; with {ALLOWED_PATHS} ({allowed}) write the absolute path of a file under it"
+            )
+        normalised = PurePath(os.path.normpath(path))
+        if not any(is_under(normalised, root) for root in self.roots):
+            raise ConfigException(
+                f"path {path} is outside {ALLOWED_PATHS} ({allowed}); move the file under an allowed path "
+                f"or extend the provider's {ALLOWED_PATHS}"
+            )
+        real = PurePath(os.path.realpath(normalised))
+        if not any(is_under(real, PurePath(os.path.realpath(root))) for root in self.roots):
+            raise ConfigException(
+                f"path {path} leads through a symbolic link outside {ALLOWED_PATHS} ({allowed}); "
+                f"put the file itself under an allowed path or extend the provider's {ALLOWED_PATHS}"
+            )
+        return str(normalised)
+
+
+def is_under(path: PurePath, root: PurePath) -> bool:
+    """Whether `path` is `root` or inside it, by whole components (`/a/bc` is not under `/a/b`)."""
+    return path.parts[: len(root.parts)] == root.parts
 
 
 class FileConfigProvider(ConfigProvider):
@@ -184,7 +224,14 @@ class FileConfigProvider(ConfigProvider):
     def get(self, path: str, keys: Iterable[str] | None = None) -> dict[str, str]:
         if not path:
             raise ConfigException("needs a file path; write ${file:/path/to/file.properties:key}")
-        props = parse_properties(read_config_text(self._allowed.check(path)), path)
+        text = read_config_text(self._allowed.check(path))
+        try:
+            props = parse_properties(text, path)
+        except ConfigException as e:
+            # Its message may quote a line of the file, which is not necessarily a config file.
+            line = getattr(e, "line_number", None)
+            where = f" (line {line})" if line else ""
+            raise ConfigException(f"{path} is not a valid .properties file{where}; fix the file") from None
         if keys is None:
             return props
         return {k: props[k] for k in keys if k in props}
@@ -219,6 +266,13 @@ class DirectoryConfigProvider(ConfigProvider):
             if not name or name in (".", "..") or "/" in name or os.sep in name:
                 continue
             file = os.path.join(directory, name)
+            if keys is None and os.path.islink(file):
+                try:
+                    self._allowed.check(file)
+                except ConfigException:
+                    continue  # listing everything: a link out of allowed.paths is skipped, not read
+            else:
+                self._allowed.check(file)  # a file in the directory may be a link out of allowed.paths
             if os.path.isfile(file):
                 try:
                     with open(file, "rb") as f:
@@ -358,6 +412,8 @@ class TransformResult:
 
     data: dict[str, str]
     resolved_keys: frozenset[str] = field(default_factory=frozenset)
+    secrets: frozenset[str] = field(default_factory=frozenset)
+    """The values providers returned: what error texts, traces and logs must never show."""
 
     def masked(self) -> dict[str, str]:
         """`data` with every provider-resolved value replaced by `[hidden]`."""
@@ -442,7 +498,8 @@ class ConfigTransformer:
             key: REFERENCE_PATTERN.sub(substitute, value) if value is not None else value
             for key, value in configs.items()
         }
-        return TransformResult(data, frozenset(ref.config_key for ref in refs))
+        secrets = frozenset(fetched[(ref.provider, ref.path)][ref.key] for ref in refs)
+        return TransformResult(data, frozenset(ref.config_key for ref in refs), secrets)
 
     def close(self) -> None:
         for provider in self.providers.values():
@@ -453,3 +510,65 @@ class ConfigTransformer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# -- configs submitted over the REST API (issue 17) ----------------------------------------
+def _names(value: Any) -> list[str]:
+    items = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
+    return [str(n).strip() for n in items if str(n).strip()]
+
+
+def rest_config_providers(worker_config: Mapping[str, Any]) -> frozenset[str]:
+    """The providers REST-submitted connector configs may reference (see the module docstring).
+
+    `rest.config.providers` when the worker sets it; else every provider `config.providers`
+    declares except env, file and directory.
+    """
+    setting = worker_config.get(REST_CONFIG_PROVIDERS)
+    if setting is not None:
+        return frozenset(_names(setting))
+    return frozenset(_names(worker_config.get(CONFIG_PROVIDERS))) - LOCAL_PROVIDERS
+
+
+_READS = {"env": "environment variables", "file": "files", "directory": "files"}
+
+
+def check_submitted_references(
+    config: Mapping[str, str | None], allowed: Iterable[str], previous: Mapping[str, str] | None = None
+) -> None:
+    """Refuse a REST-submitted config that references a provider outside `allowed`.
+
+    A key whose value equals its value in `previous` (the stored config) passes: it was
+    admitted before, and a PUT of what GET returned must keep working. Raises one line
+    naming the key and the fix; the reference is never resolved.
+    """
+    permitted = frozenset(allowed)
+    for key, value in config.items():
+        if value is None or (previous is not None and previous.get(key) == value):
+            continue
+        for m in REFERENCE_PATTERN.finditer(value):
+            provider = m.group(1)
+            if provider in permitted:
+                continue
+            what = _READS.get(provider)
+            why = f" (it reads the worker's own {what})" if what else ""
+            listed = ",".join([*sorted(permitted), provider])
+            guard = {"file": ALLOWED_PATHS, "directory": ALLOWED_PATHS, "env": ALLOWLIST_PATTERN}.get(provider)
+            limit = f", limited by config.providers.{provider}.param.{guard}" if guard else ""
+            raise ConfigException(
+                f"{key}: {m.group(0)} uses the {provider!r} config provider, which connector configs submitted "
+                f"over the REST API may not use{why}; write the value itself, give the connector config to "
+                f"`cdc standalone` as a file, or set {REST_CONFIG_PROVIDERS}={listed} in the worker config{limit}",
+                key,
+                m.group(0),
+            )
+
+
+def reverse_transform(
+    raw: Mapping[str, str], resolved_keys: Iterable[str], configs: Mapping[str, str]
+) -> dict[str, str]:
+    """Kafka's `AbstractHerder.reverseTransform`: task configs derived from a resolved connector
+    config get back the raw `${...}` text for every key the connector config resolved, so the
+    secrets are not stored in a config topic or returned by `GET /connectors/{name}/tasks`."""
+    keys = frozenset(resolved_keys)
+    return {k: raw[k] if k in keys and k in raw else v for k, v in configs.items()}

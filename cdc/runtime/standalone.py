@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from cdc.api.config import ConfigType, Password
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
-from cdc.config.providers import ConfigTransformer
+from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
 from cdc.config.validation import invalid_config_message
 from cdc.log.base import TopicPartition
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
@@ -37,8 +36,10 @@ from cdc.runtime.herder import (
     state_info,
     stopped_required,
 )
+from cdc.runtime.submitted_config import SubmittedConfigPolicy
 from cdc.runtime.task import ConnectorTaskId
 from cdc.runtime.task_restarts import TaskRestartBackoff
+from cdc.runtime.traces import redact, redact_infos, status_trace
 from cdc.runtime.worker import Worker, connector_kind
 from cdc.storage.status import ConnectorStatus, State, TaskStatus
 
@@ -73,10 +74,6 @@ class _Context:
             self._herder.connector_failed(self._name, error)
 
 
-def _trace(e: BaseException) -> str:
-    return "".join(traceback.format_exception(e)).strip()
-
-
 class StandaloneHerder:
     def __init__(
         self,
@@ -94,6 +91,7 @@ class StandaloneHerder:
         self._stopping = threading.Event()
         self.restarts = TaskRestartBackoff.from_worker_config(worker.config)
         self.offsets = ConnectorOffsets(worker)
+        self.policy = SubmittedConfigPolicy.from_worker_config(worker.config)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -136,37 +134,71 @@ class StandaloneHerder:
         return {id: t.failure is not None for id, t in self.worker.tasks.items()}
 
     # -- config ------------------------------------------------------------------------------
-    def _resolve(self, config: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str]]:
+    def _transform(self, config: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str], frozenset[str]]:
+        """The resolved config, the keys that had references, and the values providers returned."""
         if self.transformer is None:
-            return dict(config), frozenset()
+            return dict(config), frozenset(), frozenset()
         result = self.transformer.transform(config)
-        return result.data, result.resolved_keys
+        return result.data, result.resolved_keys, result.secrets
 
-    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
-        """The `PUT /connector-plugins/{type}/config/validate` body; secrets stay masked."""
-        resolved, secret_keys = self._resolve(config)
-        return self.worker.validate_infos(resolved, masked_keys=secret_keys)
+    def _resolve(self, config: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str]]:
+        """The config to run with; its provider values are remembered so traces and logs hide them."""
+        resolved, keys, secrets = self._transform(config)
+        if config.get("name"):
+            self.worker.secrets.set(config["name"], secrets)
+        return resolved, keys
 
-    def _check_config(self, config: Mapping[str, str]) -> None:
-        infos = self.validate_connector_config(config)
+    def _secrets(self, name: str) -> frozenset[str]:
+        return self.worker.secrets.of(name)
+
+    def validate_connector_config(self, config: Mapping[str, str], *, trusted: bool = False) -> dict[str, Any]:
+        """The `PUT /connector-plugins/{type}/config/validate` body; secrets stay masked.
+
+        Untrusted (REST) configs pass SubmittedConfigPolicy first: providers and paths.
+        """
+        return self._validate(config, None, trusted)
+
+    def _validate(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> dict[str, Any]:
+        if not trusted:
+            self.policy.check_references(config, previous)
+        resolved, secret_keys, secrets = self._transform(config)
+        if not trusted:
+            self.policy.check_paths(config, resolved, previous)
+        infos = self.worker.validate_infos(resolved, masked_keys=secret_keys)
+        return redact_infos(infos, secrets)  # `Invalid value <secret> for configuration ...`
+
+    def _check_config(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> None:
+        infos = self._validate(config, previous, trusted)
         if infos["error_count"]:
             raise ConfigException(invalid_config_message(infos))
 
     def create_connector(
-        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState = TargetState.STARTED,
+        *,
+        trusted: bool = False,
     ) -> dict[str, Any]:
         with self._lock:
             if name in self.connectors:
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            self.put_connector_config({**config, "name": name}, initial_state=initial_state)
+            self.put_connector_config({**config, "name": name}, initial_state=initial_state, trusted=trusted)
             return self.connector_info(name)
 
     def put_connector_config(
-        self, config: Mapping[str, str], initial_state: TargetState | None = None, *, allow_replace: bool = True
+        self,
+        config: Mapping[str, str],
+        initial_state: TargetState | None = None,
+        *,
+        allow_replace: bool = True,
+        trusted: bool = False,
     ) -> bool:
         """Create or replace a connector and (re)start it; True when it was created.
 
         Raises ConfigException with every invalid key (Kafka's 400 message) before anything starts.
+        `trusted` is for configs from the operator's own files (`cdc standalone`'s arguments,
+        `cdc run`): they skip SubmittedConfigPolicy, which every REST-submitted config passes.
         """
         config = {k: str(v) for k, v in config.items()}
         name = config.get("name", "")
@@ -178,7 +210,7 @@ class StandaloneHerder:
                 if not allow_replace:
                     raise AlreadyExistsError(f"Connector {name} already exists")
                 config = keep_hidden_passwords(existing.config, config)
-            self._check_config(config)
+            self._check_config(config, existing.config if existing is not None else None, trusted)
             if existing is None:
                 state = _ConnectorState(name, config, initial_state or TargetState.STARTED)
                 self.connectors[name] = state
@@ -218,6 +250,7 @@ class StandaloneHerder:
             del self.connectors[name]
             self.restarts.forget_connector(name)
             self.worker.status_store.delete(name)
+            self.worker.secrets.forget(name)
 
     # -- target states -----------------------------------------------------------------------
     def pause_connector(self, name: str) -> None:
@@ -273,8 +306,9 @@ class StandaloneHerder:
             instance.initialize(_Context(self, state.name, instance))
             instance.start(dict(resolved))
         except Exception as e:
-            log.error("Connector %s failed to start: %s", state.name, e)
-            self._put_status(state.name, State.FAILED, _trace(e))
+            secrets = self._secrets(state.name)
+            log.error("Connector %s failed to start: %s", state.name, redact(str(e), secrets))
+            self._put_status(state.name, State.FAILED, status_trace(e, secrets))
             return False
         state.connector = instance
         self._put_status(state.name, State.PAUSED if state.target is TargetState.PAUSED else State.RUNNING)
@@ -291,8 +325,9 @@ class StandaloneHerder:
 
     def connector_failed(self, name: str, error: Exception) -> None:
         """ConnectorContext.raise_error: the connector is FAILED; its tasks are not touched."""
-        log.error("Connector %s failed: %s", name, error)
-        self._put_status(name, State.FAILED, _trace(error))
+        secrets = self._secrets(name)
+        log.error("Connector %s failed: %s", name, redact(str(error), secrets))
+        self._put_status(name, State.FAILED, status_trace(error, secrets))
 
     def request_reconfiguration(self, name: str) -> None:
         self._reconfigure.add(name)
@@ -342,9 +377,10 @@ class StandaloneHerder:
                 paused=state.target is TargetState.PAUSED,
             )
         except Exception as e:
-            log.error("Task %s failed to start: %s", id, e)
+            secrets = self._secrets(id.connector)
+            log.error("Task %s failed to start: %s", id, redact(str(e), secrets))
             self.worker.status_store.put(
-                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, _trace(e))
+                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, status_trace(e, secrets))
             )
             return
 
@@ -441,8 +477,13 @@ class StandaloneHerder:
     def task_configs(self, name: str) -> list[dict[str, Any]]:
         with self._lock:
             state = self._state(name)
+            # Task configs come from the resolved config: show the references, not what they resolved to.
+            referenced = [k for k, v in state.config.items() if has_references(v)]
             return [
-                {"id": {"connector": name, "task": i}, "config": self._masked(c)}
+                {
+                    "id": {"connector": name, "task": i},
+                    "config": self._masked(reverse_transform(state.config, referenced, c)),
+                }
                 for i, c in enumerate(state.task_configs)
             ]
 

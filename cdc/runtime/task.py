@@ -85,14 +85,29 @@ class WorkerTask(ABC):
                 self.listener.on_shutdown(self.id)
         except BaseException as e:  # a failed task must report FAILED, never vanish
             self.failure = e
-            advice = _is_advice(e)
-            log.error("Task %s failed: %s", self.id, e, exc_info=not advice)
-            if advice:
-                log.debug("Task %s failure trace", self.id, exc_info=e)
+            self._log_failure(e, _is_advice(e))
             self.publish_metrics(force=True)
             self.listener.on_failure(self.id, _trace(e))
         finally:
             self._done.set()
+
+    def _log_failure(self, e: BaseException, advice: bool) -> None:
+        """One ERROR line; the trace too unless the connector explained the failure (then at DEBUG).
+
+        When the message or trace holds a value the connector's config providers resolved,
+        the listener's `redact` hides it and the redacted trace is logged as text.
+        """
+        redact = getattr(self.listener, "redact", None)
+        message, trace = str(e), _trace(e)
+        if callable(redact):
+            hidden_message, hidden_trace = redact(self.id, message), redact(self.id, trace)
+            if (hidden_message, hidden_trace) != (message, trace):
+                log.error("Task %s failed: %s", self.id, hidden_message)
+                log.log(logging.DEBUG if advice else logging.ERROR, "Task %s failure trace\n%s", self.id, hidden_trace)
+                return
+        log.error("Task %s failed: %s", self.id, e, exc_info=not advice)
+        if advice:
+            log.debug("Task %s failure trace", self.id, exc_info=e)
 
     @abstractmethod
     def execute(self) -> None: ...

@@ -23,6 +23,7 @@ from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.sink_task import WorkerSinkTask
 from cdc.runtime.source_task import TopicCreator, WorkerSourceTask
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
+from cdc.runtime.traces import ResolvedSecrets, redact, sanitize_trace
 from cdc.runtime.validation import ConnectorValidator
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageReaderImpl
@@ -40,11 +41,20 @@ def default_worker_id() -> str:
 
 
 class StatusReporter(TaskStatusListener):
-    """Writes task state changes to the status store, as Kafka Connect's TaskStatus.Listener."""
+    """Writes task state changes to the status store, as Kafka Connect's TaskStatus.Listener.
 
-    def __init__(self, store: StatusBackingStore, worker_id: str) -> None:
+    Failure traces are sanitized first (cdc.runtime.traces): the connector's resolved
+    provider values hidden, the worker's install paths cut unless debug is on.
+    """
+
+    def __init__(self, store: StatusBackingStore, worker_id: str, secrets: ResolvedSecrets | None = None) -> None:
         self.store = store
         self.worker_id = worker_id
+        self.secrets = secrets if secrets is not None else ResolvedSecrets()
+
+    def redact(self, id: ConnectorTaskId, text: str) -> str:
+        """`text` (a log line about the task) without its connector's resolved provider values."""
+        return redact(text, self.secrets.of(id.connector))
 
     def _put(self, id: ConnectorTaskId, state: State, trace: str | None = None) -> None:
         self.store.put(TaskStatus(id.connector, id.task, state, self.worker_id, trace))
@@ -59,7 +69,7 @@ class StatusReporter(TaskStatusListener):
         self._put(id, State.PAUSED)
 
     def on_failure(self, id: ConnectorTaskId, trace: str) -> None:
-        self._put(id, State.FAILED, trace)
+        self._put(id, State.FAILED, sanitize_trace(trace, self.secrets.of(id.connector)))
 
     def on_shutdown(self, id: ConnectorTaskId) -> None:
         self._put(id, State.UNASSIGNED)
@@ -93,7 +103,8 @@ class Worker:
         self.offset_store = offset_store
         self.status_store = status_store
         self.worker_id = worker_id or config.get("worker.id") or default_worker_id()
-        self.reporter = StatusReporter(status_store, self.worker_id)
+        self.secrets = ResolvedSecrets()  # per connector, what providers resolved: never shown
+        self.reporter = StatusReporter(status_store, self.worker_id, self.secrets)
         self.tasks: dict[ConnectorTaskId, WorkerTask] = {}
         self.cleaner: LogCleaner | None = None
 

@@ -182,6 +182,25 @@ WORKER_CONFIG_DEF = (
     )
     .define("config.providers", ConfigType.LIST, "", None, Importance.LOW, "Config providers (env, file, directory).")
     .define(
+        "rest.config.providers",
+        ConfigType.LIST,
+        None,
+        None,
+        Importance.MEDIUM,
+        "Config providers that connector configs submitted over the REST API may reference. Default: those "
+        "config.providers declares, except env, file and directory (they read the worker's own environment and "
+        "files; Kafka allows them). Configs from the operator's files (cdc standalone, cdc run) may use all.",
+    )
+    .define(
+        "rest.allowed.paths",
+        ConfigType.LIST,
+        None,
+        None,
+        Importance.MEDIUM,
+        "Directories under which file-valued keys (schema.history.internal.file.filename, file, *.filename, ...) "
+        "of connector configs submitted over the REST API may name files. Default: state.dir only.",
+    )
+    .define(
         "listeners",
         ConfigType.LIST,
         "http://127.0.0.1:8083",

@@ -26,7 +26,8 @@ def task_state(rest: Rest, name: str) -> dict:
 
 
 def test_tasks_run_in_supervised_processes(tmp_path: Path) -> None:
-    rest = Rest(tmp_path, **{"task.isolation": "process"})
+    # witness.file is a file-valued key: a REST-submitted one must lie under rest.allowed.paths (issue 17).
+    rest = Rest(tmp_path, **{"task.isolation": "process", "rest.allowed.paths": str(tmp_path)})
     witness = tmp_path / "witness.log"
     try:
         config = {"connector.class": CLASS, "topic": "iso.out", "witness.file": str(witness)}

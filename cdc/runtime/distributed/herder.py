@@ -14,14 +14,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
-from cdc.config.providers import ConfigTransformer
+from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
 from cdc.config.validation import invalid_config_message
 from cdc.runtime.connector_offsets import ConnectorOffsets
 from cdc.runtime.distributed.config_topic import ClusterConfigState, ConfigTopic
@@ -38,8 +37,10 @@ from cdc.runtime.herder import (
     stopped_required,
 )
 from cdc.runtime.standalone import connector_type_of, keep_hidden_passwords, mask_passwords
+from cdc.runtime.submitted_config import SubmittedConfigPolicy
 from cdc.runtime.task import ConnectorTaskId
 from cdc.runtime.task_restarts import TaskRestartBackoff
+from cdc.runtime.traces import redact, redact_infos, status_trace
 from cdc.runtime.worker import Worker
 from cdc.storage.status import ConnectorStatus, State, TaskStatus
 
@@ -63,11 +64,7 @@ class _Context:
     def raise_error(self, error: Exception) -> None:
         running = self._herder.running.get(self._name)
         if running is not None and running.instance is self._instance:
-            self._herder._put_connector_status(self._name, State.FAILED, _trace(error))
-
-
-def _trace(e: BaseException) -> str:
-    return "".join(traceback.format_exception(e)).strip()
+            self._herder._put_connector_status(self._name, State.FAILED, self._herder._trace(self._name, error))
 
 
 class DistributedHerder:
@@ -104,6 +101,7 @@ class DistributedHerder:
         self.task_sources: dict[ConnectorTaskId, tuple[dict[str, str], dict[str, str]]] = {}
         self.restarts = TaskRestartBackoff.from_worker_config(config)
         self.offsets = ConnectorOffsets(worker)
+        self.policy = SubmittedConfigPolicy.from_worker_config(config)
         self._lock = threading.RLock()
         self._reconfigure: set[str] = set()
         self._woken = threading.Event()
@@ -206,7 +204,16 @@ class DistributedHerder:
             )
 
     def _resolve(self, config: Mapping[str, str]) -> dict[str, str]:
-        return dict(config) if self.transformer is None else self.transformer.transform(config).data
+        """The config to run with; its provider values are remembered so traces and logs hide them."""
+        if self.transformer is None:
+            return dict(config)
+        result = self.transformer.transform(config)
+        if config.get("name") and result.secrets:
+            self.worker.secrets.set(config["name"], self.worker.secrets.of(config["name"]) | result.secrets)
+        return result.data
+
+    def _trace(self, name: str, e: BaseException) -> str:
+        return status_trace(e, self.worker.secrets.of(name))
 
     def _reconcile(self) -> None:
         if not self._synced:
@@ -262,8 +269,8 @@ class DistributedHerder:
             instance.initialize(_Context(self, name, instance))
             instance.start(dict(resolved))
         except Exception as e:
-            log.error("Connector %s failed to start: %s", name, e)
-            self._put_connector_status(name, State.FAILED, _trace(e))
+            log.error("Connector %s failed to start: %s", name, redact(str(e), self.worker.secrets.of(name)))
+            self._put_connector_status(name, State.FAILED, self._trace(name, e))
             return running  # its tasks keep their last configs and keep running, as in Kafka Connect
         running.instance = instance
         self._put_connector_status(name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
@@ -275,9 +282,13 @@ class DistributedHerder:
         resolved = self._resolve(running.config)
         max_tasks = int(resolved.get("tasks.max", "1"))
         try:
-            configs = running.instance.task_configs(max_tasks)
+            # Kafka's reverseTransform: the config topic gets the references, not their values.
+            referenced = [k for k, v in running.config.items() if has_references(v)]
+            configs = [
+                reverse_transform(running.config, referenced, c) for c in running.instance.task_configs(max_tasks)
+            ]
         except Exception as e:
-            self._put_connector_status(name, State.FAILED, _trace(e))
+            self._put_connector_status(name, State.FAILED, self._trace(name, e))
             return
         if len(configs) > max_tasks and resolved.get("tasks.max.enforce", "true").lower() == "true":
             self._put_connector_status(
@@ -338,13 +349,14 @@ class DistributedHerder:
         if refresh is not None:
             refresh()  # the previous owner's last offsets
         try:
+            resolved_task = self._resolve(task_config) if self.transformer is not None else task_config
             self.worker.start_task(
-                id, self._resolve(connector_props), task_config, count, paused=target is TargetState.PAUSED
+                id, self._resolve(connector_props), resolved_task, count, paused=target is TargetState.PAUSED
             )
         except Exception as e:
-            log.error("Task %s failed to start: %s", id, e)
+            log.error("Task %s failed to start: %s", id, redact(str(e), self.worker.secrets.of(id.connector)))
             self.worker.status_store.put(
-                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, _trace(e))
+                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, self._trace(id.connector, e))
             )
 
     def _restart_task_here(self, id: ConnectorTaskId, state: ClusterConfigState) -> None:
@@ -391,14 +403,24 @@ class DistributedHerder:
             raise not_found(name)
         return props
 
-    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
-        if self.transformer is None:
-            return self.worker.validate_infos(config)
-        result = self.transformer.transform(config)
-        return self.worker.validate_infos(result.data, masked_keys=result.resolved_keys)
+    def validate_connector_config(self, config: Mapping[str, str], *, trusted: bool = False) -> dict[str, Any]:
+        """The validate body; untrusted (REST) configs pass SubmittedConfigPolicy first."""
+        return self._validate(config, None, trusted)
 
-    def _check_config(self, config: Mapping[str, str]) -> None:
-        infos = self.validate_connector_config(config)
+    def _validate(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> dict[str, Any]:
+        if not trusted:
+            self.policy.check_references(config, previous)
+        if self.transformer is None:
+            resolved, keys, secrets = dict(config), frozenset[str](), frozenset[str]()
+        else:
+            result = self.transformer.transform(config)
+            resolved, keys, secrets = result.data, result.resolved_keys, result.secrets
+        if not trusted:
+            self.policy.check_paths(config, resolved, previous)
+        return redact_infos(self.worker.validate_infos(resolved, masked_keys=keys), secrets)
+
+    def _check_config(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> None:
+        infos = self._validate(config, previous, trusted)
         if infos["error_count"]:
             raise ConfigException(invalid_config_message(infos))
 
@@ -411,14 +433,17 @@ class DistributedHerder:
         self.put_connector_config({**config, "name": name}, initial_state)
         return self.connector_info(name)
 
-    def put_connector_config(self, config: Mapping[str, str], initial_state: TargetState | None = None) -> bool:
+    def put_connector_config(
+        self, config: Mapping[str, str], initial_state: TargetState | None = None, *, trusted: bool = False
+    ) -> bool:
+        """`trusted`: not from the REST API (every REST-submitted config passes SubmittedConfigPolicy)."""
         self._require_leader()
         name = config.get("name", "")
         existing = self.configs.state.connectors.get(name)
         config = {k: str(v) for k, v in config.items()}
         if existing is not None:
             config = keep_hidden_passwords(existing, config)
-        self._check_config(config)
+        self._check_config(config, existing, trusted)
         target = initial_state if existing is None else None
         self.configs.put_connector(name, config, target or (TargetState.STARTED if existing is None else None))
         self.configs.wait_for(lambda s: s.connectors.get(name) == config)
@@ -445,6 +470,7 @@ class DistributedHerder:
         self.configs.remove_connector(name)
         self.configs.wait_for(lambda s: name not in s.connectors)
         self.worker.status_store.delete(name)
+        self.worker.secrets.forget(name)
 
     def _put_target(self, name: str, target: TargetState) -> None:
         self._require_leader()
