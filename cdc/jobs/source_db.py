@@ -82,6 +82,10 @@ def first_line(error: BaseException) -> str:
     """The driver's message on one line: PyMySQL's `(code, text)` text, libpq's first line without
     the 'connection to server at … failed:' prefix."""
     text = error.args[-1] if len(error.args) > 1 and isinstance(error.args[-1], str) else str(error)
+    if "[SSL: " in text:  # PyMySQL's wrapping of an ssl error: its words only
+        from cdc_mysql.tls import short_reason
+
+        return short_reason(text)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     line = lines[0] if lines else type(error).__name__
     return line.rsplit(" failed: ", 1)[-1] if "connection to server" in line else line
@@ -113,7 +117,7 @@ def source_tls_problem(source: Mapping[str, Any]) -> tuple[str, str] | None:
         fix = tls_fix(family, source, e)
         where = f"{source.get('database.hostname')}:{source.get('database.port') or 'default port'}"
         if fix:
-            return mode_key, f"cannot connect to {where} over TLS ({first_line(e)}); {fix}"
+            return mode_key, f"cannot connect to {where} ({first_line(e)}); {fix}"
         return "database.user", (
             f"cannot log in to {where} ({first_line(e)}); check database.user, database.password and the TLS keys"
         )

@@ -14,6 +14,7 @@ from cdc.api import ConnectException
 from cdc_mysql.binlog_status import BINLOG_OFF, current_binlog_position
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.lineage import server_identity
+from cdc_mysql.tls import short_reason
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class MySqlConnection:
         message = error_text(e)
         where = f"Cannot connect to {c.hostname}:{c.port} as {c.user!r}"
         if advice := tls_refusal(c, message):
-            return ConnectException(f"{where}: {advice}")
+            return ConnectException(f"{where} ({short_reason(message)}): {advice}")
         hint = c.tls.access_denied_hint() if code in ACCESS_DENIED else ""
         return ConnectException(
             f"{where}: {e}. Check database.hostname, database.port, database.user and database.password{hint}"

@@ -241,15 +241,8 @@ class MySqlTls:
 
     # -- errors ------------------------------------------------------------------------------------
     def refusal(self, host: str, message: str) -> str | None:
-        """Why TLS refused the connection and the fix (a certificate check, a server without TLS), as
-        one line; None if the failure is not about TLS."""
-        fix = self._fix(host, message)
-        if fix is None:
-            return None
-        reason = _SSL_REASON.search(message)
-        return f"{reason.group(1).strip()}: {fix}" if reason else fix
-
-    def _fix(self, host: str, message: str) -> str | None:
+        """The fix when TLS refused the connection (a certificate check, a server without TLS), naming
+        the keys; None if the failure is not about TLS."""
         text = message.lower()
         if "mismatch" in text and "certificate" in text:
             return (
@@ -285,6 +278,13 @@ class MySqlTls:
         if not self.client_identity:
             return f"; a user created REQUIRE X509 also needs a client certificate: set {KEYSTORE} (or {CERT}/{KEY})"
         return ""
+
+
+def short_reason(message: str) -> str:
+    """PyMySQL's "Can't connect to MySQL server on 'h' ([SSL: X] certificate verify failed: … (_ssl.c:1006))"
+    as "certificate verify failed: …"; other messages as they are."""
+    found = _SSL_REASON.search(message)
+    return found.group(1).strip() if found else message.strip()
 
 
 # -- certificate files -------------------------------------------------------------------------------
