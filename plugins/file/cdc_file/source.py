@@ -94,6 +94,12 @@ class FileStreamSourceConnector(SourceConnector):
 
 
 class FileStreamSourceTask(SourceTask):
+    def __init__(self) -> None:
+        super().__init__()
+        # Made here, not in start(): the runtime may call stop() before start() has returned,
+        # and that stop must still end the task's polling.
+        self._stop = threading.Event()
+
     def version(self) -> str:
         return __version__
 
@@ -106,7 +112,6 @@ class FileStreamSourceTask(SourceTask):
         self.stream: BinaryIO | None = None
         self.position = 0
         self.buffer = b""
-        self._stop = threading.Event()
 
     def _partition(self) -> dict[str, str]:
         return {FILENAME_FIELD: self.filename}
