@@ -38,6 +38,7 @@ __all__ = [
     "keep_hidden",
     "mask_config",
     "secret_keys",
+    "secret_values",
 ]
 
 HIDDEN = "[hidden]"  # Kafka's Password.HIDDEN; equal to cdc.api.config.Password.HIDDEN
@@ -107,6 +108,13 @@ def mask_config(config: Mapping[str, Any], declared: Collection[str] = ()) -> di
     """A copy safe to show: secret values are `[hidden]`; `${provider:…}` references show as written."""
     hidden = secret_keys(config, declared)
     return {k: HIDDEN if k in hidden and v is not None and not _is_reference(v) else v for k, v in config.items()}
+
+
+def secret_values(config: Mapping[str, Any], declared: Collection[str] = ()) -> frozenset[str]:
+    """The values of `config`'s secret keys (not `${…}` references), for redacting free text."""
+    return frozenset(
+        v for k in secret_keys(config, declared) if isinstance(v := config[k], str) and v and not _is_reference(v)
+    )
 
 
 def keep_hidden(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:

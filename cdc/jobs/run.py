@@ -408,7 +408,7 @@ class JobRunner:
             open_status_store(config, log_),
             f"cdc-run-{self.job.name}",
         )
-        herder = StandaloneHerder(worker)
+        herder = StandaloneHerder(worker, warn_unknown_keys=False)  # load_job reported them with their lines
         worker.ensure_valid(connector)
         target = None
         family = ""

@@ -18,13 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.api.config import ConfigType, Password
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
 from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
+from cdc.config.sensitive import keep_hidden, mask_config, secret_values
 from cdc.config.validation import invalid_config_message
 from cdc.log.base import TopicPartition
-from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.connector_offsets import ConnectorOffsets
 from cdc.runtime.herder import (
     AlreadyExistsError,
@@ -80,9 +79,12 @@ class StandaloneHerder:
         worker: Worker,
         transformer: ConfigTransformer | None = None,
         tick_interval: float = 0.25,
+        *,
+        warn_unknown_keys: bool = True,
     ) -> None:
         self.worker = worker
         self.transformer = transformer
+        self.warn_unknown_keys = warn_unknown_keys  # `cdc run` reports them itself, with the job file's lines
         self.connectors: dict[str, _ConnectorState] = {}
         self._lock = threading.RLock()
         self._reconfigure: set[str] = set()
@@ -145,7 +147,8 @@ class StandaloneHerder:
         """The config to run with; its provider values are remembered so traces and logs hide them."""
         resolved, keys, secrets = self._transform(config)
         if config.get("name"):
-            self.worker.secrets.set(config["name"], secrets)
+            # and the values of its secret keys (cdc.config.sensitive), which a failure may quote too
+            self.worker.secrets.set(config["name"], secrets | config_secrets(self.worker, resolved))
         return resolved, keys
 
     def _secrets(self, name: str) -> frozenset[str]:
@@ -171,6 +174,8 @@ class StandaloneHerder:
         infos = self._validate(config, previous, trusted)
         if infos["error_count"]:
             raise ConfigException(invalid_config_message(infos))
+        if self.warn_unknown_keys:
+            log_config_warnings(config.get("name", ""), infos)
 
     def create_connector(
         self,
@@ -572,20 +577,34 @@ def connector_type_of(worker: Worker, config: Mapping[str, str]) -> str:
 
 
 def mask_passwords(worker: Worker, config: Mapping[str, str]) -> dict[str, str]:
-    """PASSWORD-typed values as `[hidden]`; a `${provider:...}` reference is not the secret, so it shows."""
-    try:
-        keys = dict(worker.connector_class(config)().config().config_keys)
-    except Exception:
-        keys = {}
-    keys.update(SOURCE_CONFIG_DEF.config_keys)
-    keys.update(SINK_CONFIG_DEF.config_keys)
-    secret = {name for name, key in keys.items() if key.type is ConfigType.PASSWORD}
-    return {k: Password.HIDDEN if k in secret and not v.startswith("${") else v for k, v in config.items()}
+    """Secret values as `[hidden]`: keys a ConfigDef (connector, common or SMT) declares PASSWORD and
+    keys shaped like secrets (cdc.config.sensitive); a `${provider:...}` reference shows as written."""
+    return mask_config(config, worker.validator.password_keys(config))
 
 
 def keep_hidden_passwords(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
-    """GET shows PASSWORD values as [hidden]; PUTting that back must not replace the secret."""
-    return {k: old[k] if v == Password.HIDDEN and k in old else v for k, v in new.items()}
+    """GET shows secrets as [hidden]; PUTting that back must not replace the stored secret."""
+    return keep_hidden(old, new)
 
 
-__all__ = ["StandaloneHerder", "TargetState", "TopicPartition", "keep_hidden_passwords", "mask_passwords"]
+def config_secrets(worker: Worker, config: Mapping[str, str]) -> frozenset[str]:
+    """The values of `config`'s secret keys, which status traces and log lines must not show."""
+    return secret_values(config, worker.validator.password_keys(config))
+
+
+def log_config_warnings(name: str, infos: Mapping[str, Any]) -> None:
+    """Kafka's "The configuration ... was supplied but isn't a known config." for each unknown key
+    a validation found (`infos["warnings"]`), once per create or update of the connector."""
+    for warning in infos.get("warnings") or []:
+        log.warning("Connector %s: %s", name, warning["message"])
+
+
+__all__ = [
+    "StandaloneHerder",
+    "TargetState",
+    "TopicPartition",
+    "config_secrets",
+    "keep_hidden_passwords",
+    "log_config_warnings",
+    "mask_passwords",
+]

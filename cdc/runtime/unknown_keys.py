@@ -8,7 +8,7 @@ SMT's), when Kafka Connect itself defines it, or when it falls under a prefix th
 on to something else: client overrides (`producer.override.*`), converter settings
 (`key.converter.*`), Debezium's JDBC pass-through (`database.*`, `driver.*`) and schema
 history clients (`schema.history.internal.producer.*`), and the settings of the aliases
-Debezium's `post.processors` and `converters` name. `transforms.<alias>.*` and
+Debezium's `post.processors` names (when the connector defines it). `transforms.<alias>.*` and
 `predicates.<alias>.*` keys are checked against the SMT's own ConfigDef (a key of an alias
 the list does not name is unknown too), except for an alias whose class cannot be loaded:
 that is an error of its own.
@@ -68,9 +68,9 @@ KAFKA_CONNECTOR_KEYS = frozenset(
         "header.converter.plugin.version",
     }
 )
-# List keys whose entries are aliases configured under `<alias>.`: Debezium's post processors
-# and custom converters.
-ALIAS_LIST_KEYS = ("post.processors", "converters")
+# List keys whose entries are aliases configured under `<alias>.` (Debezium's post processors):
+# their settings pass through when the connector knows the list key.
+ALIAS_LIST_KEYS = ("post.processors",)
 
 WORKER_PASS_THROUGH_PREFIXES = (
     "producer.",
@@ -218,7 +218,8 @@ def unknown_connector_keys(
     """The connector config's unknown keys. `known`: what the common, connector and SMT ConfigDefs
     define plus the keys the connector validated; `unchecked_prefixes`: `transforms.<alias>.` of
     SMTs whose class could not be loaded (their keys cannot be checked)."""
-    pass_through = (*CONNECTOR_PASS_THROUGH_PREFIXES, *alias_prefixes(props), *unchecked_prefixes)
+    lists = [k for k in ALIAS_LIST_KEYS if k in known]
+    pass_through = (*CONNECTOR_PASS_THROUGH_PREFIXES, *alias_prefixes(props, lists), *unchecked_prefixes)
     scopes = [f"{k}.{p}" for k in ("transforms", "predicates") for p in alias_prefixes(props, [k])]
     return find_unknown_keys(props, set(known) | KAFKA_CONNECTOR_KEYS, pass_through, scopes=scopes)
 

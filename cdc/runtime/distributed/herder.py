@@ -36,7 +36,13 @@ from cdc.runtime.herder import (
     state_info,
     stopped_required,
 )
-from cdc.runtime.standalone import connector_type_of, keep_hidden_passwords, mask_passwords
+from cdc.runtime.standalone import (
+    config_secrets,
+    connector_type_of,
+    keep_hidden_passwords,
+    log_config_warnings,
+    mask_passwords,
+)
 from cdc.runtime.submitted_config import SubmittedConfigPolicy
 from cdc.runtime.task import ConnectorTaskId
 from cdc.runtime.task_restarts import TaskRestartBackoff
@@ -206,11 +212,15 @@ class DistributedHerder:
     def _resolve(self, config: Mapping[str, str]) -> dict[str, str]:
         """The config to run with; its provider values are remembered so traces and logs hide them."""
         if self.transformer is None:
-            return dict(config)
-        result = self.transformer.transform(config)
-        if config.get("name") and result.secrets:
-            self.worker.secrets.set(config["name"], self.worker.secrets.of(config["name"]) | result.secrets)
-        return result.data
+            resolved, secrets = dict(config), frozenset[str]()
+        else:
+            result = self.transformer.transform(config)
+            resolved, secrets = result.data, result.secrets
+        # and the values of its secret keys (cdc.config.sensitive), which a failure may quote too
+        secrets |= config_secrets(self.worker, resolved)
+        if config.get("name") and secrets:
+            self.worker.secrets.set(config["name"], self.worker.secrets.of(config["name"]) | secrets)
+        return resolved
 
     def _trace(self, name: str, e: BaseException) -> str:
         return status_trace(e, self.worker.secrets.of(name))
@@ -423,6 +433,7 @@ class DistributedHerder:
         infos = self._validate(config, previous, trusted)
         if infos["error_count"]:
             raise ConfigException(invalid_config_message(infos))
+        log_config_warnings(config.get("name", ""), infos)
 
     def create_connector(
         self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED

@@ -208,6 +208,15 @@ _PG_KEYS = (
         "lacks a value, as Debezium's ReselectColumnsPostProcessor (one SELECT per such event).",
     )
     .define(
+        "post.processors",
+        ConfigType.LIST,
+        "",
+        None,
+        Importance.LOW,
+        "Debezium's post processors, each configured under <name>.*: only "
+        "io.debezium.processors.reselect.ReselectColumnsPostProcessor, which maps to the reselect.* keys.",
+    )
+    .define(
         "reselect.null.values",
         ConfigType.BOOLEAN,
         False,
