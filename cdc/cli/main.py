@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import signal
 import sys
 import threading
@@ -96,13 +95,16 @@ def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> No
             except ConfigException as e:  # `Invalid value <resolved value> ...`: not on the terminal
                 raise ConfigException(redact(str(e), resolved.secrets), e.name) from None
         rest = RestServer(config, herder, cluster_id=cluster_id(log_))
+        try:
+            rest.bind()  # a taken port fails here, before any connector starts (as Kafka's worker exits)
+        except RestBindError as e:
+            fail(str(e))
         herder.start()
         try:
             rest.start()
         except RestBindError as e:
-            # Standalone connectors still run; only the API is missing (Kafka would exit here).
-            logging.getLogger("cdc.rest").error("%s; running without the REST API", e)
-            rest = None
+            herder.stop()
+            fail(str(e), EXIT_RUNTIME)
         stop = threading.Event()
 
         def on_signal(signum: int, frame: object) -> None:
@@ -116,8 +118,7 @@ def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> No
             while not stop.wait(0.5):
                 herder.tick()
         finally:
-            if rest is not None:
-                rest.stop()
+            rest.stop()
             herder.stop()
             transformer.close()
 
@@ -151,7 +152,7 @@ def worker_command(worker_properties: str) -> None:
             fail(str(e))
         # Kafka Connect names a distributed worker by its advertised REST host:port, so other
         # workers can reach the worker a status record names.
-        worker.worker_id = worker.reporter.worker_id = rest.advertised_url.removeprefix("http://")
+        worker.worker_id = worker.reporter.worker_id = rest.advertised_url.split("://", 1)[-1]
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())

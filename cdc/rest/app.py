@@ -14,6 +14,7 @@ Connect has no such path; its status bodies stay exactly Kafka's.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -36,11 +37,84 @@ from cdc.runtime.validation import name_error
 
 T = TypeVar("T")
 
-_JSON_BODY = {"requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}}
+_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
+
+
+def _body(schema: dict[str, Any], *query: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI for a JSON body (and query parameters) the route reads by hand."""
+    extra: dict[str, Any] = {"requestBody": {"content": {"application/json": {"schema": schema}}, "required": True}}
+    if query:
+        extra["parameters"] = list(query)
+    return extra
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def _params(*query: dict[str, Any]) -> dict[str, Any]:
+    return {"parameters": list(query)}
+
+
+_JSON_BODY = _body({"type": "object"})
+_CONFIG_BODY = _body(_STRINGS)
+_CREATE_BODY = _body(
+    {
+        "type": "object",
+        "required": ["name", "config"],
+        "properties": {
+            "name": {"type": "string"},
+            "config": _STRINGS,
+            "initial_state": {"type": "string", "enum": ["RUNNING", "PAUSED", "STOPPED"]},
+        },
+    }
+)
+_PATCH_BODY = _body({"type": "object", "additionalProperties": {"type": ["string", "null"]}})
+_OFFSETS_BODY = _body(
+    {
+        "type": "object",
+        "required": ["offsets"],
+        "properties": {
+            "offsets": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"partition": {"type": "object"}, "offset": {"type": ["object", "null"]}},
+                },
+            }
+        },
+    }
+)
+_LEVEL_BODY = _body(
+    {"type": "object", "properties": {"level": {"type": "string"}}},
+    _query("scope", {"type": "string", "enum": ["worker", "cluster"]}, "cluster: every worker (204)"),
+)
+_BOOL = {"type": "string", "enum": ["true", "false"]}
 
 
 async def _call(fn: Callable[..., T], *args: Any) -> T:
     return await run_in_threadpool(fn, *args)
+
+
+# Deeper than any Connect request body (configs are flat, offsets two levels); Jackson stops at 1000.
+MAX_JSON_DEPTH = 64
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` nests containers more than `limit` deep (iterative: no recursion to run out of)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 async def json_body(request: Request) -> Any:
@@ -49,10 +123,16 @@ async def json_body(request: Request) -> Any:
     request.state.raw_body = raw  # kept for forwarding to the leader
     if not raw.strip():
         raise RestError(400, "Request body is empty: send a JSON document")
+    too_deep = f"The request body nests JSON deeper than {MAX_JSON_DEPTH} levels: send a flatter document"
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
+    except RecursionError:
+        raise RestError(400, too_deep) from None
     except ValueError as e:
         raise RestError(400, f"Malformed JSON in the request body: {e}") from e
+    if _depth_exceeds(body, MAX_JSON_DEPTH):
+        raise RestError(400, too_deep)
+    return body
 
 
 def _string_map(value: Any, what: str, allow_null: bool = False) -> dict[str, Any]:
@@ -103,12 +183,20 @@ def _check_name(name: str, config: Mapping[str, Any]) -> None:
         )
 
 
-def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect REST API") -> FastAPI:
-    """Build the app; `herder` is a StandaloneHerder or a DistributedHerder."""
+def create_app(
+    herder: Any,
+    *,
+    cluster_id: str = "",
+    title: str = "cdc Connect REST API",
+    forward_ssl: ssl.SSLContext | None = None,
+) -> FastAPI:
+    """Build the app; `herder` is a StandaloneHerder or a DistributedHerder. `forward_ssl` is the
+    TLS context for requests forwarded to https workers (cdc.rest.tls.client_context).
+    The security guards are cdc.rest.server.install_security's."""
     app = FastAPI(title=title, version=__version__, docs_url="/docs", redoc_url=None)
     app.add_middleware(JerseyCompatMiddleware, exempt=frozenset({"/docs", "/docs/oauth2-redirect", "/openapi.json"}))
     install_error_handlers(app)
-    install_forwarding(app)
+    install_forwarding(app, forward_ssl)
     loggers = Loggers()
     registry = herder.worker.registry
 
@@ -122,7 +210,11 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
         return {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
 
     # -- connector plugins --------------------------------------------------------------------
-    @app.get("/connector-plugins", summary="Installed plugins (connectors only unless connectorsOnly=false)")
+    @app.get(
+        "/connector-plugins",
+        summary="Installed plugins (connectors only unless connectorsOnly=false)",
+        openapi_extra=_params(_query("connectorsOnly", _BOOL, "false: transformations, converters, ... too")),
+    )
     async def list_plugins(request: Request) -> list[dict[str, str]]:
         connectors_only = _flag(request, "connectorsOnly", default=True)
         kinds = CONNECTOR_KINDS if connectors_only else list(PluginKind)
@@ -146,7 +238,7 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     @app.put(
         "/connector-plugins/{plugin_type}/config/validate",
         summary="Validate a connector config (Kafka's ConfigInfos body)",
-        openapi_extra=_JSON_BODY,
+        openapi_extra=_CONFIG_BODY,
     )
     async def validate(plugin_type: str, request: Request) -> dict[str, Any]:
         config = _string_map(await json_body(request), "The config")
@@ -157,7 +249,13 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
         return await _call(herder.validate_connector_config, config)
 
     # -- connectors ---------------------------------------------------------------------------
-    @app.get("/connectors", summary="Connector names, or ?expand=status&expand=info details")
+    @app.get(
+        "/connectors",
+        summary="Connector names, or ?expand=status&expand=info details",
+        openapi_extra=_params(
+            _query("expand", {"type": "array", "items": {"type": "string", "enum": ["status", "info"]}}, "details")
+        ),
+    )
     async def list_connectors(request: Request) -> Any:
         names = await _call(herder.connector_names)
         expand = request.query_params.getlist("expand")
@@ -176,7 +274,7 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
             out[name] = entry
         return out
 
-    @app.post("/connectors", status_code=201, summary="Create a connector", openapi_extra=_JSON_BODY)
+    @app.post("/connectors", status_code=201, summary="Create a connector", openapi_extra=_CREATE_BODY)
     async def create_connector(request: Request) -> JSONResponse:
         body = await json_body(request)
         if not isinstance(body, Mapping):
@@ -203,7 +301,9 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
         return await _call(herder.connector_config, name)
 
     @app.put(
-        "/connectors/{name:segment}/config", summary="Create or replace a connector's config", openapi_extra=_JSON_BODY
+        "/connectors/{name:segment}/config",
+        summary="Create or replace a connector's config",
+        openapi_extra=_CONFIG_BODY,
     )
     async def put_config(name: str, request: Request) -> JSONResponse:
         config = _string_map(await json_body(request), "The config")
@@ -218,7 +318,7 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     @app.patch(
         "/connectors/{name:segment}/config",
         summary="Merge keys into the config; null deletes",
-        openapi_extra=_JSON_BODY,
+        openapi_extra=_PATCH_BODY,
     )
     async def patch_config(name: str, request: Request) -> dict[str, Any]:
         patch = _string_map(await json_body(request), "The config patch", allow_null=True)
@@ -263,6 +363,10 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     @app.post(
         "/connectors/{name:segment}/restart",
         summary="KIP-745: the Connector only (204), or with ?includeTasks=&onlyFailed= (202 and the plan)",
+        openapi_extra=_params(
+            _query("includeTasks", _BOOL, "restart the tasks too"),
+            _query("onlyFailed", _BOOL, "only FAILED instances"),
+        ),
     )
     async def restart_connector(name: str, request: Request) -> Response:
         restart = RestartRequest(name, _flag(request, "onlyFailed"), _flag(request, "includeTasks"))
@@ -312,7 +416,7 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     @app.patch(
         "/connectors/{name:segment}/offsets",
         summary="Alter offsets (STOPPED connectors only)",
-        openapi_extra=_JSON_BODY,
+        openapi_extra=_OFFSETS_BODY,
     )
     async def alter_offsets(name: str, request: Request) -> dict[str, str]:
         body = await json_body(request)
@@ -337,7 +441,7 @@ def create_app(herder: Any, *, cluster_id: str = "", title: str = "cdc Connect R
     async def get_logger(logger: str) -> dict[str, Any]:
         return loggers.level(logger)
 
-    @app.put("/admin/loggers/{logger}", summary="Set a logger's level (and its children's)", openapi_extra=_JSON_BODY)
+    @app.put("/admin/loggers/{logger}", summary="Set a logger's level (and its children's)", openapi_extra=_LEVEL_BODY)
     async def set_logger(logger: str, request: Request) -> Any:
         body = await json_body(request)
         level = body.get("level") if isinstance(body, Mapping) else None

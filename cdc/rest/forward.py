@@ -7,6 +7,8 @@ either (a rebalance moved things), the client gets 409 and retries.
 
 from __future__ import annotations
 
+import ssl
+
 import httpx
 from fastapi import FastAPI, Request, Response
 
@@ -17,7 +19,11 @@ FORWARDED = "X-Cdc-Forwarded"
 _PASSED = ("content-type", "authorization", "accept")
 
 
-def install_forwarding(app: FastAPI) -> None:
+def install_forwarding(app: FastAPI, ssl_context: ssl.SSLContext | None = None) -> None:
+    """Forward to the URL a ForwardRequired names; https peers are checked with `ssl_context`
+    (the worker's truststore, and its keystore for peers that require a client certificate)."""
+    verify: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+
     @app.exception_handler(ForwardRequired)
     async def _forward(request: Request, exc: ForwardRequired) -> Response:
         if exc.url is None or request.headers.get(FORWARDED):
@@ -29,7 +35,7 @@ def install_forwarding(app: FastAPI) -> None:
         raw_path = request.scope.get("raw_path")
         path = raw_path.decode("latin-1") if isinstance(raw_path, bytes) else request.url.path
         try:
-            async with httpx.AsyncClient(timeout=60) as client:
+            async with httpx.AsyncClient(timeout=60, verify=verify) as client:
                 r = await client.request(
                     request.method,
                     exc.url.rstrip("/") + path,

@@ -9,7 +9,9 @@
 - Every resource `@Produces(application/json)`: an `Accept` header that rules JSON out gets
   Jersey's 406, and every resource `@Consumes(application/json)`: a request body sent with
   another `Content-Type` (curl -d sends application/x-www-form-urlencoded) gets 415. A missing
-  `Content-Type` is accepted, as Jersey does.
+  `Content-Type` is accepted, as Jersey does. This holds for writes without a body too
+  (`POST …/restart`), as Jersey matches the class-level `@Consumes` there as well: so a
+  browser form or `text/plain` fetch from another site cannot restart a connector.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _ACCEPTS_JSON = frozenset({"*/*", "application/*", _JSON})
 # Stands for an encoded slash inside one path segment between the middleware and routing
 # (a Unicode noncharacter: never in a connector name).
 _SLASH = "\uffff"
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class SegmentConvertor(Convertor[str]):
@@ -105,6 +108,14 @@ class JerseyCompatMiddleware:
             scope["path"] = path[:-1]
             if isinstance(raw, bytes) and raw.endswith(b"/"):
                 scope["raw_path"] = raw[:-1]
+        if scope.get("method") in _WRITES:
+            headers = scope.get("headers", ())
+            content_type = next((v.decode("latin-1") for k, v in headers if k == b"content-type"), None)
+            try:
+                check_json_content_type(content_type)
+            except RestError as e:
+                await error_response(e.status, str(e))(scope, receive, send)
+                return
         if scope["path"] not in self.exempt:
             accept = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"accept"), "")
             if not accepts_json(accept):

@@ -220,6 +220,82 @@ WORKER_CONFIG_DEF = (
         "Turn on HTTP basic auth for the REST API: a .properties file of `user=password` lines "
         "(what Kafka's BasicAuthSecurityRestExtension reads through its JAAS `file` option).",
     )
+    # -- REST security (cdc/rest/settings.py reads these; Kafka's names unless noted) --------------
+    .define(
+        "rest.advertised.listener",
+        ConfigType.STRING,
+        None,
+        ValidString.in_ignore_case("http", "https"),
+        Importance.LOW,
+        "Which listener's scheme other workers use to call this one (http when listeners has both).",
+    )
+    .define(
+        "rest.extension.classes",
+        ConfigType.LIST,
+        "",
+        None,
+        Importance.LOW,
+        "REST extensions: org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension "
+        "turns on basic auth from the JAAS file's PropertyFileLoginModule (java.security.auth.login.config).",
+    )
+    .define(
+        "java.security.auth.login.config",
+        ConfigType.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "The JAAS file of BasicAuthSecurityRestExtension (the JVM system property's name; "
+        "-Djava.security.auth.login.config=... in KAFKA_OPTS is read too).",
+    )
+    .define(
+        "ssl.client.auth",
+        ConfigType.STRING,
+        None,
+        ValidString.in_ignore_case("required", "requested", "none"),
+        Importance.LOW,
+        "https listeners: client certificates signed by ssl.truststore.* are required, requested or not asked.",
+    )
+    .define(
+        "ssl.client.authentication",
+        ConfigType.STRING,
+        None,
+        ValidString.in_ignore_case("required", "requested", "none"),
+        Importance.LOW,
+        "Confluent's spelling of ssl.client.auth.",
+    )
+    .define(
+        "access.control.allow.origin",
+        ConfigType.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "CORS: origins (comma-separated, * for any) whose pages may call the REST API; empty allows none.",
+    )
+    .define(
+        "access.control.allow.methods",
+        ConfigType.STRING,
+        "",
+        None,
+        Importance.LOW,
+        "CORS: methods allowed cross-origin (default GET,POST,HEAD, as Jetty's).",
+    )
+    .define(
+        "rest.allowed.hosts",
+        ConfigType.LIST,
+        "",
+        None,
+        Importance.LOW,
+        "cdc: extra Host header names the REST API answers (*.example.com matches subdomains, * any); "
+        "listener hosts, rest.advertised.host.name and localhost always are.",
+    )
+    .define(
+        "rest.request.max.bytes",
+        ConfigType.LONG,
+        1_048_576,
+        Range.at_least(1),
+        Importance.LOW,
+        "cdc: largest REST request body accepted; a larger one gets 413.",
+    )
     .define(
         "task.restart.on.failure.enable",
         ConfigType.BOOLEAN,

@@ -1,0 +1,267 @@
+"""Request guards in front of the REST API: Host allow-list, cross-site writes, body size.
+
+Kafka Connect has none of these (Jetty answers any Host, and the only cross-origin control is
+CORS headers). They are what a REST API on a developer's machine needs against a web page:
+- **Host allow-list** (DNS rebinding): a page on `evil.example` whose name is re-pointed to
+  127.0.0.1 sends `Host: evil.example`. Only the listeners' hosts, `rest.advertised.host.name`,
+  localhost / 127.0.0.1 / ::1, `rest.allowed.hosts` and, for a wildcard listener (0.0.0.0, ::),
+  the machine's names and the address the client connected to are answered; others get 421.
+- **Cross-site writes** (CSRF): browsers send a "simple" POST (no preflight) to any site; a
+  body-less `POST /connectors/x/restart` needs nothing more. A write (POST, PUT, PATCH, DELETE)
+  whose `Origin` (or `Sec-Fetch-Site`) says another site is refused with 403 unless CORS
+  (`access.control.allow.origin` / `access.control.allow.methods`) allows that origin and method.
+- **Body size** (`rest.request.max.bytes`): a larger body gets 413 before it is read whole.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cdc.rest.errors import error_response
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_DEFAULT_CORS_METHODS = ("GET", "POST", "HEAD")  # Jetty CrossOriginFilter's default
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _normal(host: str) -> str:
+    return host.strip().strip("[]").rstrip(".").lower()
+
+
+def _split_authority(value: str) -> tuple[str | None, str]:
+    """(host, port text) of `name`, `name:port` or `[v6]:port`; host None if malformed."""
+    value = value.strip()
+    if value.startswith("["):
+        end = value.find("]")
+        rest = value[end + 1 :] if end >= 0 else "x"
+        if end < 0 or (rest and not re.fullmatch(r":\d*", rest)):
+            return None, ""
+        return _normal(value[1:end]) or None, rest[1:]
+    name, _, port = value.partition(":")
+    if (port and not port.isdigit()) or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        return None, ""
+    return _normal(name), port
+
+
+def host_of(value: str) -> str | None:
+    """The host part of a Host header (`name`, `name:port`, `[v6]:port`); None if malformed."""
+    return _split_authority(value)[0]
+
+
+def machine_names() -> set[str]:
+    """This machine's host names and their addresses, for a wildcard listener."""
+    names = {_normal(socket.gethostname()), _normal(socket.getfqdn())}
+    for name in list(names):
+        try:
+            for info in socket.getaddrinfo(name, None):
+                names.add(_normal(str(info[4][0])))
+        except OSError:
+            continue
+    return {n for n in names if n}
+
+
+@dataclass(frozen=True)
+class HostPolicy:
+    """Which Host header names the API answers."""
+
+    names: frozenset[str]
+    patterns: tuple[str, ...] = ()  # `*.example.com`: any subdomain
+    any_host: bool = False
+    wildcard_listener: bool = False
+
+    @classmethod
+    def build(cls, listener_hosts: Iterable[str], advertised: str | None, extra: Iterable[str]) -> HostPolicy:
+        hosts = [_normal(h) for h in listener_hosts]
+        names = set(LOOPBACK_NAMES) | {h for h in hosts if h not in WILDCARD_HOSTS}
+        wildcard = any(h in WILDCARD_HOSTS for h in hosts)
+        if advertised:
+            names.add(_normal(advertised))
+        if wildcard:
+            names |= machine_names()
+        extra = [_normal(e) for e in extra if e.strip()]
+        patterns = tuple(e[1:] for e in extra if e.startswith("*.") and len(e) > 2)
+        names |= {e for e in extra if not e.startswith("*")}
+        return cls(frozenset(names), patterns, "*" in extra, wildcard)
+
+    def allows(self, host: str, local_address: str | None) -> bool:
+        if self.any_host or host in self.names or any(host.endswith(p) for p in self.patterns):
+            return True
+        if local_address is None:
+            return False
+        # The address the client connected to is this machine's, whichever interface it is on
+        # (a name could be an attacker's; an IP literal cannot be re-pointed by DNS).
+        try:
+            return ipaddress.ip_address(host) == ipaddress.ip_address(_normal(local_address))
+        except ValueError:
+            return False
+
+
+class HostAllowListMiddleware:
+    """421 with one JSON line for a Host header the worker does not serve (DNS rebinding)."""
+
+    def __init__(self, app: ASGIApp, policy: HostPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        value = _header(scope, b"host")
+        if value is not None:  # HTTP/1.0 may omit it; browsers always send it
+            host = host_of(value)
+            server = scope.get("server")
+            local = str(server[0]) if server else None
+            if host is None:
+                await error_response(400, f"Malformed Host header {value!r}")(scope, receive, send)
+                return
+            if not self.policy.allows(host, local):
+                message = (
+                    f"Host {host!r} is not a name of this worker (DNS rebinding protection): call it by a "
+                    "listeners host, rest.advertised.host.name or localhost, or add the name to rest.allowed.hosts"
+                )
+                await error_response(421, message)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+@dataclass(frozen=True)
+class CorsPolicy:
+    """Kafka's `access.control.allow.origin` (comma-separated, `*` any, `*` inside a name any
+    characters, as Jetty's CrossOriginFilter) and `access.control.allow.methods`."""
+
+    origins: tuple[str, ...] = ()
+    methods: tuple[str, ...] = _DEFAULT_CORS_METHODS
+    regexes: tuple[str, ...] = ()  # patterns of the origins that contain `*`
+
+    @classmethod
+    def build(cls, allow_origin: str | None, allow_methods: str | None) -> CorsPolicy:
+        origins = tuple(o.strip() for o in (allow_origin or "").split(",") if o.strip())
+        methods = tuple(m.strip().upper() for m in (allow_methods or "").split(",") if m.strip())
+        regexes = tuple(
+            "(?i:" + ".*".join(re.escape(part) for part in o.split("*")) + ")" for o in origins if "*" in o and o != "*"
+        )
+        return cls(origins, methods or _DEFAULT_CORS_METHODS, regexes)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.origins)
+
+    def allows(self, origin: str, method: str) -> bool:
+        if not self.enabled or method.upper() not in self.methods:
+            return False
+        return origin in self.origins or "*" in self.origins or any(re.fullmatch(r, origin) for r in self.regexes)
+
+
+def _same_origin(origin: str, scope: Scope) -> bool:
+    """Whether `Origin` names this very API (scheme, host and port as the request reached it)."""
+    parts = urlsplit(origin.strip())
+    host = _header(scope, b"host")
+    scheme = scope.get("scheme", "http")
+    if parts.scheme.lower() != scheme or not parts.netloc or host is None:
+        return False
+    default = "443" if scheme == "https" else "80"
+    origin_host, origin_port = _split_authority(parts.netloc)
+    own_host, own_port = _split_authority(host)
+    return origin_host is not None and (origin_host, origin_port or default) == (own_host, own_port or default)
+
+
+class CrossSiteWriteMiddleware:
+    """403 for a write a browser sends on behalf of another site's page, unless CORS allows it."""
+
+    def __init__(self, app: ASGIApp, cors: CorsPolicy) -> None:
+        self.app = app
+        self.cors = cors
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") not in _UNSAFE:
+            await self.app(scope, receive, send)
+            return
+        origin = _header(scope, b"origin")
+        fetch_site = (_header(scope, b"sec-fetch-site") or "").strip().lower()
+        method = scope["method"]
+        refused: str | None = None
+        if origin is not None and not _same_origin(origin, scope):
+            if not self.cors.allows(origin.strip(), method):
+                refused = f"Origin {origin.strip()}"
+        elif origin is None and fetch_site in ("cross-site", "same-site") and not self.cors.allows("*", method):
+            refused = f"a {fetch_site} page (Sec-Fetch-Site)"
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        message = (
+            f"Cross-site {method} refused: {refused} may not change this worker; "
+            "to let a web UI on that origin call the API, list it in access.control.allow.origin "
+            "(and its methods in access.control.allow.methods)"
+        )
+        await error_response(403, message)(scope, receive, send)
+
+
+class BodyLimitMiddleware:
+    """413 for a request body over `max_bytes` (by Content-Length, or counted as it arrives);
+    the body is read before the route runs, so a route never sees a partial one."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _refuse(self) -> ASGIApp:
+        return error_response(
+            413,
+            f"The request body is larger than rest.request.max.bytes ({self.max_bytes} bytes): send a smaller "
+            "body, or raise rest.request.max.bytes in the worker properties",
+            {"Connection": "close"},
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = _header(scope, b"content-length")
+        if length is not None and length.strip().isdigit() and int(length) > self.max_bytes:
+            await self._refuse()(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                # The client went away: let the app see the disconnect as it would have.
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse()(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([body], receive), send)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replayed
