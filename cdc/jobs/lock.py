@@ -13,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 
 from cdc.api.errors import ConfigException, ConnectException
+from cdc.log.private_files import make_private_dir, open_private_file
 
 
 class JobRunningError(ConnectException):
@@ -27,8 +28,8 @@ class JobLock:
 
     def acquire(self, action: str = "start it") -> JobLock:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            make_private_dir(self.path.parent)  # state.dir: 0700, as the embedded log makes it
+            fd = open_private_file(self.path)  # 0600 (issue 17)
         except OSError as e:
             # mkdir says "File exists" when state.dir (or a parent) is a file
             reason = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror

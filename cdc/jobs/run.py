@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cdc.api import libpq_tls
@@ -24,6 +25,7 @@ from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.lock import JobLock
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import JobSpec, source_family
+from cdc.log.private_files import make_private_dir
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
@@ -117,6 +119,13 @@ def checkpoint_dir(job: JobSpec) -> str:
     """The Spark checkpoint of the job's sink query (`spark.checkpoint`, else under state.dir)."""
     given = (job.spark or {}).get("checkpoint")
     return os.path.abspath(given or os.path.join(job.worker_config()["state.dir"], "spark-checkpoints", job.name))
+
+
+def make_private_checkpoint_dir(job: JobSpec) -> None:
+    """The job's Spark checkpoint 0700, like state.dir, when it lies in state.dir (issue 17)."""
+    checkpoint = Path(checkpoint_dir(job))
+    if Path(os.path.abspath(job.worker_config()["state.dir"])) in checkpoint.parents:
+        make_private_dir(checkpoint)
 
 
 def topic_prefix(job: JobSpec) -> str:
@@ -390,6 +399,7 @@ class JobRunner:
         connector = self._connector_config()
         sink = sink_config(self.job)
         with JobLock(self.job.worker_config()["state.dir"], self.job.name).acquire("start it again"):
+            make_private_checkpoint_dir(self.job)
             return self._run(connector, sink)
 
     def _run(self, connector: dict[str, str], sink: dict[str, Any]) -> int:

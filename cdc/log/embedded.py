@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -35,6 +36,7 @@ from cdc.log.base import (
     UnknownTopicError,
 )
 from cdc.log.murmur2 import partition_for_key
+from cdc.log.private_files import make_private_dir, open_private_file, tighten
 
 log = logging.getLogger(__name__)
 
@@ -128,19 +130,23 @@ class EmbeddedLog(TopicLog):
         if synchronous.upper() not in _SYNC_MODES:
             raise LogError(f"embedded.synchronous must be one of {', '.join(_SYNC_MODES)}, got {synchronous!r}")
         self.state_dir = Path(state_dir)
+        self.path = self.state_dir / DB_FILE
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.state_dir)  # 0700: cdc.db holds every captured row (issue 17)
+            if not self.path.exists():
+                os.close(open_private_file(self.path, os.O_WRONLY))  # 0600; SQLite gives -wal/-shm its mode
         except OSError as e:
             raise LogError(
                 f"cannot create state.dir {self.state_dir}: {e.strerror}; choose a writable directory"
             ) from e
-        self.path = self.state_dir / DB_FILE
         self.synchronous = synchronous.upper()
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
         self.busy_timeout_ms = busy_timeout_ms
         self._lock = threading.RLock()
         self._conn = self.connect()
+        for name in (DB_FILE, DB_FILE + "-wal", DB_FILE + "-shm"):
+            tighten(self.state_dir / name)  # a log written by an older cdc, or with a wider mode
         self._meta: dict[str, _Meta] = {}
         try:
             self._init_schema()

@@ -19,6 +19,7 @@ from typing import Any
 
 from cdc.api.storage import OffsetStorageReader
 from cdc.log.base import LogProducer, LogReader, LogRecord, TopicLog, TopicPartition, TopicSpec
+from cdc.log.private_files import make_private_dir
 from cdc.storage._json import dumps, loads
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ class FileOffsetBackingStore(OffsetBackingStore):
             if v is not None:
                 merged[k] = v
         body = json.dumps([[k.decode(), v.decode()] for k, v in merged.items()], indent=1)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)  # a directory it creates is 0700; mkstemp makes the file 0600
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name + ".")
         try:
             with os.fdopen(fd, "w") as f:
