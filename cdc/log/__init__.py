@@ -1,5 +1,6 @@
 """Topic logs: the Kafka transport and the embedded SQLite transport behind one interface."""
 
+from cdc.log._headers import decode_headers, encode_headers
 from cdc.log.base import (
     GroupConsumer,
     LogError,
@@ -24,4 +25,6 @@ __all__ = [
     "TopicPartition",
     "TopicSpec",
     "UnknownTopicError",
+    "decode_headers",
+    "encode_headers",
 ]

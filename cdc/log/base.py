@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # How long inspection commands (topics, offsets, status) wait for an unreachable transport.
 INSPECTION_REACH_TIMEOUT = 10.0
@@ -197,8 +197,16 @@ class TopicLog(ABC):
     """A transport: topics, producers and readers over one backend."""
 
     name: str
+    # Capabilities: callers ask these flags, never the log's type.
     # True where end offsets are authoritative; else readers also wait for an idle poll.
     exact_end_offsets: bool = False
+    # True where no broker applies `retention.ms`: the log's owner runs the LogCleaner.
+    owner_applies_retention: bool = False
+    # True where the worker keeps connectors' schema history topics in this log itself (on
+    # Kafka, as with Debezium, the connector's own history settings name topic and cluster).
+    keeps_history_topics: bool = False
+    # True where `read_arrow` reads a partition range straight into Arrow batches.
+    arrow_ranges: bool = False
 
     # -- admin -------------------------------------------------------------------------------
     def probe(self, within: float) -> None:
@@ -226,6 +234,12 @@ class TopicLog(ABC):
     @abstractmethod
     def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
         """Move each partition's log start up to `before` (retention by offset)."""
+
+    def read_arrow(self, topic: str, partition: int, start: int, end: int, *, headers: bool = False) -> Iterator[Any]:
+        """Records `start <= offset < end` of one partition as Arrow record batches (columns
+        `offset`, `timestamp_ms`, `key`, `value`, and `headers` in the log's encoding when asked;
+        see `cdc.log.embedded_arrow`). Only where `arrow_ranges` is True; needs `cdc[arrow]`."""
+        raise NotImplementedError(f"the {self.name} log has no Arrow range reader (arrow_ranges is False)")
 
     # -- clients -----------------------------------------------------------------------------
     @abstractmethod

@@ -17,8 +17,9 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from cdc.log._headers import decode_headers, encode_headers
 from cdc.log.base import (
@@ -114,6 +115,10 @@ class EmbeddedLog(TopicLog):
     `synchronous` is SQLite's durability knob: FULL (default) survives power loss, NORMAL
     survives a process crash (kill -9) but may lose the last commits on power loss.
     """
+
+    owner_applies_retention = True  # the worker's LogCleaner enforces retention.ms (Worker.start)
+    keeps_history_topics = True
+    arrow_ranges = True
 
     name = "embedded"
     exact_end_offsets = True
@@ -325,6 +330,12 @@ class EmbeddedLog(TopicLog):
         return moved
 
     # -- clients -----------------------------------------------------------------------------
+    def read_arrow(self, topic: str, partition: int, start: int, end: int, *, headers: bool = False) -> Iterator[Any]:
+        """The range as Arrow batches, read through its own connection (cdc.log.embedded_arrow)."""
+        from cdc.log.embedded_arrow import read_arrow
+
+        return read_arrow(self.path, self.busy_timeout_ms, topic, partition, start, end, headers=headers)
+
     def producer(self, transactional_id: str | None = None, **overrides: str) -> EmbeddedProducer:
         return EmbeddedProducer(self, int(overrides.get("batch.num.messages", 10_000)))
 

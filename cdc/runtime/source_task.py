@@ -22,7 +22,6 @@ from cdc.api.records import SourceRecord
 from cdc.api.source import RecordMetadata, SourceTask
 from cdc.api.storage import Converter, HeaderConverter, OffsetStorageReader
 from cdc.log.base import LogProducer, LogRecord, TopicLog, TopicSpec
-from cdc.log.embedded import EmbeddedLog
 from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage
 from cdc.runtime.history_log import TopicHistoryLog
 from cdc.runtime.submitted_records import SubmittedRecord, SubmittedRecords
@@ -85,7 +84,7 @@ class TopicCreator:
         None on Kafka: there, as with Debezium, the connector's own history settings name the
         topic and its cluster, and the worker creates no topic the user did not ask for.
         """
-        if not isinstance(self._log, EmbeddedLog):
+        if not self._log.keeps_history_topics:
             return None
         return TopicHistoryLog(self._log, topic, self._replication)
 

@@ -15,7 +15,6 @@ from cdc.api.sink import SinkTask
 from cdc.api.source import SourceConnector, SourceTask
 from cdc.api.storage import Converter, HeaderConverter
 from cdc.log.base import TopicLog
-from cdc.log.embedded import EmbeddedLog
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.errors import RetryWithToleranceOperator
 from cdc.runtime.log_cleaner import LogCleaner
@@ -112,7 +111,7 @@ class Worker:
         self.offset_store.start()
         self.status_store.start()
         interval = self.config.get("log.retention.check.interval.ms")
-        if isinstance(self.log, EmbeddedLog) and interval > 0:  # a Kafka broker applies its own retention
+        if self.log.owner_applies_retention and interval > 0:  # a Kafka broker applies its own retention
             self.cleaner = LogCleaner(self.log, interval)
             self.cleaner.start()
 

@@ -13,13 +13,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from cdc.log import TopicLog, TopicPartition
-from cdc.log._headers import decode_headers
-from cdc.log.embedded import EmbeddedLog
+from cdc.log import TopicLog, TopicPartition, decode_headers
 from cdc_spark.source import offsets as off
 from cdc_spark.source.options import SourceOptions
 
@@ -179,7 +176,7 @@ def read_range(r: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
     """Yield the range as Arrow batches (far cheaper than tuples across the Python worker)."""
     log = r.options.open_log()
     r = _available(r, log)
-    if isinstance(log, EmbeddedLog):
+    if log.arrow_ranges:
         return _read_embedded(r, log)
     return _read_log(r, log)
 
@@ -207,59 +204,28 @@ def _available(r: TopicPartitionRange, log: TopicLog) -> TopicPartitionRange:
     return replace(r, start=min(earliest, r.end))
 
 
-def _read_embedded(r: TopicPartitionRange, log: EmbeddedLog) -> Iterator[pa.RecordBatch]:
-    """The embedded log's rows straight into Arrow columns, by ADBC's SQLite driver.
-
-    ADBC builds the Arrow arrays in C: about 3x faster than sqlite3 rows plus `pa.array` for
-    1-3 KB values, the largest share of a batch's read time. It infers column types from the
-    values, so nullable blobs are read as COALESCE(x, x'') plus an IS NULL flag.
-    """
-    import adbc_driver_sqlite.dbapi as adbc
-    from adbc_driver_sqlite import StatementOptions
-
+def _read_embedded(r: TopicPartitionRange, log: TopicLog) -> Iterator[pa.RecordBatch]:
+    """The log's own Arrow range reader (`TopicLog.read_arrow`), with this source's columns."""
     with_headers = r.options.include_headers
     schema = ARROW_SCHEMA.append(HEADERS_ARROW) if with_headers else ARROW_SCHEMA
-    columns = "offset, timestamp, COALESCE(key, x''), key IS NULL, COALESCE(value, x''), value IS NULL"
-    if with_headers:
-        columns += ", COALESCE(headers, x'')"  # no headers decode as none
-    log.close()  # only its path is needed
-    conn = adbc.connect(str(log.path))
-    cur = conn.cursor()
     try:
-        cur.execute(f"PRAGMA busy_timeout={log.busy_timeout_ms}")
-        cur.execute("PRAGMA mmap_size=2147418112")  # reads through a memory map skip SQLite's page copies
-        cur.adbc_statement.set_options(**{StatementOptions.BATCH_ROWS.value: str(_BATCH)})
-        cur.execute(
-            f"SELECT {columns} FROM records WHERE topic=? AND partition=? AND offset>=? AND offset<? ORDER BY offset",
-            (r.topic, r.partition, r.start, r.end),
-        )
-        for batch in cur.fetch_record_batch():
-            n = batch.num_rows
-            if n == 0:
-                continue
-            arrays = [
-                pa.array([r.topic] * n, pa.string()),
-                pa.array([r.partition] * n, pa.int32()),
-                batch.column(0),
-                _nullable(batch.column(2), batch.column(3)),
-                _nullable(batch.column(4), batch.column(5)),
-                batch.column(1),
-            ]
-            if with_headers:
-                raw_headers = batch.column(6).cast(pa.binary()).to_pylist()
-                arrays.append(_headers_array([decode_headers(h) for h in raw_headers]))
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        batches = log.read_arrow(r.topic, r.partition, r.start, r.end, headers=with_headers)
     finally:
-        cur.close()
-        conn.close()
-
-
-def _nullable(values: pa.Array, is_null: pa.Array) -> pa.Array:
-    """`values` with nulls where the IS NULL flag is set (no copy when there is none)."""
-    values, mask = values.cast(pa.binary()), pc.cast(is_null, pa.bool_())
-    if not pc.any(mask).as_py():
-        return values
-    return pc.if_else(mask, pa.scalar(None, pa.binary()), values)
+        log.close()  # the reader holds its own connection
+    for batch in batches:
+        n = batch.num_rows
+        arrays = [
+            pa.array([r.topic] * n, pa.string()),
+            pa.array([r.partition] * n, pa.int32()),
+            batch.column("offset"),
+            batch.column("key"),
+            batch.column("value"),
+            batch.column("timestamp_ms"),
+        ]
+        if with_headers:
+            raw_headers = batch.column("headers").to_pylist()
+            arrays.append(_headers_array([decode_headers(h) for h in raw_headers]))
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _read_log(r: TopicPartitionRange, log: TopicLog) -> Iterator[pa.RecordBatch]:
