@@ -58,7 +58,7 @@ class ProcessWorkerTask(WorkerTask):
         self.spec["metrics_fd"] = metrics_out
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cdc.runtime.task_process"],
+                [sys.executable, "-m", "cdc.runtime.task_child"],
                 stdin=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 pass_fds=(metrics_out,),
@@ -134,70 +134,3 @@ class ProcessWorkerTask(WorkerTask):
     def _signal(self, signum: int) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signum)
-
-
-class _SilentListener:
-    """The child reports no state itself: the parent owns the task's status. Metrics go to the parent."""
-
-    def __init__(self, metrics_out: Any = None) -> None:
-        self._metrics_out = metrics_out
-
-    def on_startup(self, id: ConnectorTaskId) -> None: ...
-
-    def on_running(self, id: ConnectorTaskId) -> None: ...
-
-    def on_pause(self, id: ConnectorTaskId) -> None: ...
-
-    def on_failure(self, id: ConnectorTaskId, trace: str) -> None:
-        sys.stderr.write(trace + "\n")
-
-    def on_shutdown(self, id: ConnectorTaskId) -> None: ...
-
-    def on_metrics(self, id: ConnectorTaskId, metrics: dict[str, Any]) -> None:
-        if self._metrics_out is not None:
-            self._metrics_out.write(json.dumps(metrics) + "\n")
-            self._metrics_out.flush()
-
-
-def main() -> None:
-    """Child side: build a worker from the spec and run exactly one task in-process."""
-    from cdc.runtime.plugins import PluginRegistry
-    from cdc.runtime.transport import open_log, open_offset_store
-    from cdc.runtime.worker import Worker
-    from cdc.runtime.worker_config import WorkerConfig
-    from cdc.storage.status import StatusBackingStore
-
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s (%(name)s)")
-    spec = json.loads(sys.stdin.read())
-    config = WorkerConfig({**spec["worker"], "task.isolation": "thread"})
-    registry = PluginRegistry.discover(config.get("plugin.path"))
-    log_ = open_log(config)
-    worker = Worker(config, registry, log_, open_offset_store(config, log_), StatusBackingStore(), spec["worker_id"])
-    metrics_fd = spec.get("metrics_fd")
-    metrics_out = os.fdopen(metrics_fd, "w") if metrics_fd is not None else None
-    worker.reporter = _SilentListener(metrics_out)  # type: ignore[assignment]
-    worker.offset_store.start()
-    id = ConnectorTaskId(spec["id"][0], spec["id"][1])
-    stop = threading.Event()
-    task = worker.start_task(id, spec["connector"], spec["task"], spec["count"], paused=spec["paused"])
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGUSR1, lambda *_: task.pause())
-    signal.signal(signal.SIGUSR2, lambda *_: task.resume())
-    parent = spec.get("parent_pid")
-    while not stop.wait(0.1) and task.is_running():
-        if parent and os.getppid() != parent:
-            # The worker died (kill -9): never outlive it, or the task would run twice once
-            # another worker takes it over.
-            sys.stderr.write(f"worker process {parent} is gone; stopping task {id}\n")
-            break
-    failed = task.failure is not None
-    worker.stop_and_await_tasks([id])
-    worker.offset_store.stop()
-    log_.close()
-    sys.stdout.flush()
-    os._exit(FAILED_EXIT if failed else 0)
-
-
-if __name__ == "__main__":
-    main()
