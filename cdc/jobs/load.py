@@ -23,6 +23,7 @@ import yaml
 
 from cdc.api.errors import ConfigException
 from cdc.config.providers import ConfigTransformer
+from cdc.config.sensitive import HIDDEN, is_sensitive
 from cdc.jobs import source_db
 from cdc.jobs.paths import format_path
 from cdc.jobs.spec import CONNECTOR_ALIASES, JobSpec, source_family
@@ -170,13 +171,22 @@ def _did_you_mean(word: str, candidates: list[str]) -> str:
 def _schema_messages(error: jsonschema.ValidationError) -> list[tuple[tuple[str | int, ...], str]]:
     """One message per unknown key (jsonschema lists them all in one error), else one."""
     if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
-        return [_schema_message(error)]
+        return [_hide_secret(*_schema_message(error), error.instance)]
     known = sorted((error.schema.get("properties") or {}).keys())
     return [
         ((*error.absolute_path, key), f"unknown key {key!r}{_did_you_mean(key, known)} (known: {', '.join(known)})")
         for key in error.instance
         if key not in known
     ]
+
+
+def _hide_secret(path: tuple[str | int, ...], message: str, value: Any) -> tuple[tuple[str | int, ...], str]:
+    """The message without the value it quotes when the key is a secret (cdc.config.sensitive):
+    `transport['ssl.keystore.password']: expected string, got int [hidden]`."""
+    if any(isinstance(p, str) and is_sensitive(p) for p in path) and not isinstance(value, (dict, list)):
+        for form in sorted({repr(value), str(value)}, key=len, reverse=True):
+            message = message.replace(form, HIDDEN)
+    return path, message
 
 
 def _schema_message(error: jsonschema.ValidationError) -> tuple[tuple[str | int, ...], str]:
