@@ -25,6 +25,7 @@ stored config passes too: a PUT of what GET returned keeps working.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from typing import Any
 
 from cdc.api.errors import ConfigException
 from cdc.config.providers import check_submitted_references, is_under, rest_config_providers
+
+log = logging.getLogger(__name__)
 
 REST_ALLOWED_PATHS = "rest.allowed.paths"
 
@@ -72,7 +75,10 @@ class SubmittedConfigPolicy:
                         ",".join(entries),
                     )
         roots = tuple(PurePath(os.path.normpath(os.path.abspath(e))) for e in entries if e)
-        return cls(rest_config_providers(config), roots, key)
+        policy = cls(rest_config_providers(config), roots, key)
+        for warning in _unguarded(policy.providers, config):
+            log.warning(warning)
+        return policy
 
     def check_references(self, config: Mapping[str, Any], previous: Mapping[str, str] | None = None) -> None:
         """Refuse references to providers REST configs may not use (one line naming the key)."""
@@ -113,6 +119,20 @@ class SubmittedConfigPolicy:
             return False
         real = PurePath(os.path.realpath(normalised))
         return any(is_under(real, PurePath(os.path.realpath(root))) for root in self.roots)
+
+
+def _unguarded(providers: frozenset[str], config: Any) -> list[str]:
+    """Local providers REST configs may use with nothing limiting what they read."""
+    originals = config.originals() if callable(getattr(config, "originals", None)) else config
+    out = []
+    for name, guard in (("file", "allowed.paths"), ("directory", "allowed.paths"), ("env", "allowlist.pattern")):
+        if name in providers and not originals.get(f"config.providers.{name}.param.{guard}"):
+            out.append(
+                f"rest.config.providers lets REST-submitted connector configs use the {name!r} provider without "
+                f"config.providers.{name}.param.{guard}: any REST caller can read every "
+                f"{'environment variable' if name == 'env' else 'file'} this worker can; set it"
+            )
+    return out
 
 
 def _file_keys(config: Mapping[str, Any]) -> Iterable[str]:

@@ -8,6 +8,7 @@ trace, `GET /connectors/{name}/tasks` and the worker log.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from cdc.log.kafka import KafkaLog
 from cdc.rest.server import RestServer
 from cdc.runtime.distributed.herder import DistributedHerder
 from cdc.runtime.plugins import PluginRegistry
+from cdc.runtime.submitted_config import SubmittedConfigPolicy
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
 from cdc.runtime.worker import Worker
 from cdc.runtime.worker_config import WorkerConfig
@@ -332,3 +334,23 @@ def test_distributed_worker_refuses_local_providers_and_stores_no_resolved_value
         herder.stop()
         server.stop()
         transformer.close()
+
+
+@pytest.mark.parametrize(
+    ("props", "warned"),
+    [
+        ({"rest.config.providers": "file,env"}, ["'file'", "'env'"]),
+        ({"rest.config.providers": "file", "config.providers.file.param.allowed.paths": "/tmp"}, []),
+        ({"rest.config.providers": "env", "config.providers.env.param.allowlist.pattern": "CDC_.*"}, []),
+        ({"config.providers": "file,directory"}, []),  # declared, but not for REST: nothing to warn about
+    ],
+)
+def test_a_worker_warns_when_rest_may_read_every_file_or_variable(
+    props: dict[str, str], warned: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "cdc.runtime.submitted_config")
+    SubmittedConfigPolicy.from_worker_config(WorkerConfig(props))
+    messages = [r.getMessage() for r in caplog.records if r.name == "cdc.runtime.submitted_config"]
+    assert len(messages) == len(warned)
+    for provider, message in zip(warned, messages, strict=True):
+        assert f"use the {provider} provider without" in message
