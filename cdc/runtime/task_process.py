@@ -94,8 +94,13 @@ class ProcessWorkerTask(WorkerTask):
         raise TaskProcessError(f"The process of task {self.id} (pid {proc.pid}) {how}. Last output:\n{tail}")
 
     def _drain(self, stream: Any) -> None:
+        """The child's stderr (its log lines and its failure's trace) into the worker's stderr and the
+        trace tail, with the connector's secrets hidden (StatusReporter.redact), as in-process tasks."""
+        redact = getattr(self.listener, "redact", None)
         for raw in iter(stream.readline, b""):
             line = raw.decode(errors="replace")
+            if callable(redact):
+                line = redact(self.id, line)
             self._stderr.append(line)
             sys.stderr.write(f"[task {self.id}] {line}")
 

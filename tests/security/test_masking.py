@@ -253,3 +253,29 @@ def test_cdc_validate_does_not_quote_a_secret_of_the_wrong_type(tmp_path: Path) 
     res = CliRunner().invoke(validate, [str(path), "--offline"], catch_exceptions=False)
     assert res.exit_code == 2 and "ssl.keystore.password" in res.output, res.output
     assert "98765432109" not in res.output
+
+
+def test_a_task_process_failure_hides_the_secret_in_status_and_on_stderr(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """task.isolation=process: the child's own log lines and trace come back through the worker's
+    stderr and the task status; both hide the secret."""
+    value = "pr0cess-S3cret-" + str(time.time_ns())
+    caplog.set_level(logging.DEBUG)
+    rest = Rest(tmp_path, **{"task.isolation": "process"})
+    try:
+        config = {
+            "connector.class": "tests.security.echoing.EchoingSource",  # the child imports it by name
+            "topic": "iso.out",
+            "database.sslpassword": value,
+            "task.fail": "true",
+        }
+        assert rest.http.post("/connectors", json={"name": "iso", "config": config}).status_code == 201
+        body = _failed(rest, "iso", task=True)
+        assert "lost the session opened with" in body["tasks"][0]["trace"]
+        assert_hidden(body, value, "the task status")
+    finally:
+        rest.close()
+    err = capfd.readouterr().err
+    assert "lost the session opened with" in err and value not in err
+    assert not any(value in logging.Formatter().format(r) for r in caplog.records)
