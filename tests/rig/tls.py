@@ -149,23 +149,29 @@ def _leaf(
     return builder.sign(ca_key, hashes.SHA256()), key
 
 
+def _san(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
+
+
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
-def make_pki(directory: Path, client_cn: str = "cdc") -> Pki:
-    """A CA, a server certificate for localhost and 127.0.0.1, a client certificate with CN
-    `client_cn` (PostgreSQL's `cert` authentication maps the CN to the user), and another CA."""
+def make_pki(
+    directory: Path, client_cn: str = "cdc", server_names: tuple[str, ...] = ("localhost", "127.0.0.1")
+) -> Pki:
+    """A CA, a server certificate for `server_names` (subject alternative names: host names or IP
+    addresses), a client certificate with CN `client_cn` (PostgreSQL's `cert` authentication maps
+    the CN to the user), and another CA."""
     directory.mkdir(parents=True, exist_ok=True)
     ca, ca_key = _ca("cdc test CA")
     server, server_key = _leaf(
-        "localhost",
-        ca,
-        ca_key,
-        ExtendedKeyUsageOID.SERVER_AUTH,
-        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+        "localhost", ca, ca_key, ExtendedKeyUsageOID.SERVER_AUTH, [_san(n) for n in server_names]
     )
     client, client_key = _leaf(client_cn, ca, ca_key, ExtendedKeyUsageOID.CLIENT_AUTH, [])
     other, _ = _ca("cdc unrelated CA")

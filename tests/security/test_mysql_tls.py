@@ -258,6 +258,23 @@ def test_required_without_a_tls_server_is_refused_not_sent_in_clear(pki: Pki) ->
     assert f"the server offers no TLS but {tls.SSL_MODE}=required requires it" in str(e.value)
 
 
+def test_verify_identity_checks_the_host_name_and_verify_ca_does_not(tmp_path: Path) -> None:
+    """A certificate issued for localhost only, reached as 127.0.0.1."""
+    pki = make_pki(tmp_path / "pki", server_names=("localhost",))
+    with mariadb_rig.spawn_tls(pki) as server:
+        with pytest.raises(ConnectException) as e:
+            MySqlConnection(_config(server, **_pem(pki, "verify_identity"))).connect()
+        message = str(e.value)
+        assert "mismatch" in message and "\n" not in message
+        assert f"not issued for '{server.host}' ({tls.SSL_MODE}=verify_identity)" in message
+        assert f"set {tls.SSL_MODE}=verify_ca to check only the CA" in message
+        conn = MySqlConnection(_config(server, **_pem(pki, "verify_ca"))).connect()
+        try:
+            assert _cipher(conn)
+        finally:
+            conn.close()
+
+
 # -- end to end: cdc run (snapshot, then streaming) into Delta, cdc verify, cdc validate -----------------
 def _lake(tmp_path: Path) -> dict[int, tuple[Any, ...]]:
     rows = DeltaTable(str(tmp_path / "lake" / "items")).to_pyarrow_table().to_pylist()

@@ -185,6 +185,18 @@ def test_disable_against_a_tls_only_server_fails_clearly(tls_db: PostgresServer,
     )
 
 
+def test_verify_full_checks_the_host_name_and_verify_ca_does_not(tmp_path: Path) -> None:
+    """A certificate issued for localhost only, reached as 127.0.0.1."""
+    pki = make_pki(tmp_path / "pki", server_names=("localhost",))
+    with postgres_rig.spawn_tls(pki) as server:
+        with pytest.raises(PostgresConnectorError) as e:
+            PostgresConnection(PostgresConnectorConfig.parse(_props(server, **_tls(pki))).dsn())
+        message = str(e.value)
+        assert "does not match host name" in message and "\n" not in message
+        assert "set database.sslmode=verify-ca to check only the CA" in message
+        PostgresConnection(PostgresConnectorConfig.parse(_props(server, **_tls(pki, mode="verify-ca"))).dsn()).close()
+
+
 # -- the Spark sink's PostgreSQL target (the warehouse) -----------------------------------------------
 def _warehouse_job(server: PostgresServer, pki: Pki, **tls_keys: str) -> JobSpec:
     sink = {"type": "postgres", "dsn": f"postgresql://cdc@{server.host}:{server.port}/{server.dbname}", **tls_keys}
