@@ -206,8 +206,9 @@ WORKER_CONFIG_DEF = (
         "http://127.0.0.1:8083",
         None,
         Importance.LOW,
-        "Where the REST API listens (Kafka's key). Loopback by default: expose it deliberately, "
-        "with rest.basic.auth.credentials.file, e.g. listeners=http://0.0.0.0:8083. Port 0 picks a free port.",
+        "Where the REST API listens (Kafka's key): http:// and/or https:// (listeners.https.ssl.* keys). "
+        "Loopback by default: expose it deliberately, with basic auth (rest.extension.classes) or "
+        "ssl.client.auth=required, e.g. listeners=https://0.0.0.0:8443. Port 0 picks a free port.",
     )
     .define("rest.advertised.host.name", ConfigType.STRING, None, None, Importance.LOW, "Host other workers call.")
     .define("rest.advertised.port", ConfigType.INT, None, None, Importance.LOW, "Port other workers call.")
