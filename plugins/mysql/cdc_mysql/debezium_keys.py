@@ -1,0 +1,293 @@
+"""Every key of Debezium 3.6's MySQL connector: implemented here, or recognised with what happens instead.
+
+Debezium's MySqlConnectorConfig (with BinlogConnectorConfig, HistorizedRelationalDatabaseConnectorConfig,
+RelationalDatabaseConnectorConfig, CommonConnectorConfig, SchemaHistory and DefaultTopicNamingStrategy)
+defines the keys. A Debezium config must load unchanged: a key this connector does not implement is
+accepted, and the start logs one line per key, "<key>: recognised, not supported: <what happens
+instead>" (not when the value is Debezium's default, which changes nothing). No Debezium key stops
+the connector, let alone the worker.
+
+Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
+`event.converting.failure.handling.mode`, `event.processing.failure.handling.mode`,
+`event.deserialization.failure.handling.mode`, `inconsistent.schema.handling.mode`,
+`column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
+`topic.naming.strategy` (Debezium's default class) and `snapshot.select.statement.overrides`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from cdc.api import ConfigDef, ConfigException, ConfigType, ConfigValue, Importance, ValidString
+from cdc_mysql.schema_options import (
+    FIELD_NAME_ADJUSTMENT_MODE,
+    FIELD_NAME_MODES,
+    PROPAGATE_COLUMN_SOURCE_TYPE,
+    PROPAGATE_DATATYPE_SOURCE_TYPE,
+    regex_list,
+)
+
+log = logging.getLogger(__name__)
+
+ENABLE_TIME_ADJUSTER = "enable.time.adjuster"
+EVENT_CONVERTING_FAILURE = "event.converting.failure.handling.mode"
+EVENT_PROCESSING_FAILURE = "event.processing.failure.handling.mode"
+EVENT_DESERIALIZATION_FAILURE = "event.deserialization.failure.handling.mode"
+INCONSISTENT_SCHEMA = "inconsistent.schema.handling.mode"
+TOPIC_NAMING_STRATEGY = "topic.naming.strategy"
+SNAPSHOT_SELECT_OVERRIDES = "snapshot.select.statement.overrides"
+
+DEFAULT_TOPIC_NAMING_STRATEGY = "io.debezium.schema.DefaultTopicNamingStrategy"
+# The default's other names: the Kafka Connect alias form and the pre-2.0 class.
+_DEFAULT_STRATEGY_NAMES = {
+    DEFAULT_TOPIC_NAMING_STRATEGY.lower(),
+    "defaulttopicnamingstrategy",
+    "io.debezium.schema.defaultunicodetopicnamingstrategy",
+}
+# fail | warn | skip (| ignore, Debezium's older spelling of skip)
+PROCESSING_MODES = ("fail", "warn", "skip", "ignore")
+CONVERTING_MODES = ("fail", "warn", "skip")
+
+_NO_INCREMENTAL = "there are no incremental snapshots (use a one-off connector with snapshot.mode=initial_only)"
+_NO_SIGNALS = "signals are not read"
+_HISTORY_KAFKA = "the Kafka schema history uses its own defaults"
+_BUILT_IN_MODES = "only the built-in snapshot.mode values exist"
+
+# key → (Debezium's default as text or None, what happens instead)
+RECOGNISED: dict[str, tuple[str | None, str]] = {
+    # connection (BinlogConnectorConfig, MySqlConnectorConfig)
+    "database.initial.statements": (None, "no statements are run when a connection opens"),
+    "database.server.id.offset": ("10000", "not used: the snapshot opens no replica connection"),
+    "database.query.timeout.ms": ("600000", "queries run without a timeout of their own"),
+    "database.jdbc.driver": ("com.mysql.cj.jdbc.Driver", "there is no JDBC driver: PyMySQL speaks the protocol"),
+    "database.protocol": ("jdbc:mysql", "there is no JDBC URL: PyMySQL speaks the protocol"),
+    "connect.keep.alive": ("true", "a lost binlog connection is reopened per errors.max.retries, no keep-alive thread"),
+    "connect.keep.alive.interval.ms": ("60000", "a lost binlog connection is reopened per errors.max.retries"),
+    "use.nongraceful.disconnect": ("false", "the binlog connection is closed gracefully"),
+    "binlog.net.write.timeout": (None, "the server's net_write_timeout applies"),
+    "binlog.net.read.timeout": (None, "the server's net_read_timeout applies"),
+    "min.row.count.to.stream.results": ("1000", "every snapshot SELECT streams its rows"),
+    "binlog.buffer.size": ("0", "events are emitted as they are read, without a look-ahead buffer"),
+    "read.only": ("false", "the connector never writes to the database anyway (no signal table, no watermarks)"),
+    "gtid.ignore.on.recovery": ("true", "the stored GTID set is kept as the offset has it"),
+    "ddl.parser.type": ("antlr", "DDL is not parsed: tables come from the binlog's table map and information_schema"),
+    "sourceinfo.struct.maker": (None, "the source block is Debezium's default MySQL one"),
+    # snapshot
+    "snapshot.query.mode": ("select_all", "snapshot rows come from SELECT * (or snapshot.select.statement.overrides)"),
+    "snapshot.query.mode.custom.name": (None, "snapshot rows come from SELECT *"),
+    "snapshot.locking.mode.custom.name": (None, "only snapshot.locking.mode=minimal|none exist"),
+    "snapshot.mode.custom.name": (None, "only the built-in snapshot.mode values exist"),
+    "snapshot.mode.configuration.based.snapshot.data": ("false", _BUILT_IN_MODES),
+    "snapshot.mode.configuration.based.snapshot.schema": ("false", _BUILT_IN_MODES),
+    "snapshot.mode.configuration.based.start.stream": ("false", _BUILT_IN_MODES),
+    "snapshot.mode.configuration.based.snapshot.on.schema.error": ("false", _BUILT_IN_MODES),
+    "snapshot.mode.configuration.based.snapshot.on.data.error": ("false", _BUILT_IN_MODES),
+    "snapshot.include.collection.list": (None, "every captured table is snapshotted"),
+    "snapshot.delay.ms": ("0", "the snapshot starts at once"),
+    "streaming.delay.ms": ("0", "streaming starts as soon as the snapshot ends"),
+    "snapshot.max.threads": ("1", "the snapshot reads one table at a time"),
+    "snapshot.max.threads.multiplier": ("1", "the snapshot reads one table at a time"),
+    "legacy.snapshot.max.threads": (None, "the snapshot reads one table at a time"),
+    "snapshot.scan.all.columns.force": ("false", "the snapshot selects every column"),
+    "snapshot.tables.order.by.row.count": ("disabled", "tables are snapshotted in name order"),
+    "query.fetch.size": ("0", "snapshot.fetch.size sets the rows per fetch"),
+    "incremental.snapshot.chunk.size": ("1024", _NO_INCREMENTAL),
+    "incremental.snapshot.allow.schema.changes": ("false", _NO_INCREMENTAL),
+    "incremental.snapshot.watermarking.strategy": ("insert_insert", _NO_INCREMENTAL),
+    "signal.data.collection": (None, _NO_SIGNALS),
+    "signal.poll.interval.ms": ("5000", _NO_SIGNALS),
+    "signal.enabled.channels": ("source", _NO_SIGNALS),
+    "notification.enabled.channels": (None, "no notifications are sent"),
+    "notification.sink.topic.name": (None, "no notifications are sent"),
+    # events and records
+    "converters": (None, "no Debezium custom converters run: columns keep the standard type mapping"),
+    "post.processors": (None, "no post processors run"),
+    "skip.messages.without.change": ("false", "updates that change no captured column are emitted"),
+    "schema.name.adjustment.mode": ("none", "schema names are not adjusted"),
+    "include.schema.comments": ("false", "column comments are in the schema history, not in the Connect schemas"),
+    "unavailable.value.placeholder": ("__debezium_unavailable_value", "full row images have no unavailable values"),
+    "table.ignore.builtin": ("true", "the system databases are never captured"),
+    "heartbeat.topics.prefix": ("__debezium-heartbeat", "heartbeats go to __debezium-heartbeat.<topic.prefix>"),
+    "topic.delimiter": (".", "topic names are joined with '.'"),
+    "topic.cache.size": ("10000", "topic names are cached per table"),
+    "topic.heartbeat.prefix": ("__debezium-heartbeat", "heartbeats go to __debezium-heartbeat.<topic.prefix>"),
+    "topic.transaction": ("transaction", "transaction records go to <topic.prefix>.transaction"),
+    "transaction.metadata.factory": (None, "Debezium's default transaction metadata is written"),
+    "max.queue.size.in.bytes": ("0", "the queue is bounded by max.queue.size records only"),
+    "extended.headers.enabled": ("true", "records carry no Debezium context headers"),
+    # runtime and metrics
+    "retriable.restart.connector.wait.ms": ("10000", "the worker's restart policy applies"),
+    "custom.retriable.exception": (None, "only lost connections are retried"),
+    "log.position.check.enable": ("true", "the stored binlog position is always checked at start"),
+    "advanced.metrics.enable": ("false", "the connector's standard metrics are reported"),
+    "statistics.metrics.enabled": ("false", "the connector's standard metrics are reported"),
+    "custom.metric.tags": (None, "metrics carry no custom tags"),
+    "connection.validation.timeout.ms": ("60000", "connect.timeout.ms bounds the connection checks"),
+    "executor.shutdown.timeout.ms": ("4000", "the task stops within poll.interval.ms"),
+    "guardrail.collections.max": ("0", "the number of captured tables is not limited"),
+    "guardrail.collections.limit.action": ("warn", "the number of captured tables is not limited"),
+    "custom.sanitize.pattern": (None, "secrets are recognised by the worker's own rules"),
+    "openlineage.integration.enabled": ("false", "no OpenLineage events are emitted"),
+    "openlineage.integration.config.file.path": (None, "no OpenLineage events are emitted"),
+    "openlineage.integration.job.namespace": (None, "no OpenLineage events are emitted"),
+    "openlineage.integration.job.description": (None, "no OpenLineage events are emitted"),
+    "openlineage.integration.job.tags": (None, "no OpenLineage events are emitted"),
+    "openlineage.integration.job.owners": (None, "no OpenLineage events are emitted"),
+    "openlineage.integration.dataset.kafka.bootstrap.servers": (None, "no OpenLineage events are emitted"),
+    # schema history (SchemaHistory, KafkaSchemaHistory)
+    "schema.history.internal.store.only.captured.databases.ddl": ("false", "the DDL of every database is kept"),
+    "schema.history.internal.prefer.ddl": ("false", "the history's table changes come from information_schema"),
+    "schema.history.internal.name": (None, "set by the connector"),
+    "schema.history.internal.connector.class": (None, "set by the connector"),
+    "schema.history.internal.connector.id": (None, "set by the connector"),
+    "schema.history.internal.kafka.recovery.poll.interval.ms": ("100", _HISTORY_KAFKA),
+    "schema.history.internal.kafka.recovery.attempts": ("100", _HISTORY_KAFKA),
+    "schema.history.internal.kafka.query.timeout.ms": ("3000", _HISTORY_KAFKA),
+    "schema.history.internal.kafka.create.timeout.ms": ("30000", _HISTORY_KAFKA),
+    "schema.history.internal.kafka.buffer.batch.size": ("100", _HISTORY_KAFKA),
+}  # fmt: skip
+
+
+def _topic_naming_strategy(name: str, value: Any) -> None:
+    if value is None or str(value).strip().lower() in _DEFAULT_STRATEGY_NAMES:
+        return
+    raise ConfigException(
+        f"Invalid value {value} for configuration {name}: only Debezium's default "
+        f"{DEFAULT_TOPIC_NAMING_STRATEGY} (<topic.prefix>.<db>.<table>) is available; remove the key or set it "
+        "to that class, and rename topics with a RegexRouter transform if needed",
+        name,
+        value,
+    )
+
+
+def _regex_list(name: str, value: Any) -> None:
+    text = ",".join(value) if isinstance(value, list | tuple) else value
+    regex_list(name, text)
+
+
+def define(d: ConfigDef) -> ConfigDef:
+    """Adds the keys implemented here and, as accepted strings, every recognised key `d` lacks."""
+    d.define(
+        ENABLE_TIME_ADJUSTER,
+        ConfigType.BOOLEAN,
+        True,
+        None,
+        Importance.MEDIUM,
+        "Read years 00-69 of DATE/DATETIME/TIMESTAMP values as 2000-2069 and 70-99 as 1970-1999, as MySQL "
+        "reads two-digit years (Debezium's default); false keeps the year as stored.",
+    )
+    d.define(
+        EVENT_CONVERTING_FAILURE,
+        ConfigType.STRING,
+        "warn",
+        ValidString.in_ignore_case(*CONVERTING_MODES),
+        Importance.MEDIUM,
+        "A column value that cannot be converted: warn (default) or skip emit null in an optional column "
+        "(logged at WARNING or DEBUG); fail, or a NOT NULL column, stops the task.",
+    )
+    for key, doc in (
+        (EVENT_PROCESSING_FAILURE, "A binlog row event that cannot be processed"),
+        (EVENT_DESERIALIZATION_FAILURE, "A binlog row event that cannot be decoded"),
+        (INCONSISTENT_SCHEMA, "A captured table whose binlog table map cannot be turned into a schema"),
+    ):
+        d.define(
+            key,
+            ConfigType.STRING,
+            "fail",
+            ValidString.in_ignore_case(*PROCESSING_MODES),
+            Importance.LOW,
+            f"{doc}: fail stops the task; warn skips it with a warning naming its binlog position; skip "
+            "(or ignore) skips it with a debug line.",
+        )
+    d.define(
+        PROPAGATE_COLUMN_SOURCE_TYPE,
+        ConfigType.LIST,
+        None,
+        _regex_list,
+        Importance.LOW,
+        "Regexes of <db>.<table>.<column>: their value fields carry __debezium.source.column.type/length/scale/name.",
+    )
+    d.define(
+        PROPAGATE_DATATYPE_SOURCE_TYPE,
+        ConfigType.LIST,
+        None,
+        _regex_list,
+        Importance.LOW,
+        "Regexes of <db>.<table>.<TYPE> (e.g. .+\\.FLOAT): those columns carry the source-type parameters.",
+    )
+    d.define(
+        FIELD_NAME_ADJUSTMENT_MODE,
+        ConfigType.STRING,
+        "none",
+        ValidString.in_ignore_case(*FIELD_NAME_MODES),
+        Importance.LOW,
+        "none | avro (invalid characters of field names become _) | avro_unicode (they become _uXXXX).",
+    )
+    d.define(
+        TOPIC_NAMING_STRATEGY,
+        ConfigType.STRING,
+        DEFAULT_TOPIC_NAMING_STRATEGY,
+        _topic_naming_strategy,
+        Importance.LOW,
+        "Only Debezium's default, io.debezium.schema.DefaultTopicNamingStrategy.",
+    )
+    d.define(
+        SNAPSHOT_SELECT_OVERRIDES,
+        ConfigType.LIST,
+        None,
+        None,
+        Importance.LOW,
+        "<db>.<table> names whose snapshot runs the SELECT in snapshot.select.statement.overrides.<db>.<table>.",
+    )
+    known = set(d.names())
+    for key, (_default, instead) in RECOGNISED.items():
+        if key not in known:
+            d.define(key, ConfigType.STRING, None, None, Importance.LOW, f"Recognised, not supported: {instead}.")
+    return d
+
+
+def select_overrides(props: Mapping[str, Any]) -> dict[str, str]:
+    """`snapshot.select.statement.overrides`: table id (as listed) → the SELECT to snapshot it with."""
+    listed = props.get(SNAPSHOT_SELECT_OVERRIDES)
+    names = listed if isinstance(listed, list | tuple) else str(listed or "").split(",")
+    out = {}
+    for name in (str(n).strip() for n in names):
+        if not name:
+            continue
+        statement = props.get(f"{SNAPSHOT_SELECT_OVERRIDES}.{name}")
+        if statement is not None and str(statement).strip():
+            out[name] = str(statement).strip()
+    return out
+
+
+def override_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
+    """A table listed in `snapshot.select.statement.overrides` without its statement key."""
+    listed = str(props.get(SNAPSHOT_SELECT_OVERRIDES) or "")
+    out = []
+    for name in (n.strip() for n in listed.split(",")):
+        key = f"{SNAPSHOT_SELECT_OVERRIDES}.{name}"
+        if name and not str(props.get(key) or "").strip():
+            cv = ConfigValue(SNAPSHOT_SELECT_OVERRIDES, listed)
+            cv.add_error_message(
+                f"{SNAPSHOT_SELECT_OVERRIDES} lists {name} but {key} is not set: add the SELECT statement for "
+                f"{name} under {key}, or remove {name} from the list"
+            )
+            out.append(cv)
+    return out
+
+
+def warn_recognised(props: Mapping[str, Any]) -> list[str]:
+    """Logs (and returns) one line per recognised key set to something other than Debezium's default."""
+    lines = []
+    for key, (default, instead) in RECOGNISED.items():
+        if key not in props or props[key] is None:
+            continue
+        value = str(props[key]).strip()
+        if default is not None and value.lower() == default.lower():
+            continue
+        lines.append(f"{key}={value}: recognised, not supported: {instead}")
+    for line in lines:
+        log.warning("%s", line)
+    return lines

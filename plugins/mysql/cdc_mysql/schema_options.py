@@ -1,0 +1,138 @@
+"""How field schemas are decorated and named: Debezium's source-type parameters and field name adjustment.
+
+- `column.propagate.source.type` (regexes of `db.table.column`) and `datatype.propagate.source.type`
+  (regexes of `db.table.TYPE`) add Debezium's PropagateSourceMetadataToSchemaParameter parameters to
+  the matching value fields: `__debezium.source.column.type` (upper case), `…length` and `…scale`
+  when the type has them, `…comment` when the column has one, and `…name` (the column's own name,
+  kept when `field.name.adjustment.mode` renames the field). Key fields get none, as in Debezium.
+- `field.name.adjustment.mode`: `none` (default), `avro` (invalid characters become `_`, a leading
+  digit gets a `_` before it) or `avro_unicode` (invalid characters become `_uXXXX`), as Debezium's
+  SchemaNameAdjuster field namers.
+
+Type names, lengths and scales are information_schema's (Debezium reads them from the DDL text):
+`NUMERIC(5,2)` is `DECIMAL` with length 5 and scale 2, and MariaDB's `INT` has its display width 11.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from cdc.api import ConfigException, Schema
+from cdc_debezium.filters import compile_list
+from cdc_mysql.table import ColumnMeta
+
+PROPAGATE_COLUMN_SOURCE_TYPE = "column.propagate.source.type"
+PROPAGATE_DATATYPE_SOURCE_TYPE = "datatype.propagate.source.type"
+FIELD_NAME_ADJUSTMENT_MODE = "field.name.adjustment.mode"
+FIELD_NAME_MODES = ("none", "avro", "avro_unicode")
+
+TYPE_NAME_PARAMETER = "__debezium.source.column.type"
+TYPE_LENGTH_PARAMETER = "__debezium.source.column.length"
+TYPE_SCALE_PARAMETER = "__debezium.source.column.scale"
+COLUMN_COMMENT_PARAMETER = "__debezium.source.column.comment"
+COLUMN_NAME_PARAMETER = "__debezium.source.column.name"
+
+_FIRST = re.compile(r"[A-Za-z_]")
+_NON_FIRST = re.compile(r"[A-Za-z0-9_]")
+
+
+def regex_list(name: str, value: str | None) -> list[re.Pattern[str]]:
+    return compile_list(name, [p.strip() for p in (value or "").split(",") if p.strip()])
+
+
+def adjust_field_name(name: str, mode: str) -> str:
+    """`name` made a valid Avro field name under `mode` (unchanged under `none` or when already valid)."""
+    if mode == "none" or not name:
+        return name
+
+    def replace(c: str) -> str:
+        return "_" if mode == "avro" else f"_u{ord(c):04x}"
+
+    out = []
+    first = name[0]
+    if _FIRST.fullmatch(first):
+        out.append(first)
+    else:
+        out.append(replace(first))
+        if first.isdigit() and mode == "avro":
+            out.append(first)  # Debezium keeps the digit: columns 1a and 2a stay apart
+    out.extend(c if _NON_FIRST.fullmatch(c) else replace(c) for c in name[1:])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class SchemaOptions:
+    """The config keys that shape field schemas and names beyond the type mapping."""
+
+    column_patterns: list[re.Pattern[str]] = field(default_factory=list)
+    datatype_patterns: list[re.Pattern[str]] = field(default_factory=list)
+    field_name_mode: str = "none"
+    converting_failure: str = "warn"
+
+    @classmethod
+    def from_config(cls, get: Callable[[str], object]) -> SchemaOptions:
+        return cls(
+            regex_list(PROPAGATE_COLUMN_SOURCE_TYPE, _text(get(PROPAGATE_COLUMN_SOURCE_TYPE))),
+            regex_list(PROPAGATE_DATATYPE_SOURCE_TYPE, _text(get(PROPAGATE_DATATYPE_SOURCE_TYPE))),
+            str(get(FIELD_NAME_ADJUSTMENT_MODE) or "none").lower(),
+            str(get("event.converting.failure.handling.mode") or "warn").lower(),
+        )
+
+    def field_name(self, column: str) -> str:
+        return adjust_field_name(column, self.field_name_mode)
+
+    def propagates(self, column_id: str, table_id: str, meta: ColumnMeta | None) -> bool:
+        if any(p.fullmatch(column_id) for p in self.column_patterns):
+            return True
+        if meta is None or not self.datatype_patterns:
+            return False
+        datatype_id = f"{table_id}.{meta.type_name}"
+        return any(p.fullmatch(datatype_id) for p in self.datatype_patterns)
+
+    def source_parameters(self, column: str, meta: ColumnMeta | None) -> dict[str, str]:
+        """Debezium's source-metadata schema parameters of `column`."""
+        params: dict[str, str] = {}
+        if meta is not None:
+            params[TYPE_NAME_PARAMETER] = meta.type_name.upper()
+            if meta.length is not None:
+                params[TYPE_LENGTH_PARAMETER] = str(meta.length)
+            if meta.scale is not None:
+                params[TYPE_SCALE_PARAMETER] = str(meta.scale)
+            if meta.comment:
+                params[COLUMN_COMMENT_PARAMETER] = meta.comment
+        params[COLUMN_NAME_PARAMETER] = column
+        return params
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def with_parameters(schema: Schema, extra: Mapping[str, str]) -> Schema:
+    """`schema` with `extra` added to its parameters."""
+    return Schema(
+        schema.type,
+        optional=schema.optional,
+        default_value=schema.default_value,
+        name=schema.name,
+        version=schema.version,
+        doc=schema.doc,
+        parameters={**(schema.parameters or {}), **extra},
+        fields=schema.fields,
+    )
+
+
+def check_field_name_mode(value: str | None) -> None:
+    if value is not None and value.lower() not in FIELD_NAME_MODES:
+        raise ConfigException(
+            f"Invalid value {value} for configuration {FIELD_NAME_ADJUSTMENT_MODE}: use one of "
+            + ", ".join(FIELD_NAME_MODES),
+            FIELD_NAME_ADJUSTMENT_MODE,
+            value,
+        )
