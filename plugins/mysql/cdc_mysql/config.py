@@ -27,7 +27,8 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
-from cdc_mysql import tls
+from cdc_mysql import debezium_keys, tls
+from cdc_mysql.schema_options import SchemaOptions
 
 log = logging.getLogger(__name__)
 
@@ -180,11 +181,10 @@ def config_def() -> ConfigDef:
         Importance.LOW,
         "Reconnect attempts after a lost connection; -1 retries forever.",
     )
-    common.define_failure_modes(d, FAILURE_KEYS)
     d.define(RECONNECT_BACKOFF_MS, ConfigType.LONG, 300, Range.at_least(1), Importance.LOW, "First reconnect delay.")
     d.define(RECONNECT_BACKOFF_MAX_MS, ConfigType.LONG, 10000, Range.at_least(1), Importance.LOW, "Max delay.")
     tls.define(d)
-    return common.define_common(d)
+    return debezium_keys.define(common.define_common(d))
 
 
 CONFIG_DEF = config_def()
@@ -234,14 +234,19 @@ def validate(props: Mapping[str, str]) -> list[ConfigValue]:
         by_name[HISTORY_KAFKA_TOPIC].add_error_message(
             f"{KAFKA_HISTORY} needs {HISTORY_KAFKA_TOPIC} and {HISTORY_KAFKA_BOOTSTRAP}"
         )
-    return [*values, *_column_mapper_errors(props), *tls.cross_key_errors(props)]
+    return [
+        *values,
+        *_column_mapper_errors(props),
+        *tls.cross_key_errors(props),
+        *debezium_keys.override_errors(props),
+    ]
 
 
 def _column_mapper_errors(props: Mapping[str, str]) -> list[ConfigValue]:
     """`column.mask.*` / `column.truncate.*` keys: bad regexes, and the Debezium variants not implemented."""
     out = []
     for name, raw in props.items():
-        if not name.startswith(("column.mask.", "column.truncate.", "column.propagate.source.type")):
+        if not name.startswith(("column.mask.", "column.truncate.")):
             continue
         cv = ConfigValue(name, raw)
         out.append(cv)
@@ -352,7 +357,14 @@ class MySqlConnectorConfig(AbstractConfig):
         self.reconnect_attempts: int = self.get(RECONNECT_MAX_ATTEMPTS)
         self.reconnect_backoff_s: float = self.get(RECONNECT_BACKOFF_MS) / 1000
         self.reconnect_backoff_max_s: float = self.get(RECONNECT_BACKOFF_MAX_MS) / 1000
-        common.warn_unless_fail(self.get, FAILURE_KEYS)
+        # Debezium keys beyond the type mapping (debezium_keys.py)
+        self.time_adjuster: bool = self.get(debezium_keys.ENABLE_TIME_ADJUSTER)
+        self.processing_failure: str = self.get(debezium_keys.EVENT_PROCESSING_FAILURE).lower()
+        self.deserialization_failure: str = self.get(debezium_keys.EVENT_DESERIALIZATION_FAILURE).lower()
+        self.inconsistent_schema: str = self.get(debezium_keys.INCONSISTENT_SCHEMA).lower()
+        self.schema_options = SchemaOptions.from_config(self.get)
+        self.select_overrides = debezium_keys.select_overrides(props)
+        debezium_keys.warn_recognised(props)
 
     def captures_database(self, db: str) -> bool:
         return db.lower() not in _SYSTEM_DATABASES and self.database_filter(db)
