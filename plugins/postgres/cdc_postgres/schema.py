@@ -1,8 +1,10 @@
 """PostgresSchema: per-table key/value schemas and envelopes, from pgoutput Relation messages.
 
 pgoutput's Relation message gives column names, type OIDs and modifiers in publication
-order; nullability and the primary key come from the catalog (the Relation's key flags
-describe the replica identity, not the primary key Debezium uses for message keys).
+order; nullability, defaults and the primary key come from the catalog (the Relation's key flags
+describe the replica identity, not the primary key Debezium uses for message keys). A table
+without a primary key is keyed, as in Debezium, by its first unique index (by name), else has a
+null key (message.key.columns can name key columns for any table).
 """
 
 from __future__ import annotations
@@ -18,22 +20,34 @@ from cdc.api import ConfigException, Schema, SchemaBuilder, Struct, Type
 from cdc.api import Decimal as ConnectDecimal
 from cdc_debezium.envelope import Envelope
 from cdc_debezium.naming import TopicNamingStrategy
+from cdc_postgres import defaults, source_type
+from cdc_postgres.column_mappers import ColumnMappers
+from cdc_postgres.names import adjuster
 from cdc_postgres.pgoutput import UNCHANGED_TOAST, Relation
 from cdc_postgres.source_info import SOURCE_SCHEMA
 from cdc_postgres.toast import ToastPlaceholder
-from cdc_postgres.types import PgColumn, TypeRegistry
+from cdc_postgres.types import PgColumn, PgType, TypeRegistry
 from cdc_postgres.value_converters import PostgresValueConverters, UnsupportedTypeError
 
 log = logging.getLogger(__name__)
 
 _COLUMNS_SQL = """
-SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull
-FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, pg_get_expr(d.adbin, d.adrelid)
+FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
 """
 _PK_SQL = """
 SELECT a.attname FROM pg_index i
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
 WHERE i.indrelid = %s AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)
+"""
+# Unique indexes in pgjdbc's getIndexInfo order (by name); expression indexes cannot key a row.
+_UNIQUE_SQL = """
+SELECT c.relname, ARRAY(
+    SELECT a.attname FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.n)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = %s AND i.indisunique AND i.indexprs IS NULL ORDER BY c.relname COLLATE "C"
 """
 
 
@@ -153,6 +167,15 @@ class TableSchema:
         return Struct.from_values(self.value_schema, self._row(self._value_plan, values))
 
 
+@dataclass(frozen=True)
+class SchemaOptions:
+    """How columns become fields, beyond the type mapping: Debezium's column mappers and name adjusters."""
+
+    mappers: ColumnMappers = field(default_factory=lambda: ColumnMappers([]))
+    field_names: str = "none"  # field.name.adjustment.mode
+    schema_names: str = "none"  # schema.name.adjustment.mode
+
+
 class PostgresSchema:
     def __init__(
         self,
@@ -162,6 +185,7 @@ class PostgresSchema:
         placeholder: str,
         column_filter: Callable[[str], bool] = lambda _: True,
         key_overrides: list[tuple[re.Pattern[str], list[str]]] | None = None,
+        options: SchemaOptions | None = None,
     ) -> None:
         self.conn = conn
         self.topics = topics
@@ -169,9 +193,20 @@ class PostgresSchema:
         self.placeholder = ToastPlaceholder.parse(placeholder)
         self.column_filter = column_filter
         self.key_overrides = key_overrides or []
+        self.options = options or SchemaOptions()
+        self._field_name = adjuster(self.options.field_names)
+        self._schema_name = adjuster(self.options.schema_names, full_names=True)
         self.types = TypeRegistry.load(conn)
         self.by_relation: dict[int, TableSchema] = {}
         self._identity_checked: set[int] = set()
+        self._told: set[tuple[str, ...]] = set()  # what was logged once: skipped columns, unparsable defaults
+
+    def _once(self, *what: str) -> bool:
+        """True the first time `what` is seen: one line per column, not one per Relation message."""
+        if what in self._told:
+            return False
+        self._told.add(what)
+        return True
 
     def on_relation(self, rel: Relation) -> TableSchema:
         columns = [(c.name, c.type_oid, c.type_modifier) for c in rel.columns]
@@ -181,7 +216,16 @@ class PostgresSchema:
 
     def for_table(self, oid: int, schema_name: str, table_name: str) -> TableSchema:
         rows = self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()
-        return self.build(oid, schema_name, table_name, [(n, t, m) for n, t, m, _ in rows])
+        return self.build(oid, schema_name, table_name, [(n, t, m) for n, t, m, _, _ in rows])
+
+    def _unique_key(self, oid: int, table_id: str) -> list[str]:
+        """Debezium's key for a table without a primary key: its first unique index (pgjdbc's order)."""
+        for index, columns in self.conn.execute(_UNIQUE_SQL, (oid,)).fetchall():
+            if columns:
+                if self._once("unique key", table_id):
+                    log.info("table %s has no primary key: its message key is unique index %s", table_id, index)
+                return list(columns)
+        return []
 
     def _warn_if_identity_lacks_key(self, oid: int, table_id: str, key: list[str]) -> None:
         """Say at start what would otherwise surface at the first DELETE: old rows will lack the key."""
@@ -213,56 +257,73 @@ class PostgresSchema:
         return None
 
     def build(self, oid: int, schema_name: str, table_name: str, columns: list[tuple[str, int, int]]) -> TableSchema:
-        notnull = {n: nn for n, _t, _m, nn in self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()}
+        catalog = {n: (nn, default) for n, _t, _m, nn, default in self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()}
         table_id = f"{schema_name}.{table_name}"
         primary_key = [r[0] for r in self.conn.execute(_PK_SQL, (oid,)).fetchall()]
-        pk = self._key_override(table_id, [c[0] for c in columns]) or primary_key
+        override = self._key_override(table_id, [c[0] for c in columns])
+        pk = override or primary_key or self._unique_key(oid, table_id)
         topic = self.topics.data_change_topic(schema_name, table_name)
-        value_b = SchemaBuilder.struct().name(self.topics.value_schema_name(topic)).optional()
-        key_b = SchemaBuilder.struct().name(self.topics.key_schema_name(topic))
+        value_b = SchemaBuilder.struct().name(self._schema_name(self.topics.value_schema_name(topic))).optional()
+        key_b = SchemaBuilder.struct().name(self._schema_name(self.topics.key_schema_name(topic)))
         value_cols: list[ColumnInfo] = []
-        key_cols: list[ColumnInfo] = []
+        keyed: dict[str, tuple[str, ColumnInfo]] = {}
         for index, (name, type_oid, typmod) in enumerate(columns):
             if not self.column_filter(f"{table_id}.{name}") and name not in pk:
                 continue
-            t = self.types.get(type_oid)
-            if t is None:
+            own = self.types.get(type_oid)
+            if own is None:
                 self.types.refresh(self.conn)
-                t = self.types.get(type_oid)
-            resolved = self.types.resolve(type_oid) if t is not None else None
-            if resolved is None:
-                log.warning("column %s.%s has unknown type oid %s; skipped", table_id, name, type_oid)
+                own = self.types.get(type_oid)
+            resolved = self.types.resolve(type_oid) if own is not None else None
+            if resolved is None or own is None:
+                if self._once("unknown oid", table_id, name):
+                    log.warning("column %s.%s has unknown type oid %s; skipped", table_id, name, type_oid)
                 continue
-            optional = not notnull.get(name, False)
+            if typmod == -1:
+                typmod = self.types.domain_modifier(type_oid)  # a domain's numeric(8,3), varbit(3), ...
+            notnull, default_expr = catalog.get(name, (False, None))
+            optional = not notnull
             col = PgColumn(name, resolved, typmod, optional)
             element = self.types.get(resolved.element_oid) if resolved.category == "A" else None
             try:
-                if element is not None:
-                    elem_schema = self.converters.schema_builder(PgColumn(name, element, typmod, True)).build()
-                    b = SchemaBuilder.array(elem_schema)
-                    field_schema = (b.optional() if optional else b).build()
-                else:
-                    field_schema = self.converters.schema_builder(col).build()
-            except UnsupportedTypeError as e:
-                log.warning("%s: %s", table_id, e)
+                builder = self._field_builder(col, element)
+            except UnsupportedTypeError:
+                if self._once("skipped", table_id, name):
+                    log.warning(
+                        "column %s.%s has type %s, which Debezium does not map: it is left out of the events. Set "
+                        "include.unknown.datatypes=true to capture its text as binary, or exclude it with "
+                        "column.exclude.list",
+                        table_id, name, own.name,
+                    )  # fmt: skip
                 continue
+            convert = self.converters.converter(col, element)
+            default = self._default(table_id, name, own, default_expr, convert)
+            params, value_convert = self._mapped(table_id, own, typmod, name, convert)
+            field_schema = _finish(builder, optional, params, default)
+            field_name = self._field_name(name)
             toast = self.placeholder.for_column(field_schema, is_hstore=resolved.name == "hstore")
-            info = ColumnInfo(name, index, field_schema, self.converters.converter(col, element), optional, toast)
-            value_b.field(name, field_schema)
+            info = ColumnInfo(name, index, field_schema, value_convert, optional, toast)
+            value_b.field(field_name, field_schema)
             value_cols.append(info)
             if name in pk:
-                key_schema = (
-                    field_schema
-                    if not optional
-                    else self.converters.schema_builder(PgColumn(name, resolved, typmod, False)).build()
-                )
-                key_b.field(name, key_schema)
-                key_cols.append(ColumnInfo(name, index, key_schema, info.convert, False))
+                # A primary key column is NOT NULL; a unique index's or message.key.columns' may not be,
+                # and Debezium's key field then is optional too.
+                key_optional = optional and name not in primary_key
+                # Debezium's key fields get the default but no column mapper (no source-type parameters).
+                key_schema = _finish(self._field_builder(col, element), key_optional, {}, default)
+                keyed[name] = (field_name, ColumnInfo(name, index, key_schema, convert, key_optional))
+        # Key fields in the key's own order (the primary key's, the index's, message.key.columns'), as Debezium.
+        key_cols = [keyed[name][1] for name in pk if name in keyed]
+        for name in pk:
+            if name in keyed:
+                key_b.field(keyed[name][0], keyed[name][1].schema)
         if key_cols and oid not in self._identity_checked:
             self._identity_checked.add(oid)
             self._warn_if_identity_lacks_key(oid, table_id, [c.name for c in key_cols])
         value_schema = value_b.build()
-        envelope = Envelope.define(self.topics.envelope_schema_name(topic), value_schema, SOURCE_SCHEMA)
+        envelope = Envelope.define(
+            self._schema_name(self.topics.envelope_schema_name(topic)), value_schema, SOURCE_SCHEMA
+        )
         return TableSchema(
             schema_name,
             table_name,
@@ -277,3 +338,60 @@ class PostgresSchema:
             tuple(primary_key),
             {name: index for index, (name, _t, _m) in enumerate(columns)},
         )
+
+    def _field_builder(self, col: PgColumn, element: PgType | None) -> SchemaBuilder:
+        """The field's schema builder, required; `_finish` sets optionality, parameters and default."""
+        required = PgColumn(col.name, col.type, col.type_modifier, False)
+        if element is not None:
+            elem_schema = self.converters.schema_builder(PgColumn(col.name, element, col.type_modifier, True)).build()
+            return SchemaBuilder.array(elem_schema)
+        return self.converters.schema_builder(required)
+
+    def _mapped(
+        self, table_id: str, own: PgType, typmod: int, name: str, convert: Callable[[str], Any]
+    ) -> tuple[dict[str, str], Callable[[str], Any]]:
+        """Debezium's column mappers (truncate, mask, hash, propagate.source.type): the field's extra schema
+        parameters and its value converter. Key fields are left as they are, as in Debezium."""
+        mappers = self.options.mappers
+        if not mappers:
+            return {}, convert
+        length, _scale = source_type.length_and_scale(self.types, own, typmod)
+        mapping = mappers.mapping(table_id, name, own.name, source_type.base_name(self.types, own), length)
+        if mapping is None:
+            return {}, convert
+        if mapping.propagate:
+            return source_type.parameters(self.types, own, typmod, name), convert
+        mapper = mapping.mapper
+        if mapper is None:
+            return mapping.parameters, convert
+        return mapping.parameters, lambda text: mapper(convert(text))
+
+    def _default(self, table_id: str, name: str, own: PgType, expression: str | None, convert: Any) -> Any:
+        """The column's default as the field's value (None: none), as Debezium's PostgresDefaultValueConverter."""
+        if expression is None:
+            return None
+        if not defaults.has_mapper(own):
+            if self._once("no default mapper", table_id, name):
+                log.debug("column %s.%s: no default value mapping for type %s", table_id, name, own.name)
+            return None
+        try:
+            return defaults.default_value(own, expression, convert)
+        except (defaults.UnparsableDefault, ValueError) as e:
+            if self._once("default", table_id, name):
+                log.warning(
+                    "column %s.%s: default %s is not a literal of type %s, so the schema carries no default "
+                    "(as in Debezium: expression evaluation is not supported): %s",
+                    table_id, name, expression, own.name, e,
+                )  # fmt: skip
+            return None
+
+
+def _finish(builder: SchemaBuilder, optional: bool, params: dict[str, str], default: Any) -> Schema:
+    """Optionality, Debezium's source-type parameters and the default, on a fresh builder."""
+    if optional:
+        builder.optional()
+    for key, value in params.items():
+        builder.parameter(key, value)
+    if default is not None:
+        builder.default_value(default)
+    return builder.build()

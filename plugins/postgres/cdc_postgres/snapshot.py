@@ -85,8 +85,11 @@ class PostgresSnapshotChangeEventSource:
         locking_mode: str = "shared",
         lock_timeout_ms: int = 10_000,
         via_partition_root: bool = False,
+        select_overrides: dict[str, str] | None = None,
     ) -> None:
         self.dsn = dsn
+        # snapshot.select.statement.overrides: schema.table → the SELECT to read instead of the whole table
+        self.select_overrides = select_overrides or {}
         self.schema = schema
         self.emitter = emitter
         self.table_filter = table_filter
@@ -174,15 +177,24 @@ class PostgresSnapshotChangeEventSource:
                 progress = self.progress.tables[table.id]  # rows counted in place: no lookup per row
                 with conn.cursor(name=f"cdc_snapshot_{oid}") as cur:
                     cur.itersize = self.fetch_size
-                    cur.execute(f"SELECT {cols} FROM {only[oid]}{_quote(ns)}.{_quote(name)}")
+                    override = self.select_overrides.get(table.id)
+                    if override is not None:
+                        log.info("snapshot of %s reads snapshot.select.statement.overrides: %s", table.id, override)
+                        cur.execute(override)
+                        targets = _targets(table, [d.name for d in cur.description or []])
+                    else:
+                        cur.execute(f"SELECT {cols} FROM {only[oid]}{_quote(ns)}.{_quote(name)}")
+                        targets = [c.index for c in table.value_columns]
+                    width = max((c.index for c in table.value_columns), default=-1) + 1
                     first_in_table = True
                     for row in cur:
                         if should_stop():
                             return total
-                        # Columns are selected in value_columns order: re-index them positionally.
-                        values = [None] * (max(c.index for c in table.value_columns) + 1)
-                        for c, v in zip(table.value_columns, row, strict=True):
-                            values[c.index] = v
+                        # Columns arrive in `targets` order: re-index them positionally (None: not a column).
+                        values = [None] * width
+                        for index, v in zip(targets, row, strict=True):
+                            if index is not None:
+                                values[index] = v
                         if pending is not None:
                             self._emit(*pending, last_overall=False, consistent_point=consistent_point, ts_us=ts_us)
                         pending = (table, tuple(values), total == 0, first_in_table, False)
@@ -233,3 +245,16 @@ class PostgresSnapshotChangeEventSource:
             "ts_usec": ts_us,
         }
         self.emitter.read(table, values, pos, offset, marker.value)
+
+
+def _targets(table: Any, names: list[str]) -> list[int | None]:
+    """Where each column of an overriding SELECT goes in the row, by name (as Debezium's ColumnUtils.toArray);
+    a result column that is not a captured column is dropped, a captured column it lacks stays null."""
+    by_name = {c.name: c.index for c in table.value_columns}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        log.warning(
+            "snapshot.select.statement.overrides.%s selects %s, which %s does not capture; ignored",
+            table.id, ", ".join(unknown), table.id,
+        )  # fmt: skip
+    return [by_name.get(n) for n in names]

@@ -9,6 +9,11 @@ With `stream.in.progress.transactions` (proto 2), large transactions arrive in c
 they commit; the chunks are kept per xid (stream_buffer) and emitted at Stream Commit as if
 the transaction had arrived whole, so events and offsets are the same as without streaming.
 No heartbeat is emitted while such a transaction is open.
+
+`event.processing.failure.handling.mode` decides what an event that cannot be turned into a record
+does (a value no schema can carry, a delete that cannot be keyed): `fail` stops the task with the
+cause, `warn` logs it with its offset and goes on, `skip`/`ignore` go on logging at DEBUG, as
+Debezium's EventDispatcher does.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import psycopg
 
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.transaction import TransactionMonitor
@@ -81,6 +88,7 @@ class PostgresStreamingChangeEventSource:
         status_interval: float = 10.0,
         transactions: TransactionMonitor | None = None,
         stream_spill_bytes: int | None = None,
+        failure_mode: str = "fail",
     ) -> None:
         self.dsn = dsn
         self.slot = slot
@@ -106,6 +114,7 @@ class PostgresStreamingChangeEventSource:
         self.connected = False  # the replication stream is open (the Connected metric)
         # pgoutput proto 2 streaming of in-progress transactions: on when a memory bound is given.
         self.stream_spill_bytes = stream_spill_bytes
+        self.failure_mode = failure_mode
         self._streams = StreamedTransactions(stream_spill_bytes or 0)
         self._tx: Begin | None = None
         self._same_lsn = (0, 0)  # (lsn, events seen at it)
@@ -265,21 +274,34 @@ class PostgresStreamingChangeEventSource:
             begin_offset = {**offset, "lsn_events_processed": count - 1}
             emitter.emit(self.transactions.begin(str(tx.xid), ts_us // 1000, emitter.partition, begin_offset))
         self._last_offset = offset
-        if cls is Insert:
-            table = self.schema.by_relation.get(msg.relation_id)
-            if table is not None:  # None: filtered out, its Relation message was not accepted
-                emitter.create(table, msg.new.values, pos, offset)
-        elif cls is Update:
-            table = self.schema.by_relation.get(msg.relation_id)
-            if table is not None:
-                old = msg.old.values if msg.old is not None else None
-                emitter.update(table, old, msg.old_is_key, msg.new.values, pos, offset)
-        elif cls is Delete:
-            table = self.schema.by_relation.get(msg.relation_id)
-            if table is not None:
-                emitter.delete(table, msg.old.values, msg.old_is_key, pos, offset)
-        else:
-            self._dispatch(msg, pos, offset)
+        try:
+            if cls is Insert:
+                table = self.schema.by_relation.get(msg.relation_id)
+                if table is not None:  # None: filtered out, its Relation message was not accepted
+                    emitter.create(table, msg.new.values, pos, offset)
+            elif cls is Update:
+                table = self.schema.by_relation.get(msg.relation_id)
+                if table is not None:
+                    old = msg.old.values if msg.old is not None else None
+                    emitter.update(table, old, msg.old_is_key, msg.new.values, pos, offset)
+            elif cls is Delete:
+                table = self.schema.by_relation.get(msg.relation_id)
+                if table is not None:
+                    emitter.delete(table, msg.old.values, msg.old_is_key, pos, offset)
+            else:
+                self._dispatch(msg, pos, offset)
+        except (InterruptedError, psycopg.OperationalError):
+            raise  # stopping, or a lost connection the task reconnects from
+        except Exception as e:
+            if self.failure_mode == "fail":
+                raise
+            level = logging.WARNING if self.failure_mode == "warn" else logging.DEBUG
+            log.log(
+                level,
+                "Error while processing event at offset %s (event.processing.failure.handling.mode=%s: the event "
+                "is skipped): %s",
+                offset, self.failure_mode, e,
+            )  # fmt: skip
 
     def _on_commit(self, msg: Commit) -> None:
         self.last_commit_lsn = msg.commit_lsn

@@ -15,22 +15,23 @@ from cdc_debezium.config import skipped_operations
 from cdc_debezium.filters import include_exclude
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.metrics import StreamingMetrics
-from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.transaction import TransactionMonitor
-from cdc_postgres import __version__, replica_identity
+from cdc_postgres import __version__, debezium_keys, replica_identity
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
+from cdc_postgres.column_mappers import ColumnMappers
 from cdc_postgres.config import PostgresConnectorConfig, key_overrides
 from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
 from cdc_postgres.lsn import format_lsn
 from cdc_postgres.offset_context import PostgresOffsetContext
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.reselect import ColumnReselector, ReselectSettings
-from cdc_postgres.schema import PostgresSchema
+from cdc_postgres.schema import PostgresSchema, SchemaOptions
 from cdc_postgres.snapshot import PostgresSnapshotChangeEventSource, captured_tables
 from cdc_postgres.source_info import SourceInfo
 from cdc_postgres.streaming import Position, PostgresStreamingChangeEventSource
+from cdc_postgres.topics import PostgresTopicNaming
 from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class PostgresConnectorTask(SourceTask):
 
     def start(self, props: dict[str, str]) -> None:
         self.config = PostgresConnectorConfig.parse(props)
+        self.props = dict(props)  # the keys named by a table or index (column mappers, snapshot SELECTs)
         c = self.config
         self.server = c["topic.prefix"]
         self.partition = {"server": self.server}
@@ -103,14 +105,22 @@ class PostgresConnectorTask(SourceTask):
 
     # -- start-up decisions --------------------------------------------------------------------
     def _check_identities(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
+        """As Debezium, a table without a replica identity is captured (its inserts); say what it lacks.
+
+        Its events have a null key (or its first unique index's columns, or message.key.columns), and
+        PostgreSQL itself refuses UPDATE and DELETE on a table a publication publishes them for while it
+        has no identity, so only FULL (or an identity index) lets them happen and be captured.
+        """
         for table, ident, has_pk in admin.replica_identities(tables):
-            if ident == "d" and not has_pk:
-                raise PostgresConnectorError(
-                    f"table {table} has no primary key and REPLICA IDENTITY DEFAULT, so PostgreSQL logs nothing "
-                    f"that identifies the rows its updates and deletes change. Run ALTER TABLE {table} REPLICA "
-                    "IDENTITY FULL; or add a primary key, or set replica.identity.autoset.values, or exclude the "
-                    "table with table.exclude.list"
-                )
+            if (ident == "d" and not has_pk) or ident == "n":
+                what = "no primary key and REPLICA IDENTITY DEFAULT" if ident == "d" else "REPLICA IDENTITY NOTHING"
+                log.warning(
+                    "table %s has %s: its inserts are captured (with a null message key unless it has a unique "
+                    "index or a message.key.columns entry), but PostgreSQL refuses UPDATE and DELETE on it while "
+                    "publication %s publishes them. To capture them, run ALTER TABLE %s REPLICA IDENTITY FULL; "
+                    "(or set replica.identity.autoset.values=%s:FULL)",
+                    table, what, self.config["publication.name"], table, table.replace(".", "\\."),
+                )  # fmt: skip
 
     def _warn_unpublished(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
         name = self.config["publication.name"]
@@ -253,7 +263,7 @@ class PostgresConnectorTask(SourceTask):
     # -- the reader thread ------------------------------------------------------------------------
     def _build(self) -> tuple[PostgresSchema, PostgresChangeRecordEmitter, Any]:
         c = self.config
-        topics = TopicNamingStrategy(self.server)
+        topics = PostgresTopicNaming.from_config(c.values)
         settings = ConverterSettings(
             decimal_handling_mode=c["decimal.handling.mode"].lower(),
             time_precision_mode=c["time.precision.mode"].lower(),
@@ -261,12 +271,24 @@ class PostgresConnectorTask(SourceTask):
             interval_handling_mode=c["interval.handling.mode"],
             hstore_handling_mode=c["hstore.handling.mode"],
             money_fraction_digits=c["money.fraction.digits"],
+            include_unknown_datatypes=c[debezium_keys.INCLUDE_UNKNOWN],
+        )
+        options = SchemaOptions(
+            ColumnMappers.from_config(self.props),
+            c["field.name.adjustment.mode"].lower(),
+            c["schema.name.adjustment.mode"].lower(),
         )
         column_match = include_exclude(c.values, "column.include.list", "column.exclude.list")
         keys = key_overrides(c["message.key.columns"])
         conn = PostgresConnection(self.dsn)
         schema = PostgresSchema(
-            conn.conn, topics, PostgresValueConverters(settings), c["unavailable.value.placeholder"], column_match, keys
+            conn.conn,
+            topics,
+            PostgresValueConverters(settings),
+            c["unavailable.value.placeholder"],
+            column_match,
+            keys,
+            options,
         )
         reselect = ReselectSettings.from_config(c.values)
         self._reselector = ColumnReselector(self.dsn, reselect, self.stop_event) if reselect.enabled else None
@@ -295,6 +317,8 @@ class PostgresConnectorTask(SourceTask):
                 return
             schema, emitter, _conn = self._build()
             c = self.config
+            if needs_snapshot and self.stop_event.wait(c[debezium_keys.SNAPSHOT_DELAY] / 1000):
+                return
             if needs_snapshot:
                 snap = PostgresSnapshotChangeEventSource(
                     self.dsn,
@@ -306,6 +330,7 @@ class PostgresConnectorTask(SourceTask):
                     locking_mode=c["snapshot.locking.mode"],
                     lock_timeout_ms=c["snapshot.lock.timeout.ms"],
                     via_partition_root=self.via_partition_root,
+                    select_overrides=debezium_keys.select_overrides(self.props, c[debezium_keys.OVERRIDES]),
                 )
                 snap.run(snapshot_name, consistent_point, self.stop_event.is_set)
                 if self._slot_conn is not None:
@@ -317,11 +342,12 @@ class PostgresConnectorTask(SourceTask):
                     self._drop_slot(c["slot.name"])
                     log.info("snapshot.mode=initial_only: snapshot done, slot %s dropped", c["slot.name"])
                     return
+            if self.stop_event.wait(c[debezium_keys.STREAMING_DELAY] / 1000):
+                return
+            topics = PostgresTopicNaming.from_config(c.values)
             heartbeat = None
             if c["heartbeat.interval.ms"] > 0:
-                heartbeat = Heartbeat(
-                    c["heartbeat.interval.ms"], TopicNamingStrategy(self.server).heartbeat_topic(), self.server
-                )
+                heartbeat = Heartbeat(c["heartbeat.interval.ms"], topics.heartbeat_topic(), self.server)
             query = c["heartbeat.action.query"]
             self.streaming = PostgresStreamingChangeEventSource(
                 self.dsn,
@@ -335,10 +361,9 @@ class PostgresConnectorTask(SourceTask):
                 heartbeat,
                 (lambda: self._heartbeat_action(query)) if query else None,
                 c["status.update.interval.ms"] / 1000,
-                TransactionMonitor(TopicNamingStrategy(self.server).transaction_topic())
-                if c["provide.transaction.metadata"]
-                else None,
+                TransactionMonitor(topics.transaction_topic()) if c["provide.transaction.metadata"] else None,
                 c["stream.buffer.memory.bytes"] if c["stream.in.progress.transactions"] else None,
+                c["event.processing.failure.handling.mode"],
             )
             self._stream_with_reconnect(start_lsn, resume)
         except InterruptedError:

@@ -22,6 +22,7 @@ class PgType:
     element_oid: int = 0
     base_oid: int = 0  # domains: the underlying type
     enum_labels: tuple[str, ...] = ()
+    type_modifier: int = -1  # domains: pg_type.typtypmod, e.g. numeric(8,3) of CREATE DOMAIN d AS numeric(8,3)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ class PgColumn:
 _CATALOG_SQL = """
 SELECT t.oid, t.typname, t.typtype, t.typcategory, t.typelem, t.typbasetype,
        COALESCE((SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid),
-                '{}')
+                '{}'),
+       t.typtypmod
 FROM pg_type t
 """
 
@@ -70,8 +72,8 @@ class TypeRegistry:
         return reg
 
     def refresh(self, conn: Any) -> None:
-        for oid, name, kind, category, elem, base, labels in conn.execute(_CATALOG_SQL).fetchall():
-            self.types[oid] = PgType(oid, name, kind, category, elem, base, tuple(labels))
+        for oid, name, kind, category, elem, base, labels, typmod in conn.execute(_CATALOG_SQL).fetchall():
+            self.types[oid] = PgType(oid, name, kind, category, elem, base, tuple(labels), int(typmod))
 
     def get(self, oid: int) -> PgType | None:
         return self.types.get(oid)
@@ -84,3 +86,19 @@ class TypeRegistry:
             t = self.types.get(t.base_oid)
             seen += 1
         return t
+
+    def domain_modifier(self, oid: int) -> int:
+        """The type modifier a domain column takes from its domain (the nearest one that sets one), else -1.
+
+        A column of a domain type has no modifier of its own (atttypmod -1); Debezium applies the
+        domain's, so `CREATE DOMAIN d AS numeric(8,3)` maps as numeric(8,3) and a domain of varbit(3) as
+        Bits of length 3.
+        """
+        t = self.types.get(oid)
+        seen = 0
+        while t is not None and t.kind == "d" and seen < 16:
+            if t.type_modifier != -1:
+                return t.type_modifier
+            t = self.types.get(t.base_oid)
+            seen += 1
+        return -1

@@ -3,7 +3,11 @@
 pgoutput sends text for every column; each converter turns that text into exactly the
 value Debezium's PostgresValueConverter would emit, honouring `decimal.handling.mode`,
 `time.precision.mode`, `binary.handling.mode`, `interval.handling.mode`,
-`hstore.handling.mode` and `money.fraction.digits`.
+`hstore.handling.mode`, `money.fraction.digits` and `include.unknown.datatypes`.
+
+A type Debezium has no mapping for (circle, tsquery, pg_lsn, an extension's type, ...) is left out
+unless `include.unknown.datatypes=true`; then it is the server's text as binary (binary.handling.mode),
+geometric types written as pgjdbc writes them (`<(10.0,20.0),10.0>`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from cdc.api import Decimal as ConnectDecimal
 from cdc.api import Time as ConnectTime
 from cdc.api import Timestamp as ConnectTimestamp
 from cdc_postgres import text_values as tv
+from cdc_postgres.geometric import GEOMETRIC, pgjdbc_text
+from cdc_postgres.java_hashmap import iteration_order
 from cdc_postgres.types import PgColumn, PgType
 
 log = logging.getLogger(__name__)
@@ -36,6 +42,7 @@ NEGATIVE_INFINITY_TIMESTAMP = -9223372036832400000
 Converter = Callable[[str], Any]
 
 
+_SPECIAL_DECIMALS = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
 # quantize rounds to the context's 28 digits by default; numeric holds up to 131072 digits.
 _EXACT = decimal.Context(prec=decimal.MAX_PREC)
 
@@ -48,6 +55,7 @@ class ConverterSettings:
     interval_handling_mode: str = "numeric"  # numeric | string
     hstore_handling_mode: str = "json"  # json | map
     money_fraction_digits: int = 2
+    include_unknown_datatypes: bool = False
 
 
 class UnsupportedTypeError(Exception):
@@ -123,9 +131,23 @@ def _zoned_timestamp(micros_utc: int, width: int = 0) -> str:
 
 
 def _bits(text: str) -> bytes:
-    n = len(text)
-    size = n // 8 + (1 if n % 8 else 0)
-    return int(text, 2).to_bytes(max(size, 1), "little") if text else b""
+    """Debezium's Bits value: little-endian bytes up to the highest bit set (`00` is no byte at all).
+
+    As its PostgresValueConverter, the byte count follows the content (BitSet.length()), not the
+    column's declared length: B'101' in a BIT VARYING(33) is one byte.
+    """
+    value = int(text, 2) if text else 0
+    return value.to_bytes((value.bit_length() + 7) // 8, "little")
+
+
+def _hstore_map(text: str) -> dict[str, str | None]:
+    parsed = tv.parse_hstore(text)
+    return {k: parsed[k] for k in iteration_order(parsed)}
+
+
+def _bit_flag(text: str) -> bool:
+    """BIT(1) and (Debezium 3.6) BIT VARYING(1): a boolean; an empty BIT VARYING(1) is false."""
+    return text == "1"
 
 
 class PostgresValueConverters:
@@ -139,19 +161,33 @@ class PostgresValueConverters:
         return b.optional() if column.optional else b
 
     def _builder(self, column: PgColumn, t: PgType) -> SchemaBuilder:
-        s = self.settings
-        name = t.name
         if t.category == "A" and t.element_oid:
             raise UnsupportedTypeError("array types are resolved by the caller with the element type")
+        known = self._known_builder(column, t)
+        if known is not None:
+            return known
+        if self.settings.include_unknown_datatypes:
+            return SchemaBuilder.bytes() if self.settings.binary_handling_mode == "bytes" else SchemaBuilder.string()
+        raise UnsupportedTypeError(
+            f"column {column.name!r} has type {t.name!r}, which is not captured; Debezium skips such columns "
+            "unless include.unknown.datatypes=true"
+        )
+
+    def is_known(self, column: PgColumn, t: PgType) -> bool:
+        """Debezium maps the type (it is captured whatever include.unknown.datatypes says)."""
+        return self._known_builder(column, t) is not None
+
+    def _known_builder(self, column: PgColumn, t: PgType) -> SchemaBuilder | None:
+        s = self.settings
+        name = t.name
         if t.kind == "e":
             return _named(SchemaBuilder.string(), "io.debezium.data.Enum").parameter("allowed", ",".join(t.enum_labels))
         match name:
             case "bool":
                 return SchemaBuilder.bool()
-            case "bit":
+            case "bit" | "varbit":
+                # Debezium 3.6: BIT VARYING(1) is a boolean like BIT(1) (3.5 emitted Bits)
                 return SchemaBuilder.bool() if column.bit_length == 1 else self._bits_schema(column)
-            case "varbit":
-                return self._bits_schema(column)
             case "int2":
                 return SchemaBuilder.int16()
             case "int4":
@@ -166,7 +202,7 @@ class PostgresValueConverters:
                 return self._decimal_schema(column.numeric_precision_scale)
             case "money":
                 return self._decimal_schema((0, s.money_fraction_digits), precision=False)
-            case "bpchar" | "varchar" | "text" | "name" | "char" | "citext":
+            case "bpchar" | "varchar" | "text" | "name" | "char" | "citext" | "isbn":
                 return SchemaBuilder.string()
             case "inet" | "cidr" | "macaddr" | "macaddr8":
                 return SchemaBuilder.string()
@@ -214,10 +250,7 @@ class PostgresValueConverters:
                 if s.interval_handling_mode == "string":
                     return _named(SchemaBuilder.string(), "io.debezium.time.Interval")
                 return _named(SchemaBuilder.int64(), "io.debezium.time.MicroDuration")
-        raise UnsupportedTypeError(
-            f"column {column.name!r} has type {name!r}, which is not captured; Debezium skips such columns "
-            "unless include.unknown.datatypes=true"
-        )
+        return None
 
     def _bits_schema(self, column: PgColumn) -> SchemaBuilder:
         length = column.bit_length or 2**31 - 1
@@ -260,13 +293,13 @@ class PostgresValueConverters:
         s = self.settings
         if t.kind == "e":
             return str
+        if not self.is_known(column, t):
+            return self._unknown(t)
         match t.name:
             case "bool":
                 return tv.parse_bool
-            case "bit":
-                return (lambda x: x == "1") if column.bit_length == 1 else _bits
-            case "varbit":
-                return _bits
+            case "bit" | "varbit":
+                return _bit_flag if column.bit_length == 1 else _bits
             case "int2" | "int4" | "int8" | "oid":
                 return int
             case "float4" | "float8":
@@ -279,9 +312,10 @@ class PostgresValueConverters:
             case "bytea":
                 return self._binary
             case "hstore":
+                # Debezium (via pgjdbc) holds an hstore in a Java HashMap: its keys come in that map's order.
                 if s.hstore_handling_mode == "map":
-                    return tv.parse_hstore
-                return lambda x: json.dumps(tv.parse_hstore(x), separators=(",", ":"), ensure_ascii=False)
+                    return _hstore_map
+                return lambda x: json.dumps(_hstore_map(x), separators=(",", ":"), ensure_ascii=False)
             case "point":
                 point_schema = self.schema_builder(column).build()
                 return lambda x: self._point(x, point_schema)
@@ -310,7 +344,8 @@ class PostgresValueConverters:
         if mode == "double":
             return lambda x: float(parse(x))
         if mode == "string":
-            return lambda x: "NAN" if x == "NaN" else str(parse(x))
+            # Debezium's SpecialValueDecimal names: NAN, POSITIVE_INFINITY, NEGATIVE_INFINITY (PostgreSQL 14+)
+            return lambda x: _SPECIAL_DECIMALS.get(x) or str(parse(x))
 
         if ps is None:
             vsd_schema = self.schema_builder(column).build()
@@ -350,8 +385,17 @@ class PostgresValueConverters:
             )
         return None
 
+    def _unknown(self, t: PgType) -> Converter:
+        """include.unknown.datatypes=true: the value's text as binary, as Debezium's AbstractColumnValue.asDefault."""
+        encode = self._encode_binary
+        if t.name in GEOMETRIC:
+            return lambda x: encode(pgjdbc_text(x).encode())
+        return lambda x: encode(x.encode())
+
     def _binary(self, text: str) -> Any:
-        data = tv.parse_bytea(text)
+        return self._encode_binary(tv.parse_bytea(text))
+
+    def _encode_binary(self, data: bytes) -> Any:
         match self.settings.binary_handling_mode:
             case "base64":
                 return base64.b64encode(data).decode()
