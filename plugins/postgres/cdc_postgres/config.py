@@ -26,7 +26,7 @@ from cdc_debezium.config import (
     define_failure_modes,
     warn_unless_fail,
 )
-from cdc_postgres import tls
+from cdc_postgres import debezium_keys, tls
 from cdc_postgres.replica_identity import ValidAutosetValues
 from cdc_postgres.reselect import ERROR_MODES, SCOPES
 
@@ -139,7 +139,7 @@ _PG_KEYS = (
         "snapshot.mode",
         ConfigType.STRING,
         "initial",
-        ValidString.in_ignore_case(*SNAPSHOT_MODES, *_MODE_ALIASES),
+        ValidString.in_ignore_case(*SNAPSHOT_MODES, *_MODE_ALIASES, "custom", "configuration_based"),
         Importance.MEDIUM,
         "When to snapshot: " + ", ".join(SNAPSHOT_MODES),
     )
@@ -295,7 +295,8 @@ _PG_KEYS = (
 define_failure_modes(_PG_KEYS, FAILURE_KEYS)
 tls.define(_PG_KEYS)  # database.sslmode, sslrootcert, sslcert, sslkey, sslpassword
 
-CONFIG_DEF = define_common(ConfigDef()).merge(_PG_KEYS)
+# Every other key of Debezium's PostgreSQL connector: implemented there, or accepted with a warning.
+CONFIG_DEF = debezium_keys.define(define_common(ConfigDef()).merge(_PG_KEYS))
 
 
 def with_post_processors(props: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConfigValue]]:
@@ -348,7 +349,7 @@ def validate(props: Mapping[str, Any]) -> list[ConfigValue]:
             key_overrides(props.get("message.key.columns"))
         except ConfigException as e:
             key_columns.add_error_message(str(e))
-    return [*values, *_extra_key_errors(props), *post_processor_errors]
+    return [*values, *_extra_key_errors(props), *post_processor_errors, *debezium_keys.dynamic_keys(props)]
 
 
 def _extra_key_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
@@ -357,11 +358,12 @@ def _extra_key_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
     for name, value in props.items():
         if name in _RENAMED and _RENAMED[name] not in props:
             message = f"{name} was renamed to {_RENAMED[name]} in Debezium 2.0; set {_RENAMED[name]}={value} instead"
-        elif name.startswith(("column.mask.", "column.truncate.", "column.propagate.source.type")):
+        elif name.startswith(("column.mask.", "column.truncate.")) and not debezium_keys.is_mapper_key(name):
             # Ignoring a masking rule would publish the very values it was meant to hide.
             message = (
-                f"{name} is not supported by the PostgreSQL connector, so the columns would be emitted as they "
-                "are; leave them out with column.exclude.list instead"
+                f"{name} is not a column mapper Debezium knows (column.mask.with.<n>.chars, "
+                "column.mask.hash[.v2].<algorithm>.with.salt.<salt>, column.truncate.to.<n>.chars), so the columns "
+                "would be emitted as they are; fix the key or leave the columns out with column.exclude.list"
             )
         else:
             continue
@@ -404,7 +406,8 @@ class PostgresConnectorConfig:
         values = CONFIG_DEF.parse(with_post_processors(props)[0])
         for key in _LOWER_CASE_KEYS:
             values[key] = values[key].lower()
-        values["snapshot.mode"] = _MODE_ALIASES.get(values["snapshot.mode"], values["snapshot.mode"])
+        mode = debezium_keys.snapshot_mode_alias(values["snapshot.mode"])
+        values["snapshot.mode"] = _MODE_ALIASES.get(mode, mode)
         if values["snapshot.isolation.mode"] in ("read_committed", "read_uncommitted"):
             log.warning(
                 "snapshot.isolation.mode=%s: the snapshot reads the replication slot's exported snapshot under "
@@ -412,7 +415,8 @@ class PostgresConnectorConfig:
                 "streaming starts",
                 values["snapshot.isolation.mode"],
             )
-        warn_unless_fail(values.__getitem__, FAILURE_KEYS)
+        warn_unless_fail(values.__getitem__, [k for k in FAILURE_KEYS if k != EVENT_PROCESSING_FAILURE])
+        debezium_keys.warn_unsupported(props)
         if props.get(tls.SSLFACTORY):
             log.warning(tls.SSLFACTORY_IGNORED, tls.SSLFACTORY, props.get(tls.SSLFACTORY))
         return cls(values)
