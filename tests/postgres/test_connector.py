@@ -145,11 +145,18 @@ def _failed_trace(herder: StandaloneHerder) -> str:
     return status.get_task("pg", 0).trace
 
 
-def test_table_without_primary_key_is_explained(herder: StandaloneHerder, postgres_db) -> None:
-    postgres_db.connect().execute("CREATE TABLE nopk(a int)")
+def test_table_without_primary_key_is_captured_and_explained(herder: StandaloneHerder, postgres_db, caplog) -> None:
+    """As Debezium (issue 19): captured with a null key; the WARN says PostgreSQL refuses its updates and deletes."""
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE nopk(a int)")
+    sql.execute("INSERT INTO nopk VALUES (1)")
     herder.put_connector_config(connector(postgres_db))
-    trace = _failed_trace(herder)
-    assert "public.nopk has no primary key" in trace and "REPLICA IDENTITY FULL" in trace
+    wait_until(lambda: len(topic_records(herder.worker.log, "srv.public.nopk")) == 1, what="the snapshot row")
+    record = topic_records(herder.worker.log, "srv.public.nopk")[0]
+    assert record.key is None and json.loads(record.value)["payload"]["after"] == {"a": 1}
+    assert herder.worker.status_store.get_task("pg", 0).state is State.RUNNING
+    warning = next(r.getMessage() for r in caplog.records if "public.nopk has no primary key" in r.getMessage())
+    assert "refuses UPDATE and DELETE" in warning and "ALTER TABLE public.nopk REPLICA IDENTITY FULL" in warning
 
 
 def test_missing_publication_with_autocreate_disabled(herder: StandaloneHerder, postgres_db) -> None:
