@@ -19,21 +19,20 @@ and Confluent's (`basic.auth.user.info`, `bearer.auth.token`, `*.secret*`, `*cre
   `*private.key*`, `*.api.key`, `*.access.key`, `*.account.key`, …;
 - `*basic.auth.user.info` (`user:password`).
 
-Such values show as `[hidden]` in REST bodies, validate results, errors, status traces, the
+Such values show as `[hidden]` in REST bodies and validate results (`mask_config`), and,
+through `secret_values` and cdc.runtime.traces.redact, in error messages, status traces, the
 worker log and `cdc status`; a `${provider:path:key}` reference is not the secret and shows
 as written. PUTting `[hidden]` back keeps the stored value (see `keep_hidden`).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 __all__ = [
     "HIDDEN",
-    "Redactor",
     "is_sensitive",
     "keep_hidden",
     "mask_config",
@@ -82,7 +81,6 @@ _NOT_THE_VALUE = frozenset(
         "seconds",
     }
 )
-_MIN_REDACTED = 4  # shorter values are not searched for in free text (they would shred it)
 
 
 def is_sensitive(key: str) -> bool:
@@ -121,44 +119,3 @@ def keep_hidden(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str
     """`new` with every `[hidden]` value replaced by the stored one: GET shows secrets as `[hidden]`,
     and PUTting that config back (any key: declared PASSWORD or secret by its name) must keep them."""
     return {k: old[k] if v == HIDDEN and k in old else v for k, v in new.items()}
-
-
-class Redactor:
-    """Hides a config's secret values wherever they show up in free text: error messages,
-    status traces and log lines that quote a value (`Invalid value s3cr3t for configuration …`,
-    a driver's `login failed for 's3cr3t'`). Values shorter than 4 characters are left alone."""
-
-    def __init__(self, config: Mapping[str, Any], declared: Collection[str] = ()) -> None:
-        forms: set[str] = set()
-        for key in secret_keys(config, declared):
-            value = config[key]
-            if not isinstance(value, str) or _is_reference(value):
-                continue
-            forms.update(_forms(value))
-        self._needles = sorted((f for f in forms if len(f) >= _MIN_REDACTED), key=len, reverse=True)
-
-    def __bool__(self) -> bool:
-        return bool(self._needles)
-
-    def __call__(self, text: str) -> str:
-        for needle in self._needles:
-            if needle in text:
-                text = text.replace(needle, HIDDEN)
-        return text
-
-    def all(self, texts: Iterable[str]) -> list[str]:
-        return [self(t) for t in texts]
-
-
-def _forms(value: str) -> set[str]:
-    """The ways a value is quoted in messages: as is, trimmed (how ConfigDef parses it), as repr()
-    and JSON text, and each long line of a multi-line value (a PEM key quoted in part)."""
-    forms = {
-        value,
-        value.strip(),
-        repr(value)[1:-1],
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=False)[1:-1],
-    }
-    forms.update(line.strip() for line in value.splitlines() if len(line.strip()) >= 16)
-    return forms

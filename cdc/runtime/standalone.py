@@ -21,7 +21,7 @@ from typing import Any
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
 from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
-from cdc.config.sensitive import keep_hidden, mask_config, secret_values
+from cdc.config.sensitive import keep_hidden, mask_config
 from cdc.config.validation import invalid_config_message
 from cdc.log.base import TopicPartition
 from cdc.runtime.connector_offsets import ConnectorOffsets
@@ -589,7 +589,7 @@ def keep_hidden_passwords(old: Mapping[str, str], new: Mapping[str, str]) -> dic
 
 def config_secrets(worker: Worker, config: Mapping[str, str]) -> frozenset[str]:
     """The values of `config`'s secret keys, which status traces and log lines must not show."""
-    return secret_values(config, worker.validator.password_keys(config))
+    return worker.validator.secret_values(config)
 
 
 def log_config_warnings(name: str, infos: Mapping[str, Any]) -> None:

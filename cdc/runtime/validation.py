@@ -14,11 +14,12 @@ from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
 from cdc.api.sink import SinkConnector
 from cdc.api.source import SourceConnector
-from cdc.config.sensitive import Redactor
+from cdc.config.sensitive import secret_values
 from cdc.config.validation import config_infos
 from cdc.runtime.client_overrides import override_errors
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind, PluginRegistry
+from cdc.runtime.traces import redact
 from cdc.runtime.unknown_keys import UnknownKey, unknown_connector_keys
 from cdc.transforms.chain import transformation_config_def, validate_transformations
 
@@ -55,10 +56,10 @@ class ConnectorValidator:
         (cdc.config.sensitive) and of `secret_keys` (e.g. provider-resolved ones) show as `[hidden]`.
         """
         values = self._validate(props)
-        redact = self.redactor(props, secret_keys)
-        if redact:
+        secrets = self.secret_values(props, secret_keys)
+        if secrets:
             for v in values:
-                v.errors = redact.all(v.errors)
+                v.errors = [redact(e, secrets) for e in v.errors]
         return values
 
     def _validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
@@ -112,9 +113,9 @@ class ConnectorValidator:
             definition = SOURCE_CONFIG_DEF.merge(SINK_CONFIG_DEF)
         return frozenset(name for name, key in definition.config_keys.items() if key.type is ConfigType.PASSWORD)
 
-    def redactor(self, props: Mapping[str, str], secret_keys: Collection[str] = ()) -> Redactor:
-        """Hides `props`' secret values (declared PASSWORD, shaped like a secret, or `secret_keys`) in text."""
-        return Redactor(props, self.password_keys(props) | set(secret_keys))
+    def secret_values(self, props: Mapping[str, str], secret_keys: Collection[str] = ()) -> frozenset[str]:
+        """`props`' secret values: of keys declared PASSWORD, shaped like a secret, or in `secret_keys`."""
+        return secret_values(props, self.password_keys(props) | set(secret_keys))
 
     def unknown_keys(
         self,
