@@ -20,7 +20,9 @@ def validate(job_file: str, offline: bool) -> None:
     ${env:…}/${file:…} references, validates the source connector's config and SMTs, the
     sink DSN, and (unless --offline) that the source database and a PostgreSQL sink are
     reachable. A misspelled key is an error with a did-you-mean; a source key the connector
-    does not define is a warning (it is passed on, as Kafka Connect does). Exits 0 when the
+    (or a transform setting the SMT) does not define is a warning (it is passed on, as Kafka
+    Connect does); keys under prefixes passed on to others (database.*, driver.*,
+    producer.override.*, …) only when they are a near miss of a known key. Exits 0 when the
     job is valid, 2 otherwise.
     """
     try:
