@@ -21,6 +21,7 @@ from cdc_debezium.filters import ColumnMappers
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_mysql.defaults import raw_default
 from cdc_mysql.row_builder import RowBuilder, compile_row_builder
+from cdc_mysql.schema_options import SchemaOptions, with_parameters
 from cdc_mysql.table import ColumnDef, TableDef, TableMeta
 from cdc_mysql.value_converters import Converter, MySqlValueConverters
 
@@ -154,12 +155,18 @@ class TableSchema:
     # (column name, converter) for each value field, in field order
     value_columns: list[tuple[str, Converter]]
     key_columns: list[tuple[str, Converter]]
+    # Debezium's event.converting.failure.handling.mode for values that cannot be converted
+    converting_failure: str = "warn"
     value: RowBuilder = field(init=False, repr=False)
     key: Callable[[dict[str, Any]], Struct | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.value = compile_row_builder(self.value_schema, self.value_columns)
-        self.key = compile_row_builder(self.key_schema, self.key_columns) if self.key_schema else _no_key
+        self.value = compile_row_builder(self.value_schema, self.value_columns, self.converting_failure)
+        self.key = (
+            compile_row_builder(self.key_schema, self.key_columns, self.converting_failure)
+            if self.key_schema
+            else _no_key
+        )
 
 
 def _no_key(row: dict[str, Any]) -> None:
@@ -177,7 +184,9 @@ class MySqlSchema:
         column_filter: Callable[[str, str, str], bool],
         mappers: ColumnMappers,
         key_columns: Callable[[str], tuple[str, ...] | None],
+        options: SchemaOptions | None = None,
     ) -> None:
+        self.options = options if options is not None else SchemaOptions()
         self.topics = topics
         self.converters = converters
         self.source_schema = source_schema
@@ -212,9 +221,13 @@ class MySqlSchema:
         value_columns: list[tuple[str, Converter]] = []
         by_name: dict[str, tuple[Schema, Converter]] = {}
         meta = self.meta.get(table.id)
+        options = self.options
         for col in table.columns:
             column_id = f"{table.id}.{col.name}"
-            schema, convert = self.converters.column(col, column_id)
+            column_meta = meta.columns.get(col.name) if meta is not None else None
+            if column_meta is not None and column_meta.type != col.type:
+                column_meta = None  # written for another type: the reader lags behind an ALTER
+            schema, convert = self.converters.column(col, column_id, column_meta)
             if meta is not None:
                 schema = _with_default(schema, convert, col, meta, column_id)
             by_name[col.name] = (schema, convert)
@@ -225,7 +238,9 @@ class MySqlSchema:
                 if self.mappers.is_mask(column_id):
                     schema = Schema.OPTIONAL_STRING_SCHEMA if col.nullable else Schema.STRING_SCHEMA
                 convert = _compose(convert, mapper)
-            value_builder.field(col.name, schema)
+            if options.propagates(column_id, table.id, column_meta):
+                schema = with_parameters(schema, options.source_parameters(col.name, column_meta))
+            value_builder.field(options.field_name(col.name), schema)
             value_columns.append((col.name, convert))
         value_schema = value_builder.build()
         key_names = self.key_columns(table.id) or table.primary_key
@@ -243,11 +258,13 @@ class MySqlSchema:
                 schema, convert = by_name[name]
                 if schema.optional:
                     schema = _required(schema)
-                kb.field(name, schema)
+                kb.field(options.field_name(name), schema)
                 key_columns.append((name, convert))
             key_schema = kb.build()
         envelope = Envelope.define(TopicNamingStrategy.envelope_schema_name(topic), value_schema, self.source_schema)
-        return TableSchema(table, topic, key_schema, value_schema, envelope, value_columns, key_columns)
+        return TableSchema(
+            table, topic, key_schema, value_schema, envelope, value_columns, key_columns, options.converting_failure
+        )
 
 
 def _compose(first: Converter, second: Callable[[Any], Any]) -> Converter:

@@ -36,11 +36,13 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from cdc.api import ConnectException, Struct
 from cdc_debezium.envelope import Operation
+from cdc_mysql import debezium_keys
 from cdc_mysql import gtid as gtids
 from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import ACCESS_DENIED, MySqlConnection, error_text, replication_grant_advice, tls_refusal
 from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.failure_handling import EVENT_ERRORS, handle
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
@@ -134,7 +136,12 @@ class MySqlStreamingChangeEventSource:
                     # mean nothing for this offset.
                     self.use_gtid_start = self._lineage_changed()
                 yield from self._stream()
-                return
+                if self.stop.is_set():
+                    return
+                # A blocking dump ends only when the server ends it: a clean shutdown or restart (its EOF
+                # packet ends python-mysql-replication's iteration) or a killed dump thread. Reconnect, as
+                # for a lost connection, rather than stop streaming in silence.
+                raise BinlogConnectionLost("the server ended the binlog stream (a shutdown or restart)")
             except (BinlogConnectionLost, pymysql.err.OperationalError, pymysql.err.InterfaceError, OSError) as e:
                 if self.stop.is_set():
                     return  # stop() shut the socket down
@@ -329,7 +336,18 @@ class MySqlStreamingChangeEventSource:
                         if ts is None or skip_source:
                             off.event, off.row = events_in_tx, 0
                             continue
-                        rows = decode_rows(ev)
+                        try:
+                            rows = decode_rows(ev)
+                        except EVENT_ERRORS as e:
+                            off.event, off.row = events_in_tx, 0
+                            what = f"Rows event of {ts.table.id} at {file}:{start_pos}"
+                            handle(
+                                self.config.deserialization_failure,
+                                debezium_keys.EVENT_DESERIALIZATION_FAILURE,
+                                e,
+                                what,
+                            )
+                            continue
                         first_row = skip_rows if first_tx and events_in_tx == skip_events + 1 else 0
                         ts_ms = ev.timestamp * 1000
                         server_id = packet.server_id
@@ -347,27 +365,37 @@ class MySqlStreamingChangeEventSource:
                             ts_ms, db, table, server_id, file, start_pos, tx_gtid, thread, query
                         )
                         off.event = events_in_tx - 1
-                        for i in range(first_row, len(rows)):
-                            row = rows[i]
-                            values = template.copy()
-                            values[row_index] = i
-                            offset = base.copy()
-                            offset["row"] = off.row = i + 1
-                            change(
-                                op,
-                                ts,
-                                row[before_key] if before_key else None,
-                                row[after_key] if after_key else None,
-                                from_values(source_schema, values),
-                                offset,
-                                tx_id,
-                            )
-                            if len(buffer) >= max_buffer:
-                                yield  # max.queue.size reached inside one large rows event
+                        try:
+                            for i in range(first_row, len(rows)):
+                                row = rows[i]
+                                values = template.copy()
+                                values[row_index] = i
+                                offset = base.copy()
+                                offset["row"] = off.row = i + 1
+                                change(
+                                    op,
+                                    ts,
+                                    row[before_key] if before_key else None,
+                                    row[after_key] if after_key else None,
+                                    from_values(source_schema, values),
+                                    offset,
+                                    tx_id,
+                                )
+                                if len(buffer) >= max_buffer:
+                                    yield  # max.queue.size reached inside one large rows event
+                        except EVENT_ERRORS as e:
+                            what = f"Row {off.row} of the rows event of {ts.table.id} at {file}:{start_pos}"
+                            handle(self.config.processing_failure, debezium_keys.EVENT_PROCESSING_FAILURE, e, what)
+                            off.event, off.row = events_in_tx, 0
                         continue
                     if isinstance(ev, TableMapEvent):
                         if captures(ev.schema, ev.table):
-                            table_maps[ev.table_id] = self.schema.schema_for(table_def_from_table_map(ev))
+                            try:
+                                table_maps[ev.table_id] = self.schema.schema_for(table_def_from_table_map(ev))
+                            except EVENT_ERRORS as e:
+                                table_maps[ev.table_id] = None  # its rows events are skipped
+                                what = f"Table map of {ev.schema}.{ev.table} at {file}:{start_pos}"
+                                handle(self.config.inconsistent_schema, debezium_keys.INCONSISTENT_SCHEMA, e, what)
                         else:
                             table_maps[ev.table_id] = None
                         continue

@@ -82,11 +82,14 @@ class MySqlConnectorTask(SourceTask):
         self.source_info = SourceInfo(connector, __version__, config.topic_prefix)
         self.schema = MySqlSchema(
             topics,
-            MySqlValueConverters(config.decimal_mode, config.time_mode, config.bigint_mode, config.binary_mode),
+            MySqlValueConverters(
+                config.decimal_mode, config.time_mode, config.bigint_mode, config.binary_mode, config.time_adjuster
+            ),
             self.source_info.schema,
             config.captures_column,
             config.column_mappers,
             config.key_columns.for_table,
+            config.schema_options,
         )
         self.history: SchemaHistory = open_history(config, self.context)
         heartbeat = Heartbeat(config.heartbeat_interval_ms, topics.heartbeat_topic(), config.topic_prefix)

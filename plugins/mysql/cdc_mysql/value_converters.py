@@ -11,6 +11,8 @@ import base64
 import datetime
 import decimal
 import json
+import logging
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +27,12 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
-from cdc_mysql.table import ColumnDef
+from cdc_mysql.table import ColumnDef, ColumnMeta
+
+log = logging.getLogger(__name__)
 
 Converter = Callable[[Any], Any]
+CONVERTING_FAILURE_MODES = ("fail", "warn", "skip")
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_DATE = datetime.date(1970, 1, 1)
@@ -56,6 +61,32 @@ def _is_zero(value: Any) -> bool:
     return isinstance(value, str | bytes)
 
 
+def adjust_two_digit_year(value: Any) -> Any:
+    """Debezium's `enable.time.adjuster` (BinlogValueConverters.adjustTemporal): years 0-69 are 2000-2069,
+    70-99 are 1970-1999, as MySQL reads a two-digit year. A 29 February that the shifted year lacks
+    becomes the 28th (java.time's plus(years) does the same)."""
+    if not isinstance(value, datetime.date):
+        return value
+    year = value.year
+    if year >= 100:
+        return value
+    year += 2000 if year <= 69 else 1900
+    try:
+        return value.replace(year=year)
+    except ValueError:
+        return value.replace(year=year, day=28)
+
+
+def _float32(v: Any) -> float:
+    """The value a 4-byte FLOAT column holds, as a double (Java's (double) floatValue)."""
+    return struct.unpack("<f", struct.pack("<f", float(v)))[0]
+
+
+def escape_enum_option(option: str) -> str:
+    """An ENUM/SET member in the schema's `allowed` list: its commas escaped (`a\\,b`), as Debezium writes it."""
+    return option.replace(",", "\\,")
+
+
 def _micros(delta: datetime.timedelta) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
@@ -76,16 +107,24 @@ class MySqlValueConverters:
         time_mode: TimePrecisionMode = TimePrecisionMode.ADAPTIVE_TIME_MICROSECONDS,
         bigint_mode: BigIntUnsignedHandlingMode = BigIntUnsignedHandlingMode.LONG,
         binary_mode: BinaryHandlingMode = BinaryHandlingMode.BYTES,
+        time_adjuster: bool = True,
+        converting_failure: str = "warn",
     ) -> None:
         self.decimal_mode = decimal_mode
         self.time_mode = time_mode
         self.bigint_mode = bigint_mode
         self.binary_mode = binary_mode
+        self.time_adjuster = time_adjuster
+        self.converting_failure = converting_failure.lower()
 
     # -- schema + converter -----------------------------------------------------------------
-    def column(self, col: ColumnDef, where: str) -> tuple[Schema, Converter]:
-        """(field schema, converter) for `col`; `where` names it (`db.table.column`) in errors."""
-        builder, convert = self._for(col, where)
+    def column(self, col: ColumnDef, where: str, meta: ColumnMeta | None = None) -> tuple[Schema, Converter]:
+        """(field schema, converter) for `col`; `where` names it (`db.table.column`) in errors.
+
+        `meta` is what information_schema says of the column (FLOAT(M,D) is a FLOAT64 field, as
+        Debezium maps it; the binlog's table map does not carry M and D).
+        """
+        builder, convert = self._for(col, where, meta)
         if col.nullable:
             builder.optional()
         schema = builder.build()
@@ -116,7 +155,7 @@ class MySqlValueConverters:
             return _EPOCH.replace(tzinfo=datetime.UTC)
         return None
 
-    def _for(self, col: ColumnDef, where: str) -> tuple[SchemaBuilder, Converter]:
+    def _for(self, col: ColumnDef, where: str, meta: ColumnMeta | None = None) -> tuple[SchemaBuilder, Converter]:
         t = col.type
         if t == "bool":
             return SchemaBuilder.bool(), lambda v: None if v is None else bool(v)
@@ -125,7 +164,7 @@ class MySqlValueConverters:
         if t == "decimal":
             return self._decimal(col, where)
         if t == "float":
-            return SchemaBuilder.float32(), lambda v: None if v is None else float(v)
+            return self._float(meta)
         if t == "double":
             return SchemaBuilder.float64(), lambda v: None if v is None else float(v)
         if t == "bit":
@@ -135,9 +174,9 @@ class MySqlValueConverters:
         if t in BINARY_TYPES:
             return self._binary(col)
         if t == "enum":
-            return lt.enum(list(col.values)), self._text(where)
+            return lt.enum([escape_enum_option(v) for v in col.values]), self._text(where)
         if t == "set":
-            return lt.enum_set(list(col.values)), self._set(col)
+            return lt.enum_set([escape_enum_option(v) for v in col.values]), self._set(col)
         if t == "json":
             return lt.json(), self._json(where)
         if t == "date":
@@ -176,6 +215,14 @@ class MySqlValueConverters:
             return v - (1 << 64) if v >= (1 << 63) else v
 
         return SchemaBuilder.int64(), as_long
+
+    @staticmethod
+    def _float(meta: ColumnMeta | None) -> tuple[SchemaBuilder, Converter]:
+        """FLOAT is FLOAT32, but FLOAT(M,D) (and FLOAT(p) over 24) is FLOAT64 holding the 4-byte value
+        widened, as Debezium's BinlogValueConverters maps it (5.61 in FLOAT(10,2) is 5.610000133514404)."""
+        if meta is not None and meta.type == "float" and (meta.scale is not None or (meta.length or 0) > 24):
+            return SchemaBuilder.float64(), lambda v: None if v is None else _float32(v)
+        return SchemaBuilder.float32(), lambda v: None if v is None else float(v)
 
     def _decimal(self, col: ColumnDef, where: str) -> tuple[SchemaBuilder, Converter]:
         scale = col.scale or 0
@@ -267,18 +314,23 @@ class MySqlValueConverters:
 
         return to_text
 
+    def _adjusted(self, v: Any) -> Any:
+        return adjust_two_digit_year(v) if self.time_adjuster else v
+
     def _date(self) -> tuple[SchemaBuilder, Converter]:
+        adjust = self._adjusted
+
         def days(v: Any) -> Any:
             if v is None or _is_zero(v):
                 return None
             if isinstance(v, datetime.datetime):
                 v = v.date()
-            return (v - _EPOCH_DATE).days
+            return _epoch_days(adjust(v))
 
         if self.time_mode is TimePrecisionMode.CONNECT:
-            return ConnectDate.builder(), lambda v: None if v is None or _is_zero(v) else _as_date(v)
+            return ConnectDate.builder(), lambda v: None if v is None or _is_zero(v) else adjust(_as_date(v))
         if self.time_mode is TimePrecisionMode.ISOSTRING:
-            return lt.iso(lt.ISO_DATE), lambda v: None if v is None or _is_zero(v) else _as_date(v).isoformat()
+            return lt.iso(lt.ISO_DATE), lambda v: None if v is None or _is_zero(v) else adjust(_as_date(v)).isoformat()
         return lt.date(), days
 
     def _time(self, col: ColumnDef, where: str) -> tuple[SchemaBuilder, Converter]:
@@ -294,6 +346,7 @@ class MySqlValueConverters:
                     return None
                 d = delta(v)
                 if d < datetime.timedelta(0) or d >= datetime.timedelta(days=1):
+                    # Debezium's converter refuses it too; event.converting.failure.handling.mode decides.
                     raise DataException(
                         f"Column {where}: TIME value {d} is outside 00:00:00-23:59:59, which "
                         "time.precision.mode=connect cannot represent; use adaptive_time_microseconds"
@@ -306,25 +359,34 @@ class MySqlValueConverters:
         return lt.micro_time(), lambda v: None if v is None else _micros(delta(v))
 
     def _datetime(self, col: ColumnDef) -> tuple[SchemaBuilder, Converter]:
+        adjust = self._adjusted
+
+        def valid(v: Any) -> bool:
+            return v is not None and not _is_zero(v)
+
         if self.time_mode is TimePrecisionMode.CONNECT:
-            return ConnectTimestamp.builder(), lambda v: None if v is None or _is_zero(v) else _as_utc(v)
+            return ConnectTimestamp.builder(), lambda v: _as_utc(adjust(v)) if valid(v) else None
         if self.time_mode is TimePrecisionMode.ISOSTRING:
-            return lt.iso(lt.ISO_TIMESTAMP), lambda v: None if v is None or _is_zero(v) else _as_utc(v).isoformat()
+            return lt.iso(lt.ISO_TIMESTAMP), lambda v: _as_utc(adjust(v)).isoformat() if valid(v) else None
         if col.fsp <= 3:
-            return lt.timestamp(), lambda v: None if v is None or _is_zero(v) else _micros(v - _EPOCH) // 1000
-        return lt.micro_timestamp(), lambda v: None if v is None or _is_zero(v) else _micros(v - _EPOCH)
+            return lt.timestamp(), lambda v: _micros(adjust(v) - _EPOCH) // 1000 if valid(v) else None
+        return lt.micro_timestamp(), lambda v: _micros(adjust(v) - _EPOCH) if valid(v) else None
 
     def _timestamp(self, col: ColumnDef) -> tuple[SchemaBuilder, Converter]:
         fsp = col.fsp
+        adjust = self._adjusted
 
         def zoned(v: Any) -> Any:
-            if v is None:
+            # A zero TIMESTAMP ('0000-00-00 00:00:00': text from a SELECT, second 0 in the binlog, which
+            # no real TIMESTAMP is) is null, the epoch where the column is NOT NULL: Debezium 3.6 on
+            # MariaDB and MySQL 8 (DBZ-1912; 3.5 streamed the epoch).
+            if v is None or _is_zero(v):
                 return None
-            if _is_zero(v):
-                return "1970-01-01T00:00:00Z"
             if v.tzinfo is not None:
                 v = v.astimezone(datetime.UTC).replace(tzinfo=None)
-            return _iso_zoned(v, fsp)
+            elif v == _EPOCH:
+                return None
+            return _iso_zoned(adjust(v), fsp)
 
         return lt.zoned_timestamp(), zoned
 
@@ -351,6 +413,10 @@ def _identity(v: Any) -> Any:
 
 IDENTITY: Converter = _identity
 """The converter of columns whose decoded value is already the Connect value (row builders skip the call)."""
+
+
+def _epoch_days(v: datetime.date) -> int:
+    return (v - _EPOCH_DATE).days
 
 
 def _as_date(v: Any) -> datetime.date:
