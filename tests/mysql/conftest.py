@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -24,3 +25,20 @@ def private_mariadb() -> Iterator[MariaDbServer]:
 def private_db(private_mariadb: MariaDbServer) -> Iterator[MariaDbServer]:
     with private_mariadb.fresh_database() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def debezium_loaded() -> Iterator[Any]:
+    """Debezium's binlog test scripts, each in its own database of a private MariaDB (issue 19)."""
+    from tests.mysql.debezium_scripts import load_all
+
+    with mariadb_rig.provide() as server:
+        yield load_all(server)
+
+
+@pytest.fixture(scope="session")
+def debezium_runs(debezium_loaded: Any) -> dict[str, Any]:
+    """One connector run over every loaded script per config, made on first use and shared."""
+    from tests.mysql.debezium_scripts import RunCache
+
+    return RunCache(debezium_loaded)

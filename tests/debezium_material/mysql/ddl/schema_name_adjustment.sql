@@ -1,0 +1,2 @@
+CREATE TABLE `name-adjustment` (id INT);
+INSERT INTO `name-adjustment` (id) VALUES (1);
