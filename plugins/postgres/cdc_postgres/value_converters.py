@@ -42,6 +42,9 @@ NEGATIVE_INFINITY_TIMESTAMP = -9223372036832400000
 Converter = Callable[[str], Any]
 
 
+# What Python's datetime holds (years 1 to 9999), in days and milliseconds since the epoch.
+_MIN_DAYS, _MAX_DAYS = -719_162, 2_932_896
+_MIN_MILLIS, _MAX_MILLIS = _MIN_DAYS * 86_400_000, (_MAX_DAYS + 1) * 86_400_000 - 1
 _SPECIAL_DECIMALS = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
 # quantize rounds to the context's 28 digits by default; numeric holds up to 131072 digits.
 _EXACT = decimal.Context(prec=decimal.MAX_PREC)
@@ -419,8 +422,27 @@ class PostgresValueConverters:
             # ±infinity has no day count; Debezium (via pgjdbc) maps it to the extreme timestamps.
             days = 2**31 - 1 if days == tv.POSITIVE_INFINITY else -(2**31)
         if self.settings.time_precision_mode == "connect":
-            return ConnectDate.to_logical(ConnectDate.SCHEMA, days)
+            return ConnectDate.to_logical(ConnectDate.SCHEMA, self._in_python_range(days, _MIN_DAYS, _MAX_DAYS, text))
         return days
+
+    def _in_python_range(self, value: int, low: int, high: int, text: str) -> int:
+        """time.precision.mode=connect: Connect's Date and Timestamp are Python dates here, years 1 to 9999.
+
+        Java's hold PostgreSQL's whole range (and pgjdbc's infinity); a value outside Python's is clamped to
+        its nearest end, with one WARN per kind of value, rather than failing the task.
+        """
+        if low <= value <= high:
+            return value
+        key = "connect-range"
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(
+                "time.precision.mode=connect: %s is outside the years 1 to 9999 that Connect's Date and Timestamp "
+                "hold in Python, so it is emitted as the nearest of those (Debezium, in Java, keeps it); use "
+                "time.precision.mode=adaptive to keep every value",
+                text,
+            )
+        return min(max(value, low), high)
 
     def _time(self, column: PgColumn) -> Converter:
         mode = self.settings.time_precision_mode
@@ -438,9 +460,13 @@ class PostgresValueConverters:
             v = tv.parse_timestamp(x)
             if isinstance(v, str):
                 v = POSITIVE_INFINITY_TIMESTAMP if v == tv.POSITIVE_INFINITY else NEGATIVE_INFINITY_TIMESTAMP
-                return ConnectTimestamp.to_logical(ConnectTimestamp.SCHEMA, v) if mode == "connect" else v
+                if mode != "connect":
+                    return v
+                ms = self._in_python_range(v, _MIN_MILLIS, _MAX_MILLIS, x)
+                return ConnectTimestamp.to_logical(ConnectTimestamp.SCHEMA, ms)
             if mode == "connect":
-                return ConnectTimestamp.to_logical(ConnectTimestamp.SCHEMA, v // 1000)
+                ms = self._in_python_range(v // 1000, _MIN_MILLIS, _MAX_MILLIS, x)
+                return ConnectTimestamp.to_logical(ConnectTimestamp.SCHEMA, ms)
             return v // 1000 if millis else v
 
         return convert
