@@ -459,3 +459,32 @@ def test_column_masks_truncation_and_hashes(postgres_db) -> None:
     assert _field(record, "ssn").parameters == {"masked": "true"}
     assert _field(record, "note").parameters == {"truncateLength": "4"}
     assert java_serialized("ab") == b"\xac\xed\x00\x05t\x00\x02ab"
+
+
+def test_arrays_debezium_does_not_map_are_left_out(postgres_db, caplog) -> None:
+    """PostgresValueConverter has no schema for money[], interval[], name[], varbit[], xml[], point[] (DBZ-459)."""
+    sql = postgres_db.connect()
+    sql.execute("CREATE TABLE arrs (id int PRIMARY KEY, m money[], i interval[], n name[], x xml[], ok int[])")
+    sql.execute("INSERT INTO arrs VALUES (1, '{1}', '{1 day}', '{a}', ARRAY['<a/>'::xml], '{1}')")
+    caplog.set_level(logging.WARNING)
+    with TaskRunner(connector_props(postgres_db, **{"include.unknown.datatypes": "true"})) as runner:
+        (record,) = runner.wait_data(1, "public.arrs")
+    assert [f.name for f in _after(record).schema.fields] == ["id", "ok"]
+    for column in ("m", "i", "n", "x"):
+        assert sum(f"column public.arrs.{column} is an array of" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_connect_time_precision_clamps_what_python_dates_cannot_hold(caplog) -> None:
+    """Debezium keeps year 294247 and infinity in Java's Date; Python's stops at 9999: clamped, never a failure."""
+    import datetime
+
+    conv = PostgresValueConverters(ConverterSettings(time_precision_mode="connect"))
+    ts = conv.converter(PgColumn("ts", PgType(1, "timestamp", "b", "D"), 6, True))
+    d = conv.converter(PgColumn("d", PgType(2, "date", "b", "D"), -1, True))
+    top = datetime.datetime(9999, 12, 31, 23, 59, 59, 999000, datetime.UTC)
+    bottom = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)
+    assert ts("294247-01-01 23:59:59.999999") == top and ts("infinity") == top
+    assert ts("4713-12-31 23:59:59.999999 BC") == bottom and ts("-infinity") == bottom
+    assert d("infinity") == datetime.date.max and d("-infinity") == datetime.date.min
+    assert ts("2016-11-04 13:51:30.123456") == datetime.datetime(2016, 11, 4, 13, 51, 30, 123000, datetime.UTC)
+    assert sum("time.precision.mode=connect" in r.getMessage() for r in caplog.records) == 1
