@@ -27,7 +27,7 @@ from cdc_mysql import tls
 from cdc_mysql.config import CONFIG_DEF, MySqlConnectorConfig, validate
 from cdc_mysql.connection import MySqlConnection
 from tests.jobs.jobfile import mysql_delta_job
-from tests.mysql.harness import connector_props
+from tests.mysql.harness import TaskRunner, connector_props, execute
 from tests.rig import MariaDbServer
 from tests.rig import mariadb as mariadb_rig
 from tests.rig.tls import Pki, make_pki
@@ -273,6 +273,48 @@ def test_verify_identity_checks_the_host_name_and_verify_ca_does_not(tmp_path: P
             assert _cipher(conn)
         finally:
             conn.close()
+
+
+def test_after_a_clean_restart_the_stream_reconnects_over_tls_and_loses_nothing(
+    tls_db: MariaDbServer, pki: Pki
+) -> None:
+    """A clean shutdown ends the binlog dump with an EOF packet (not a lost socket): the stream must
+    reconnect, with its TLS settings, rather than end in silence."""
+    rng = random.Random(SEED)
+    execute(tls_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (0)")
+    props = connector_props(tls_db, **{"errors.retry.delay.initial.ms": 100}) | _pem(pki)
+    before, after = rng.randint(1, 20), rng.randint(1, 20)
+    with TaskRunner(props) as runner:
+        runner.wait_data(1)
+        execute(tls_db, *(f"INSERT INTO t VALUES ({i})" for i in range(1, before + 1)))
+        runner.wait_data(before + 1)
+        tls_db.restart()  # SIGTERM: a clean shutdown
+        execute(tls_db, *(f"INSERT INTO t VALUES ({i})" for i in range(before + 1, before + after + 1)))
+        records = runner.wait_data(before + after + 1, timeout=40)
+        assert runner.task.streaming is not None and runner.task.streaming.reconnects >= 1
+    assert [r.value.get("after").get("id") for r in records] == list(range(before + after + 1))
+
+
+def test_a_server_certificate_of_another_ca_after_a_restart_stops_the_stream_instead_of_waiting(
+    tmp_path: Path,
+) -> None:
+    """The binlog stream reconnects after a restart; a certificate check that fails then is a setting to
+    change, not an outage to wait out (errors.max.retries=-1 would retry forever)."""
+    pki, other = make_pki(tmp_path / "pki"), make_pki(tmp_path / "other")
+    with mariadb_rig.spawn_tls(pki) as server, server.fresh_database() as db:
+        execute(db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+        with TaskRunner(connector_props(db) | _pem(pki, "verify_ca")) as runner:
+            runner.wait_data(1)  # the snapshot
+            execute(db, "INSERT INTO t VALUES (2)")
+            runner.wait_data(2)  # streaming
+            shutil.copyfile(other.server_cert, pki.server_cert)  # the server now presents another CA's certificate
+            shutil.copyfile(other.server_key, pki.server_key)
+            server.restart()
+            with pytest.raises(ConnectException) as e:
+                runner.poll_until(lambda _: False, timeout=60, what="the stream to stop")
+    message = str(e.value)
+    assert "\n" not in message and "certificate verify failed" in message
+    assert f"not signed by a CA in {tls.CA} ({pki.ca_cert})" in message
 
 
 # -- end to end: cdc run (snapshot, then streaming) into Delta, cdc verify, cdc validate -----------------
