@@ -488,3 +488,10 @@ def test_connect_time_precision_clamps_what_python_dates_cannot_hold(caplog) -> 
     assert d("infinity") == datetime.date.max and d("-infinity") == datetime.date.min
     assert ts("2016-11-04 13:51:30.123456") == datetime.datetime(2016, 11, 4, 13, 51, 30, 123000, datetime.UTC)
     assert sum("time.precision.mode=connect" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_readme_lists_every_key_accepted_without_support() -> None:
+    """plugins/postgres/README.md's table is the one users read: it must not go stale."""
+    readme = (Path(__file__).resolve().parents[2] / "plugins" / "postgres" / "README.md").read_text()
+    missing = [k for k in UNSUPPORTED if f"`{k}`" not in readme]
+    assert not missing, f"README does not list {missing}"
