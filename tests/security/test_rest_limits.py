@@ -83,13 +83,13 @@ def test_deeply_nested_json_gets_400(api_factory: Callable[..., Api], depth: int
 @given(depth=st.integers(1, 64), container=st.sampled_from(["[]", "{}"]))
 def test_nesting_up_to_the_limit_is_parsed(depth: int, container: str) -> None:
     """At or under the limit the body reaches the resource (which answers as it would for any value)."""
-    from cdc.rest.app import MAX_JSON_DEPTH, _depth_exceeds
+    from cdc.rest.requests import MAX_JSON_DEPTH, depth_exceeds
 
     value: object = [] if container == "[]" else {}
     for _ in range(depth - 1):
         value = [value] if container == "[]" else {"k": value}
-    assert _depth_exceeds(value, MAX_JSON_DEPTH) is False
-    assert _depth_exceeds([value], depth) is True
+    assert depth_exceeds(value, MAX_JSON_DEPTH) is False
+    assert depth_exceeds([value], depth) is True
 
 
 def test_cdc_standalone_fails_on_a_taken_port(tmp_path: Path) -> None:

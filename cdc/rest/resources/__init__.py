@@ -1,0 +1,1 @@
+"""The REST API's resources, one module per Kafka Connect resource class, each an APIRouter over the herder."""
