@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import logging
 import os
-import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,17 +117,13 @@ def standalone(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
 def _read_until(proc: subprocess.Popen[str], needles: list[str], timeout: float = 120) -> str:
     """stderr until every needle showed up (or the process ended, or `timeout`)."""
     assert proc.stderr is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stderr, selectors.EVENT_READ)
-    seen = ""
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not all(n in seen for n in needles):
-        if sel.select(0.5):
-            line = proc.stderr.readline()
-            if not line and proc.poll() is not None:
-                break
-            seen += line
-    return seen
+    while time.monotonic() < deadline and reader.is_alive() and not all(n in "".join(lines) for n in needles):
+        time.sleep(0.1)
+    return "".join(lines)
 
 
 def test_standalone_warns_for_unknown_worker_and_connector_keys(standalone: subprocess.Popen[str]) -> None:
