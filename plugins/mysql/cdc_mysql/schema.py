@@ -19,6 +19,7 @@ from cdc.api import ConfigException, Schema, SchemaBuilder, Struct
 from cdc_debezium.envelope import Envelope
 from cdc_debezium.filters import ColumnMappers
 from cdc_debezium.naming import TopicNamingStrategy
+from cdc_mysql.column_hash import STRING_TYPES
 from cdc_mysql.defaults import raw_default
 from cdc_mysql.row_builder import RowBuilder, compile_row_builder
 from cdc_mysql.schema_options import SchemaOptions, with_parameters
@@ -238,6 +239,17 @@ class MySqlSchema:
                 if self.mappers.is_mask(column_id):
                     schema = Schema.OPTIONAL_STRING_SCHEMA if col.nullable else Schema.STRING_SCHEMA
                 convert = _compose(convert, mapper)
+            hashing = options.hash_masks.rule_for(column_id)
+            if hashing is not None:
+                # Debezium's MaskStrings: character columns hold the salted hash; every match is marked.
+                if col.type in STRING_TYPES:
+                    length = column_meta.length if column_meta is not None else None
+                    convert = _compose(convert, hashing.hasher(length))
+                    schema = with_parameters(
+                        Schema.OPTIONAL_STRING_SCHEMA if col.nullable else Schema.STRING_SCHEMA, {"masked": "true"}
+                    )
+                else:
+                    schema = with_parameters(schema, {"masked": "true"})
             if options.propagates(column_id, table.id, column_meta):
                 schema = with_parameters(schema, options.source_parameters(col.name, column_meta))
             value_builder.field(options.field_name(col.name), schema)

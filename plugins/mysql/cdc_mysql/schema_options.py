@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from cdc.api import ConfigException, Schema
 from cdc_debezium.filters import compile_list
+from cdc_mysql.column_hash import HashMasks
 from cdc_mysql.table import ColumnMeta
 
 PROPAGATE_COLUMN_SOURCE_TYPE = "column.propagate.source.type"
@@ -70,14 +71,16 @@ class SchemaOptions:
     datatype_patterns: list[re.Pattern[str]] = field(default_factory=list)
     field_name_mode: str = "none"
     converting_failure: str = "warn"
+    hash_masks: HashMasks = field(default_factory=HashMasks)  # column.mask.hash.* (column_hash.py)
 
     @classmethod
-    def from_config(cls, get: Callable[[str], object]) -> SchemaOptions:
+    def from_config(cls, get: Callable[[str], object], props: Mapping[str, object] | None = None) -> SchemaOptions:
         return cls(
             regex_list(PROPAGATE_COLUMN_SOURCE_TYPE, _text(get(PROPAGATE_COLUMN_SOURCE_TYPE))),
             regex_list(PROPAGATE_DATATYPE_SOURCE_TYPE, _text(get(PROPAGATE_DATATYPE_SOURCE_TYPE))),
             str(get(FIELD_NAME_ADJUSTMENT_MODE) or "none").lower(),
             str(get("event.converting.failure.handling.mode") or "warn").lower(),
+            HashMasks.from_config(props or {}),
         )
 
     def field_name(self, column: str) -> str:
