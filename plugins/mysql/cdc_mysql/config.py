@@ -27,7 +27,7 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
-from cdc_mysql import debezium_keys, tls
+from cdc_mysql import column_hash, debezium_keys, tls
 from cdc_mysql.schema_options import SchemaOptions
 
 log = logging.getLogger(__name__)
@@ -239,6 +239,7 @@ def validate(props: Mapping[str, str]) -> list[ConfigValue]:
         *_column_mapper_errors(props),
         *tls.cross_key_errors(props),
         *debezium_keys.override_errors(props),
+        *column_hash.errors(props),
     ]
 
 
@@ -246,7 +247,7 @@ def _column_mapper_errors(props: Mapping[str, str]) -> list[ConfigValue]:
     """`column.mask.*` / `column.truncate.*` keys: bad regexes, and the Debezium variants not implemented."""
     out = []
     for name, raw in props.items():
-        if not name.startswith(("column.mask.", "column.truncate.")):
+        if not name.startswith(("column.mask.", "column.truncate.")) or column_hash.HASH_KEY.match(name):
             continue
         cv = ConfigValue(name, raw)
         out.append(cv)
@@ -362,7 +363,7 @@ class MySqlConnectorConfig(AbstractConfig):
         self.processing_failure: str = self.get(debezium_keys.EVENT_PROCESSING_FAILURE).lower()
         self.deserialization_failure: str = self.get(debezium_keys.EVENT_DESERIALIZATION_FAILURE).lower()
         self.inconsistent_schema: str = self.get(debezium_keys.INCONSISTENT_SCHEMA).lower()
-        self.schema_options = SchemaOptions.from_config(self.get)
+        self.schema_options = SchemaOptions.from_config(self.get, props)
         self.select_overrides = debezium_keys.select_overrides(props)
         debezium_keys.warn_recognised(props)
 
