@@ -231,4 +231,5 @@ KNOBS: dict[str, dict[str, str]] = {
 ACCEPTANCE_KNOBS = list(KNOBS)
 # Runs of single ITs (not part of the acceptance matrix).
 KNOBS["propagate=column"] = {"column.propagate.source.type": ".*\\.c1,.*\\.c2,.*\\.c3.*,.*\\.f."}
+KNOBS["mask=hash"] = {"column.mask.hash.SHA-256.with.salt.CzQMA0cB5K": "dbz_connector_test_ro.customers.email"}
 KNOBS["propagate=datatype"] = {"datatype.propagate.source.type": ".+\\.FLOAT,.+\\.VARCHAR"}

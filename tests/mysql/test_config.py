@@ -49,9 +49,9 @@ def test_valid_config_has_debezium_defaults() -> None:
         ({"message.key.columns": "inv.t(:id"}, "message.key.columns", "not a valid regular expression"),
         ({"column.mask.with.4.chars": "inv.t.(ssn"}, "column.mask.with.4.chars", "not a valid regular expression"),
         (
-            {"column.mask.hash.SHA-256.with.salt.x": "inv.t.ssn"},
-            "column.mask.hash.SHA-256.with.salt.x",
-            "not supported",
+            {"column.mask.hash.WHIRLPOOL.with.salt.x": "inv.t.ssn"},
+            "column.mask.hash.WHIRLPOOL.with.salt.x",
+            "not a hash algorithm",
         ),
         ({"column.blacklist": "inv.t.ssn"}, "column.blacklist", "renamed to column.exclude.list"),
         ({"inconsistent.schema.handling.mode": "loud"}, "inconsistent.schema.handling.mode", "fail, warn, skip"),

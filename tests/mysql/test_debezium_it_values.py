@@ -98,6 +98,13 @@ for _i, _b64 in enumerate(["ZRrtCDkPSJOy8TaSPnt0AA==", "ZRrtCDkPSJOy8TaSPnt0qw==
     _add("BinlogFixedLengthBinaryColumnIT", "default", "binary_column_test", "dbz_254_binary_column_test", _i,
          {"file_uuid": base64.b64decode(_b64)})  # fmt: skip
 
+# BinlogConnectorIT.shouldConsumeAllEventsFromDatabaseUsingSnapshotAndHashedColumn… (connector_test_ro).
+for _i, _hash in enumerate(["d540e71abf15be8b51c7967397ba359db27d6f6ae85a297fe8d0d7005ffd0e82",
+                            "b1f1a1a63559c1d3a98bd7bb5c363d7e21a37463a7266bc2ff341eaef7ac8ef3",
+                            "bbe1de7b1068bc8f86bbb19f432ce1d44fbd461339916f42544b3f7ebff674d6",
+                            "ff21be44fb224e57d822ea9a51d343d77e4c49ac3dedd3d144024ac2012af0a1"]):  # fmt: skip
+    _add("BinlogConnectorIT", "mask=hash", "connector_test_ro", "customers", _i, {"email": _hash})
+
 # BinlogRegressionIT (regression_test), default config.
 _R = ("BinlogRegressionIT", "default", "regression_test")
 for _i, (_c1, _c2) in enumerate([("a", "a,b,c"), ("b", "a,b"), ("c", "a")]):

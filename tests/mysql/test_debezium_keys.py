@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cdc.api import ConfigException, DataException, Schema, SchemaBuilder
 from cdc_mysql import debezium_keys
+from cdc_mysql.column_hash import HashMasks, java_serialized
 from cdc_mysql.config import CONFIG_DEF, MySqlConnectorConfig, validate
 from cdc_mysql.connector import MySqlConnector
 from cdc_mysql.row_builder import compile_row_builder
@@ -360,3 +361,32 @@ def test_no_debezium_key_refused_by_validate_even_all_at_once() -> None:
     assert _errors(props) == {}
     with pytest.raises(ConfigException):  # a value that cannot work is still refused, naming its key
         MySqlConnectorConfig({**props, "topic.naming.strategy": "x"})
+
+
+@pytest.mark.parametrize(
+    "key,expected",
+    [
+        # Debezium's ColumnMappersTest (DBZ-5366): v1 hashes the Java serialization, v2 the UTF-8 bytes.
+        (
+            "column.mask.hash.SHA-256.with.salt.salt123",
+            "5944c66655670e4ce234df8529d452ba1cae10a641b9cd1583abf62585b8515a",
+        ),
+        (
+            "column.mask.hash.v2.SHA-256.with.salt.salt123",
+            "b65875d34a3dedf070f3a012970bf3b5da424560d7be3d2c23b986b525d2d7f3",
+        ),
+    ],
+)
+def test_column_hash_matches_debeziums(key: str, expected: str) -> None:
+    rule = HashMasks.from_config({key: "db.t.c"}).rule_for("db.t.c")
+    assert rule is not None and rule.hasher(None)("12345678901234567890") == expected
+    assert rule.hasher(10)("12345678901234567890") == expected[:10] and rule.hasher(None)(None) is None
+
+
+@given(st.text())
+def test_java_serialization_of_strings(text: str) -> None:
+    """ObjectOutputStream's TC_STRING: header, 0x74, length, modified UTF-8 (CESU-8 with NUL as C0 80)."""
+    data = java_serialized(text)
+    assert data[:5] == b"\xac\xed\x00\x05\x74" and int.from_bytes(data[5:7], "big") == len(data) - 7
+    decoded = data[7:].replace(b"\xc0\x80", b"\x00").decode("utf-8", "surrogatepass")
+    assert decoded.encode("utf-16-le", "surrogatepass").decode("utf-16-le") == text
