@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from cdc.api.errors import ConfigException
+from cdc.api.sensitive import is_sensitive
 
 
 class ConfigType(Enum):
@@ -371,9 +372,7 @@ class ConfigDef:
 
     def mask(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """A copy safe to print: PASSWORD values, Password objects and values of keys shaped like
-        secrets (cdc.config.sensitive) become `[hidden]`."""
-        from cdc.config.sensitive import is_sensitive
-
+        secrets (cdc.api.sensitive) become `[hidden]`."""
         out: dict[str, Any] = {}
         for k, v in props.items():
             key = self._keys.get(k)

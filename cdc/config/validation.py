@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from cdc.api.config import ConfigDef, ConfigKey, ConfigType, ConfigValue, Password, convert_to_string
-from cdc.config.sensitive import is_sensitive
+from cdc.api.sensitive import is_sensitive
 
 __all__ = [
     "config_groups",
@@ -50,7 +50,7 @@ def config_key_info(key: ConfigKey) -> dict[str, Any]:
 
 def config_value_info(value: ConfigValue, type: ConfigType | None, *, masked: bool = False) -> dict[str, Any]:
     """A ConfigValueInfo. PASSWORD values, Password objects, values of keys shaped like secrets
-    (cdc.config.sensitive) and `masked` values show as `[hidden]`."""
+    (cdc.api.sensitive) and `masked` values show as `[hidden]`."""
     shown = convert_to_string(value.value, type)
     if (masked or is_sensitive(value.name)) and shown is not None:
         shown = Password.HIDDEN

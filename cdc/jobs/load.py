@@ -22,8 +22,8 @@ import jsonschema
 import yaml
 
 from cdc.api.errors import ConfigException
+from cdc.api.sensitive import HIDDEN, is_sensitive
 from cdc.config.providers import ConfigTransformer
-from cdc.config.sensitive import HIDDEN, is_sensitive
 from cdc.jobs import source_db
 from cdc.jobs.paths import format_path
 from cdc.jobs.spec import CONNECTOR_ALIASES, JobSpec, source_family
@@ -181,7 +181,7 @@ def _schema_messages(error: jsonschema.ValidationError) -> list[tuple[tuple[str 
 
 
 def _hide_secret(path: tuple[str | int, ...], message: str, value: Any) -> tuple[tuple[str | int, ...], str]:
-    """The message without the value it quotes when the key is a secret (cdc.config.sensitive):
+    """The message without the value it quotes when the key is a secret (cdc.api.sensitive):
     `transport['ssl.keystore.password']: expected string, got int [hidden]`."""
     if any(isinstance(p, str) and is_sensitive(p) for p in path) and not isinstance(value, (dict, list)):
         for form in sorted({repr(value), str(value)}, key=len, reverse=True):

@@ -20,8 +20,8 @@ from typing import Any
 
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
+from cdc.api.sensitive import keep_hidden, mask_config
 from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
-from cdc.config.sensitive import keep_hidden, mask_config
 from cdc.config.validation import invalid_config_message
 from cdc.log.base import TopicPartition
 from cdc.runtime.connector_offsets import ConnectorOffsets
@@ -147,7 +147,7 @@ class StandaloneHerder:
         """The config to run with; its provider values are remembered so traces and logs hide them."""
         resolved, keys, secrets = self._transform(config)
         if config.get("name"):
-            # and the values of its secret keys (cdc.config.sensitive), which a failure may quote too
+            # and the values of its secret keys (cdc.api.sensitive), which a failure may quote too
             self.worker.secrets.set(config["name"], secrets | config_secrets(self.worker, resolved))
         return resolved, keys
 
@@ -578,7 +578,7 @@ def connector_type_of(worker: Worker, config: Mapping[str, str]) -> str:
 
 def mask_passwords(worker: Worker, config: Mapping[str, str]) -> dict[str, str]:
     """Secret values as `[hidden]`: keys a ConfigDef (connector, common or SMT) declares PASSWORD and
-    keys shaped like secrets (cdc.config.sensitive); a `${provider:...}` reference shows as written."""
+    keys shaped like secrets (cdc.api.sensitive); a `${provider:...}` reference shows as written."""
     return mask_config(config, worker.validator.password_keys(config))
 
 

@@ -12,9 +12,9 @@ from typing import Any
 from cdc.api.config import ConfigDef, ConfigType, ConfigValue
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
+from cdc.api.sensitive import secret_values
 from cdc.api.sink import SinkConnector
 from cdc.api.source import SourceConnector
-from cdc.config.sensitive import secret_values
 from cdc.config.validation import config_infos
 from cdc.runtime.client_overrides import override_errors
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
@@ -53,7 +53,7 @@ class ConnectorValidator:
         """Every key's result: common keys, the connector's own keys, and each SMT's keys.
 
         Error messages never quote a secret: values of PASSWORD keys, of keys shaped like secrets
-        (cdc.config.sensitive) and of `secret_keys` (e.g. provider-resolved ones) show as `[hidden]`.
+        (cdc.api.sensitive) and of `secret_keys` (e.g. provider-resolved ones) show as `[hidden]`.
         """
         values = self._validate(props)
         secrets = self.secret_values(props, secret_keys)

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from cdc.api.sensitive import HIDDEN, is_sensitive, keep_hidden, mask_config
 from cdc.cli.jobs import status as status_command
-from cdc.config.sensitive import HIDDEN, is_sensitive, keep_hidden, mask_config
 from cdc.jobs.load import load_job
 from cdc.jobs.lock import JobLock
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF

@@ -216,7 +216,7 @@ class DistributedHerder:
         else:
             result = self.transformer.transform(config)
             resolved, secrets = result.data, result.secrets
-        # and the values of its secret keys (cdc.config.sensitive), which a failure may quote too
+        # and the values of its secret keys (cdc.api.sensitive), which a failure may quote too
         secrets |= config_secrets(self.worker, resolved)
         if config.get("name") and secrets:
             self.worker.secrets.set(config["name"], self.worker.secrets.of(config["name"]) | secrets)

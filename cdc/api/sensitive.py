@@ -1,5 +1,8 @@
 """Which config values are secrets, and how they are hidden: the one rule every output uses.
 
+Part of the plugin SPI so that `ConfigDef.mask` and a plugin printing its own config apply
+the same rule as the runtime's REST API, status and logs.
+
 Kafka Connect hides only the values of keys a ConfigDef declares as `Type.PASSWORD`
 (`AbstractHerder.maybeAddConfigErrors`/`ConfigDef.convertToString`). A connector config
 carries many secrets no ConfigDef declares: JDBC pass-through `database.*` properties,
