@@ -19,6 +19,7 @@ such a trace are the worker's own business:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import site
@@ -104,10 +105,8 @@ def _worker_roots() -> list[str]:
         path = sysconfig.get_paths().get(name)
         if path:
             candidates.add(path)
-    try:
+    with contextlib.suppress(AttributeError):  # some embedded interpreters have no getsitepackages
         candidates.update(site.getsitepackages())
-    except AttributeError:  # some embedded interpreters have no getsitepackages
-        pass
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if isinstance(user_site, str):
         candidates.add(user_site)
