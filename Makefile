@@ -25,6 +25,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # The README's one-command demo: a private MariaDB shop streamed into Delta tables in ./lake.
 demo: install
