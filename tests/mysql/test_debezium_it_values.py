@@ -254,3 +254,71 @@ def test_connect_mode_fails_on_a_time_key_it_cannot_hold(debezium_runs: RunCache
     assert run.error is not None
     message = str(run.error)
     assert db_table.split(".")[1] in message and "adaptive_time_microseconds" in message, message
+
+
+# BinlogDefaultValueAllZeroTimeIT: the schema defaults of zero date/time defaults (None: optional, no default).
+_EPOCH_TS = "1970-01-01T00:00:00Z"
+ZERO_DEFAULTS = {
+    "all_zero_date_and_time_table": {
+        "A": _EPOCH_TS, "B": None, "C": _EPOCH_TS, "D": None, "E": 0, "F": None, "G": 0, "H": None,
+        "I": 0, "J": None, "K": 0, "L": None,
+    },
+    "part_zero_date_and_time_table": {
+        "A": _EPOCH_TS, "B": None, "C": 0, "D": None, "E": 0, "F": None, "G": 3_600_000_000, "H": 3_600_000_000,
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("table,column", [(t, c) for t, columns in ZERO_DEFAULTS.items() for c in columns], ids=str)
+def test_zero_date_and_time_defaults(debezium_runs: RunCache, table: str, column: str) -> None:
+    record = debezium_runs["default"].data(_topic("default_value_all_zero_time", table))[0]
+    schema = record.value_schema.field("after").schema.field(column).schema
+    expected = ZERO_DEFAULTS[table][column]
+    assert (schema.default_value, type(schema.default_value)) == (expected, type(expected))
+    if expected is None:
+        assert schema.optional
+
+
+# BinlogDefaultValueIT (default_value.sql): schema defaults; (knob, table) → {column: default}.
+_UNSIGNED = {"A": 0, "B": 10, "C": None, "E": 0, "F": 0}
+SCHEMA_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("default", "UNSIGNED_TINYINT_TABLE"): _UNSIGNED,
+    ("default", "UNSIGNED_SMALLINT_TABLE"): _UNSIGNED,
+    ("default", "UNSIGNED_MEDIUMINT_TABLE"): _UNSIGNED,
+    ("default", "UNSIGNED_INT_TABLE"): _UNSIGNED,
+    ("default", "UNSIGNED_BIGINT_TABLE"): _UNSIGNED,
+    ("bigint=precise", "UNSIGNED_BIGINT_TABLE"): {"A": D(0), "B": D(10), "C": None, "E": D(0), "F": D(0)},
+    ("default", "STRING_TABLE"): {"A": "A", "B": "b", "C": "CC", "D": "10", "E": "0", "F": None, "G": None, "H": None},
+    ("default", "BIT_TABLE"): {
+        "A": None, "B": False, "C": True, "D": False, "E": True, "F": True, "G": False,
+        "H": bytes([66, 1]), "I": None, "J": bytes([15, 97, 1, 0]),
+    },
+    ("default", "BOOLEAN_TABLE"): {"A": 0, "B": 1, "C": 1, "D": 1, "E": None},
+    ("default", "NUMBER_TABLE"): {"A": 10, "B": 5, "C": 0, "D": 20, "E": None, "G": 1, "H": 1},
+    ("default", "FlOAT_DOUBLE_TABLE"): {"F": 0.0, "G": 1.0},
+    ("default", "REAL_TABLE"): {"A": 1.0, "B": None},
+    ("decimal=double", "NUMERIC_DECIMAL_TABLE"): {"A": 1.23, "B": 2.321, "C": 12.678},
+    ("default", "NUMERIC_DECIMAL_TABLE"): {"A": D("1.23"), "B": D("2.321")},
+    ("default", "DATE_TIME_TABLE"): {
+        "A": 2426, "C": 1_514_937_610_000, "D": 1_514_937_610_700, "E": 1_514_937_610_123_456, "F": 2001,
+        "G": 0, "H": 82_800_700_000, "I": 82_800_123_456, "L": _time(23, 45, 56, 700_000, -1),
+        "M": _time(123, 0, 0, 123_456),
+    },
+}  # fmt: skip
+# BinlogDefaultValueIT checks isOptional of A-F of the unsigned tables too.
+_UNSIGNED_OPTIONAL = {"A": True, "B": True, "C": True, "D": False, "E": False, "F": False}
+
+
+@pytest.mark.parametrize(
+    "knob,table,column", [(k, t, c) for (k, t), columns in SCHEMA_DEFAULTS.items() for c in columns], ids=str
+)
+def test_schema_default(debezium_runs: RunCache, knob: str, table: str, column: str) -> None:
+    run = debezium_runs[knob]
+    record = run.data(_topic("default_value", table))[0]
+    schema = record.value_schema.field("after").schema.field(column).schema
+    expected = SCHEMA_DEFAULTS[(knob, table)][column]
+    assert (schema.default_value, type(schema.default_value)) == (expected, type(expected)), schema
+    if isinstance(expected, decimal.Decimal):
+        assert str(schema.default_value) == str(expected)
+    if table.startswith("UNSIGNED_"):
+        assert schema.optional is _UNSIGNED_OPTIONAL[column]
