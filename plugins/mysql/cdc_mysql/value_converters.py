@@ -27,6 +27,7 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
+from cdc_mysql.defaults import raw_default
 from cdc_mysql.table import ColumnDef, ColumnMeta
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,14 @@ class MySqlValueConverters:
 
         if zero is None:
             return schema, convert
+        temporal = col.type in ("date", "datetime", "timestamp", "time", "year")
+        if temporal and meta is not None and meta.default is not None and meta.type == col.type:
+            # Debezium's convertValue: a zero date in a NOT NULL column is its schema default, if any.
+            try:
+                default = convert(raw_default(col, meta.default))
+            except Exception:  # a default that does not convert is left out of the schema too
+                default = None
+            zero = zero if default is None else default
 
         def with_zero(value: Any) -> Any:
             out = convert(value)
