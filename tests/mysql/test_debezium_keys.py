@@ -390,3 +390,23 @@ def test_java_serialization_of_strings(text: str) -> None:
     assert data[:5] == b"\xac\xed\x00\x05\x74" and int.from_bytes(data[5:7], "big") == len(data) - 7
     decoded = data[7:].replace(b"\xc0\x80", b"\x00").decode("utf-8", "surrogatepass")
     assert decoded.encode("utf-16-le", "surrogatepass").decode("utf-16-le") == text
+
+
+def test_a_zero_date_in_a_not_null_column_is_its_default(mariadb_db) -> None:
+    """Debezium's convertValue: a NOT NULL column whose value reads as null (a zero date) gets the
+    schema default, the epoch only where there is none."""
+    execute(
+        mariadb_db,
+        "SET SESSION sql_mode = ''",
+        "CREATE TABLE zd (id INT PRIMARY KEY, d DATE NOT NULL DEFAULT '2000-01-01', e DATE NOT NULL,"
+        " dt DATETIME NOT NULL DEFAULT '2001-02-03 04:05:06')",
+        "INSERT INTO zd VALUES (1, '0000-00-00', '0000-00-00', '0000-00-00 00:00:00')",
+    )
+    with TaskRunner(connector_props(mariadb_db)) as run:
+        run.wait_data(1)
+        with mariadb_db.connect() as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = ''")
+            cur.execute("INSERT INTO zd VALUES (2, '0000-00-00', '0000-00-00', '0000-00-00 00:00:00')")
+        rows = [after(r) for r in run.wait_data(2)]
+    expected = {"d": 10957, "e": 0, "dt": 981173106000}
+    assert [{k: r[k] for k in expected} for r in rows] == [expected, expected]
