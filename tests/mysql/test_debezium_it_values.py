@@ -105,6 +105,44 @@ for _i, _hash in enumerate(["d540e71abf15be8b51c7967397ba359db27d6f6ae85a297fe8d
                             "ff21be44fb224e57d822ea9a51d343d77e4c49ac3dedd3d144024ac2012af0a1"]):  # fmt: skip
     _add("BinlogConnectorIT", "mask=hash", "connector_test_ro", "customers", _i, {"email": _hash})
 
+# BinlogUnsignedIntegerIT (unsigned_integer_test), rows in insertion order, under both bigint modes
+# (the ITs check the non-BIGINT tables under precise, the same mapping as long).
+_U = "unsigned_integer_test"
+_UNSIGNED_ROWS = {
+    "dbz_228_tinyint_unsigned": [(255, 255, 127), (155, 155, -100), (0, 0, -128)],
+    "dbz_228_smallint_unsigned": [(65535, 65535, 32767), (45535, 45535, -12767), (0, 0, -32768)],
+    "dbz_228_mediumint_unsigned": [(16777215, 16777215, 8388607), (10777215, 10777215, -6388607), (0, 0, -8388608)],
+    "dbz_integer_unsigned": [(4294967295, 4294967295, 2147483647), (3294967295, 3294967295, -1147483647),
+                             (0, 0, -2147483648)],
+}  # fmt: skip
+for _table, _rows in _UNSIGNED_ROWS.items():
+    for _i, _row in enumerate(_rows):
+        _add(
+            "BinlogUnsignedIntegerIT",
+            "bigint=precise",
+            _U,
+            _table,
+            _i,
+            dict(zip(("c1", "c2", "c3"), _row, strict=True)),
+        )
+for _i, _row in enumerate([(4294967295, 2147483647), (3294967295, -1147483647), (0, -2147483648)]):
+    _add("BinlogUnsignedIntegerIT", "bigint=precise", _U, "dbz_228_int_unsigned", _i,
+         {"c1": _row[0], "c2": _row[0], "c3": _row[1], "c4": _row[0], "c5": _row[0], "c6": _row[1]})  # fmt: skip
+for _i, (_big, _signed) in enumerate([("18446744073709551615", 9223372036854775807),
+                                      ("14446744073709551615", -1223372036854775807),
+                                      ("0", -9223372036854775808)]):  # fmt: skip
+    _add("BinlogUnsignedIntegerIT", "bigint=precise", _U, "dbz_228_bigint_unsigned", _i,
+         {"c1": D(_big), "c2": D(_big), "c3": _signed})  # fmt: skip
+for _i, (_long, _signed) in enumerate([(-1, 9223372036854775807), (-4000000000000000001, -1223372036854775807),
+                                       (0, -9223372036854775808)]):  # fmt: skip
+    _add("BinlogUnsignedIntegerIT", "default", _U, "dbz_228_bigint_unsigned", _i,
+         {"c1": _long, "c2": _long, "c3": _signed})  # fmt: skip
+for _i, (_long, _precise) in enumerate([(10, D(10)), (11, D(11)), (-1, D("18446744073709551615"))]):
+    _add("BinlogUnsignedIntegerIT", "default", _U, "dbz_1185_serial", _i, {"id": _long}, Type.INT64)
+    _add("BinlogUnsignedIntegerIT", "bigint=precise", _U, "dbz_1185_serial", _i, {"id": _precise}, Type.BYTES)
+for _i, _v in enumerate([10, 11, 1000]):
+    _add("BinlogUnsignedIntegerIT", "default", _U, "dbz_1185_serial_default_value", _i, {"id": _v}, Type.INT32)
+
 # BinlogRegressionIT (regression_test), default config.
 _R = ("BinlogRegressionIT", "default", "regression_test")
 for _i, (_c1, _c2) in enumerate([("a", "a,b,c"), ("b", "a,b"), ("c", "a")]):
