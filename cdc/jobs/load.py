@@ -355,7 +355,7 @@ def _check_sink(job: dict[str, Any], out: _Collector) -> None:
         from cdc_spark.apply.errors import SinkConfigError
     except ImportError:
         return  # no Spark plugin here: `cdc run` reports that itself
-    from cdc.jobs.run import sink_config
+    from cdc.jobs.sink_config import sink_config
 
     spec = JobSpec(job["name"], job["source"], [], job.get("transport") or {}, job["sink"], job.get("spark") or {})
     try:
@@ -577,7 +577,7 @@ def _check_topic_routes(job: dict[str, Any], out: _Collector, registry: Any) -> 
     import re
 
     from cdc.api.records import SourceRecord
-    from cdc.jobs.run import data_topic_pattern, topic_prefix
+    from cdc.jobs.topics import data_topic_pattern, topic_prefix
     from cdc.runtime.validation import ConnectorValidator
     from cdc.transforms.chain import build_transformation_chain
     from cdc.transforms.filter import Filter

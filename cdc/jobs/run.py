@@ -20,11 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.lock import JobLock
+from cdc.jobs.sink_config import sink_config
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import JobSpec, source_family
+from cdc.jobs.topics import data_topic_pattern, topic_prefix
 from cdc.log.private_files import make_private_dir
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
@@ -110,11 +111,6 @@ def source_position(family: str, source: dict[str, str]) -> Any:
 
 
 # -- Spark ----------------------------------------------------------------------------------
-def data_topic_pattern(prefix: str) -> str:
-    """`<prefix>.<db>.<table>` only: not the schema-change, transaction or message topics."""
-    return re.escape(prefix) + r"\.[^.]+\.[^.]+"
-
-
 def checkpoint_dir(job: JobSpec) -> str:
     """The Spark checkpoint of the job's sink query (`spark.checkpoint`, else under state.dir)."""
     given = (job.spark or {}).get("checkpoint")
@@ -126,76 +122,6 @@ def make_private_checkpoint_dir(job: JobSpec) -> None:
     checkpoint = Path(checkpoint_dir(job))
     if Path(os.path.abspath(job.worker_config()["state.dir"])) in checkpoint.parents:
         make_private_dir(checkpoint)
-
-
-def topic_prefix(job: JobSpec) -> str:
-    return str(job.source.get("topic.prefix") or job.source.get("database.server.name") or job.name)
-
-
-def _topic_router(job: JobSpec) -> Callable[[str], str]:
-    """Where the job's RegexRouter SMTs send a topic (identity without transforms, or when they
-    do not build: `cdc validate` and the source report that)."""
-    cls = str(job.source.get("connector.class", ""))
-    debezium = source_family(cls) is not None  # <prefix>.<db>.<table> topics: Debezium's naming
-    if not debezium or not any(str(t.get("type", "")).endswith("RegexRouter") for t in job.transforms):
-        return lambda topic: topic
-    from cdc.jobs.verify.job import topic_router
-
-    try:
-        return topic_router(job.connector_config())
-    except Exception:
-        return lambda topic: topic
-
-
-def sink_config(job: JobSpec) -> dict[str, Any]:
-    s = job.sink
-    conf: dict[str, Any] = {"target": s["type"], "app.id": f"cdc-{job.name}"}
-    if "path" in s:
-        conf["path"] = s["path"]
-    if "dsn" in s:
-        conf["dsn"] = s["dsn"]
-    for key in libpq_tls.PARAMS:  # the PostgreSQL target's TLS (sslmode, sslrootcert, sslcert, sslkey, sslpassword)
-        if s.get(key) is not None:
-            conf[key] = str(s[key])
-    if "schema" in s:
-        conf["schema"] = s["schema"]
-    if s["type"] == "iceberg":
-        path = s.get("path", "lake")
-        conf["catalog"] = {
-            "uri": s.get("catalog") or f"sqlite:///{os.path.abspath(path)}/catalog.db",
-            "warehouse": f"file://{os.path.abspath(path)}",
-        }
-        conf["namespace"] = s.get("schema", "cdc")
-    if "errors.tolerance" in s:
-        conf["errors.tolerance"] = s["errors.tolerance"]
-    if "errors.deadletter.table" in s:
-        conf["errors.deadletterqueue.path"] = s["errors.deadletter.table"]
-    if "errors.deadletterqueue.topic.name" in s:
-        conf["errors.deadletterqueue.topic.name"] = s["errors.deadletterqueue.topic.name"]
-        conf["errors.deadletterqueue.context.headers.enable"] = str(
-            s.get("errors.deadletterqueue.context.headers.enable", False)
-        ).lower()
-    conf["truncate.enabled"] = str(s.get("truncate", "apply") == "apply").lower()
-    placeholder = job.source.get("unavailable.value.placeholder")
-    if placeholder is not None:  # the sink keeps the value wherever the connector put its placeholder
-        conf["unavailable.value.placeholder"] = str(placeholder)
-    tables = job.tables
-    prefix = topic_prefix(job)
-    route = _topic_router(job)
-    # The sink sees each table's topic as the job's RegexRouter SMTs renamed it.
-    conf["table.names"] = {route(f"{prefix}.{t.source}"): t.target for t in tables if t.target}
-    conf["partition.by"] = {route(f"{prefix}.{t.source}"): list(t.partition_by) for t in tables if t.partition_by}
-    for attr, key in (("mode", "mode"), ("delete_mode", "delete.mode")):
-        values = {getattr(t, attr) for t in tables}
-        if len(values) > 1:
-            raise ConfigException(
-                f"sink.tables: {key} differs between tables ({', '.join(sorted(values))}); one job applies one "
-                f"{key} to all its tables, so split the job or align the setting",
-                f"sink.tables.{key}",
-            )
-        if values:
-            conf[key] = values.pop()
-    return conf
 
 
 def _spark_session(job: JobSpec) -> Any:

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from cdc.jobs.lock import JobLock, JobRunningError
-from cdc.jobs.run import checkpoint_dir, data_topic_pattern, topic_prefix
+from cdc.jobs.run import checkpoint_dir
 from cdc.jobs.spec import JobSpec
+from cdc.jobs.topics import data_topic_pattern, topic_prefix
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, LogRecord, TopicLog, TopicPartition
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
 from cdc.runtime.worker_config import WorkerConfig

@@ -7,16 +7,13 @@ from collections.abc import Callable
 
 from cdc.api.errors import ConfigException
 from cdc.jobs.spec import JobSpec
+from cdc.jobs.topics import topic_prefix, topic_router
 from cdc.jobs.verify.compare import TableResult, compare
 from cdc.jobs.verify.normalize import Column
 from cdc.jobs.verify.source import SourceReader, SourceTable, filters, open_source
 from cdc.jobs.verify.target import TargetReader, open_target, table_name
 
 _MAPPED = re.compile(r"^column\.(mask\.with\.\d+\.chars|mask\.hash\..+|truncate\.to\.\d+\.chars)$")
-
-
-def _prefix(job: JobSpec) -> str:
-    return str(job.source.get("topic.prefix") or job.source.get("database.server.name") or job.name)
 
 
 def _regex(pattern: str, key: str) -> re.Pattern[str]:
@@ -46,38 +43,12 @@ def _message_keys(config: dict[str, str]) -> list[tuple[re.Pattern[str], list[st
     return out
 
 
-def topic_router(config: dict[str, str]) -> Callable[[str], str]:
-    """Where the job's RegexRouter SMTs send a table's topic (the sink names its table after it).
-
-    Only topic renames matter here; the stages run on a stand-in record, so a predicate on
-    the topic (TopicNameMatches) decides as it would at run time.
-    """
-    if not config.get("transforms"):
-        return lambda topic: topic
-    from cdc.api.records import SourceRecord
-    from cdc.runtime.plugins import PluginRegistry
-    from cdc.runtime.validation import ConnectorValidator
-    from cdc.transforms.chain import build_transformation_chain
-    from cdc.transforms.regex_router import RegexRouter
-
-    chain = build_transformation_chain(config, ConnectorValidator(PluginRegistry.discover()).resolve_for_chain)
-    routers = [s for s in chain.stages if isinstance(s.transformation, RegexRouter)]
-
-    def route(topic: str) -> str:
-        record: SourceRecord | None = SourceRecord(None, None, topic, value={})
-        for stage in routers:
-            record = stage.apply(record) if record is not None else None
-        return record.topic if record is not None else topic
-
-    return route
-
-
 class Verifier:
     def __init__(self, job: JobSpec, progress: Callable[[str], None] = lambda m: None) -> None:
         self.job = job
         self.config = job.connector_config()
         self.progress = progress
-        self.prefix = _prefix(job)
+        self.prefix = topic_prefix(job)
         self.specs = {t.source: t for t in job.tables}
         self.route = topic_router(self.config)
         self.source: SourceReader = open_source(self.config)

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException
+from cdc.jobs.sink_config import sink_config
 from cdc.jobs.source_db import sink_conninfo
 from cdc.jobs.spec import JobSpec
 
@@ -261,8 +262,6 @@ class PostgresReader:
 
 
 def open_target(job: JobSpec) -> TargetReader:
-    from cdc.jobs.run import sink_config
-
     s = job.sink
     kind = s["type"]
     if kind == "delta":
