@@ -231,5 +231,7 @@ KNOBS: dict[str, dict[str, str]] = {
 ACCEPTANCE_KNOBS = list(KNOBS)
 # Runs of single ITs (not part of the acceptance matrix).
 KNOBS["propagate=column"] = {"column.propagate.source.type": ".*\\.c1,.*\\.c2,.*\\.c3.*,.*\\.f."}
+for _mode in ("hex", "base64", "base64-url-safe"):
+    KNOBS[f"binary={_mode}"] = {"binary.handling.mode": _mode}
 KNOBS["mask=hash"] = {"column.mask.hash.SHA-256.with.salt.CzQMA0cB5K": "dbz_connector_test_ro.customers.email"}
 KNOBS["propagate=datatype"] = {"datatype.propagate.source.type": ".+\\.FLOAT,.+\\.VARCHAR"}

@@ -143,6 +143,16 @@ for _i, (_long, _precise) in enumerate([(10, D(10)), (11, D(11)), (-1, D("184467
 for _i, _v in enumerate([10, 11, 1000]):
     _add("BinlogUnsignedIntegerIT", "default", _U, "dbz_1185_serial_default_value", _i, {"id": _v}, Type.INT32)
 
+# BinlogTinyIntIT.shouldHandleTinyIntAsNumber: TINYINT(1) and BOOLEAN are INT16 without the converter.
+_add("BinlogTinyIntIT", "default", "tinyint_test", "DBZ1773", 0, {"ti": 100, "ti1": 5, "ti2": 50, "b": 1}, Type.INT16)
+
+# BinlogBinaryModeIT: every binary column type under each binary.handling.mode.
+_BINARY_COLUMNS = ("blob_col", "tinyblob_col", "mediumblob_col", "longblob_col", "binary_col", "varbinary_col")
+for _knob, _value in (("default", b"\x01\x02\x03"), ("binary=hex", "010203"), ("binary=base64", "AQID"),
+                      ("binary=base64-url-safe", "AQID")):  # fmt: skip
+    _add("BinlogBinaryModeIT", _knob, "binary_mode_test", "dbz_1814_binary_mode_test", 0,
+         dict.fromkeys(_BINARY_COLUMNS, _value))  # fmt: skip
+
 # BinlogRegressionIT (regression_test), default config.
 _R = ("BinlogRegressionIT", "default", "regression_test")
 for _i, (_c1, _c2) in enumerate([("a", "a,b,c"), ("b", "a,b"), ("c", "a")]):
