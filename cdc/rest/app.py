@@ -9,7 +9,6 @@ thread pool. The routes live in cdc.rest.resources, one module per Kafka Connect
 from __future__ import annotations
 
 import ssl
-from typing import Any
 
 from fastapi import FastAPI
 
@@ -21,16 +20,17 @@ from cdc.rest.resources.connector_plugins import connector_plugins_router
 from cdc.rest.resources.connectors import connectors_router
 from cdc.rest.resources.loggers import loggers_router
 from cdc.rest.resources.root import root_router
+from cdc.runtime.herder import Herder
 
 
 def create_app(
-    herder: Any,
+    herder: Herder,
     *,
     cluster_id: str = "",
     title: str = "cdc Connect REST API",
     forward_ssl: ssl.SSLContext | None = None,
 ) -> FastAPI:
-    """Build the app; `herder` is a StandaloneHerder or a DistributedHerder. `forward_ssl` is the
+    """Build the app over a `Herder` (a StandaloneHerder or a DistributedHerder). `forward_ssl` is the
     TLS context for requests forwarded to https workers (cdc.rest.tls.client_context).
     The security guards are cdc.rest.server.install_security's."""
     app = FastAPI(title=title, version=__version__, docs_url="/docs", redoc_url=None)

@@ -27,6 +27,7 @@ from cdc.rest.app import create_app
 from cdc.rest.auth import BasicAuthMiddleware
 from cdc.rest.guards import BodyLimitMiddleware, CrossSiteWriteMiddleware, HostAllowListMiddleware
 from cdc.rest.settings import Listener, RestBindError, RestSettings, parse_listener, parse_listener_url
+from cdc.runtime.herder import Herder
 from cdc.runtime.worker_config import WorkerConfig
 
 __all__ = ["RestBindError", "RestServer", "parse_listener", "parse_listener_url"]
@@ -56,7 +57,7 @@ def install_security(app: Any, settings: RestSettings) -> None:
 
 
 class RestServer:
-    def __init__(self, config: WorkerConfig, herder: Any, cluster_id: str = "") -> None:
+    def __init__(self, config: WorkerConfig, herder: Herder, cluster_id: str = "") -> None:
         self.settings = RestSettings.from_worker_config(config)
         self.listeners: tuple[Listener, ...] = self.settings.listeners
         self.app = create_app(herder, cluster_id=cluster_id, forward_ssl=self.settings.client_ssl)

@@ -10,10 +10,11 @@ from cdc.api.errors import ConfigException
 from cdc.config.validation import config_key_info
 from cdc.rest.errors import RestError
 from cdc.rest.requests import BOOL, CONFIG_BODY, call, flag, json_body, openapi_params, openapi_query, string_map
+from cdc.runtime.herder import Herder
 from cdc.runtime.plugins import CONNECTOR_KINDS, PluginKind
 
 
-def connector_plugins_router(herder: Any) -> APIRouter:
+def connector_plugins_router(herder: Herder) -> APIRouter:
     """`/connector-plugins…` over the herder's worker's plugin registry."""
     router = APIRouter()
     registry = herder.worker.registry

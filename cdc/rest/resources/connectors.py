@@ -33,7 +33,7 @@ from cdc.rest.requests import (
     string_map,
     task_id,
 )
-from cdc.runtime.herder import NotFoundError, RestartRequest, TargetState
+from cdc.runtime.herder import Herder, NotFoundError, RestartRequest, TargetState
 from cdc.runtime.validation import name_error
 
 
@@ -56,7 +56,7 @@ def _check_name(name: str, config: Mapping[str, Any]) -> None:
         )
 
 
-def connectors_router(herder: Any) -> APIRouter:
+def connectors_router(herder: Herder) -> APIRouter:
     """`/connectors…` over the herder (standalone or distributed)."""
     router = APIRouter()
 
