@@ -24,7 +24,7 @@ from cdc_mysql.defaults import raw_default
 from cdc_mysql.row_builder import RowBuilder, compile_row_builder
 from cdc_mysql.schema_options import SchemaOptions, with_parameters
 from cdc_mysql.table import ColumnDef, TableDef, TableMeta
-from cdc_mysql.value_converters import Converter, MySqlValueConverters
+from cdc_mysql.value_converters import GEOMETRY_TYPES, Converter, MySqlValueConverters
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ class MySqlSchema:
         for col in table.columns:
             column_id = f"{table.id}.{col.name}"
             column_meta = meta.columns.get(col.name) if meta is not None else None
-            if column_meta is not None and column_meta.type != col.type:
+            if column_meta is not None and column_meta.type != col.type and not _spatial(column_meta.type, col.type):
                 column_meta = None  # written for another type: the reader lags behind an ALTER
             schema, convert = self.converters.column(col, column_id, column_meta)
             if meta is not None:
@@ -277,6 +277,11 @@ class MySqlSchema:
         return TableSchema(
             table, topic, key_schema, value_schema, envelope, value_columns, key_columns, options.converting_failure
         )
+
+
+def _spatial(*types: str) -> bool:
+    """All spatial: the binlog's table map says GEOMETRY for POINT, LINESTRING, … alike."""
+    return all(t in GEOMETRY_TYPES for t in types)
 
 
 def _compose(first: Converter, second: Callable[[Any], Any]) -> Converter:

@@ -199,6 +199,8 @@ class MySqlValueConverters:
         if t == "year":
             return lt.year(), lambda v: None if v is None or _is_zero(v) else int(v)
         if t in GEOMETRY_TYPES:
+            if t == "point" or (meta is not None and meta.type == "point"):
+                return _point_builder(), self._point(col)
             return lt.geometry(), self._geometry(col)
         raise DataException(
             f"Column {where} has MySQL type {t!r}, which this connector cannot map; exclude it with column.exclude.list"
@@ -414,6 +416,48 @@ class MySqlValueConverters:
             return s
 
         return geometry
+
+    def _point(self, col: ColumnDef) -> Converter:
+        """POINT is Debezium's io.debezium.data.geometry.Point: x and y read from the WKB, beside wkb and srid."""
+        schema = _POINT_SCHEMA_OPT if col.nullable else _POINT_SCHEMA_REQ
+
+        def point(v: Any) -> Any:
+            if v is None:
+                return None
+            raw = bytes(v)
+            srid = int.from_bytes(raw[:4], "little")
+            wkb = raw[4:]
+            order = "<" if wkb[:1] == b"\x01" else ">"
+            x, y = struct.unpack_from(order + "dd", wkb, 5)
+            s = Struct(schema)
+            s.put("x", x)
+            s.put("y", y)
+            s.put("wkb", wkb)
+            s.put("srid", srid if srid else None)
+            return s
+
+        return point
+
+
+POINT = "io.debezium.data.geometry.Point"
+
+
+def _point_builder() -> SchemaBuilder:
+    """Debezium's Point schema: x, y (FLOAT64), wkb (optional bytes), srid (optional INT32)."""
+    return (
+        SchemaBuilder.struct()
+        .name(POINT)
+        .version(1)
+        .doc("Geometry (POINT)")
+        .field("x", Schema.FLOAT64_SCHEMA)
+        .field("y", Schema.FLOAT64_SCHEMA)
+        .field("wkb", Schema.OPTIONAL_BYTES_SCHEMA)
+        .field("srid", Schema.OPTIONAL_INT32_SCHEMA)
+    )
+
+
+_POINT_SCHEMA_OPT = _point_builder().optional().build()
+_POINT_SCHEMA_REQ = _point_builder().build()
 
 
 def _identity(v: Any) -> Any:
