@@ -370,3 +370,54 @@ def test_schema_default(debezium_runs: RunCache, knob: str, table: str, column: 
         assert str(schema.default_value) == str(expected)
     if table.startswith("UNSIGNED_"):
         assert schema.optional is _UNSIGNED_OPTIONAL[column]
+
+
+# BinlogGeometryIT (geometry_test_5: POINT as io.debezium.data.geometry.Point, other types as Geometry).
+_POINT_WKB_1_1 = "0101000000000000000000F03F000000000000F03F"
+_LINESTRING = "01020000000200000000000000000000000000000000000000000000000000F03F000000000000F03F"
+GEOMETRY_CASES: list[tuple[str, int, str, str, Any]] = [
+    ("dbz_222_point", 0, "point", "x", 1.0),
+    ("dbz_222_point", 0, "point", "y", 1.0),
+    ("dbz_222_point", 0, "point", "srid", None),
+    ("dbz_222_point", 1, "point", "x", 8.25554554),
+    ("dbz_222_point", 1, "point", "y", 3.22124447),
+    ("dbz_222_point", 1, "point", "srid", 4326),
+    ("dbz_222_point", 2, "point", "x", 0.0),
+    ("dbz_222_point", 2, "point", "y", 0.0),
+    ("dbz_222_point", 2, "point", "srid", 1234),
+    ("dbz_222_point", 3, "point", "", None),
+    ("dbz_507_geometry", 0, "geom", "srid", 4326),
+    ("dbz_507_geometry", 0, "geom", "wkb", _POINT_WKB_1_1),
+    ("dbz_507_geometry", 0, "linestring", "srid", 3187),
+    ("dbz_507_geometry", 0, "linestring", "wkb", _LINESTRING),
+    ("dbz_507_geometry", 0, "polygon", "srid", None),
+    ("dbz_507_geometry", 0, "polygon", "wkb", "0103000000010000000400000000000000000000000000000000000000000000000000"
+     "F03F000000000000F03F000000000000F03F000000000000000000000000000000000000000000000000"),
+    ("dbz_507_geometry", 0, "collection", "srid", 4326),
+    ("dbz_507_geometry", 0, "collection", "wkb", "0107000000020000000101000000000000000000F03F000000000000F03F"
+     + _LINESTRING),
+    ("dbz_507_geometry", 1, "geom", "srid", None),
+    ("dbz_507_geometry", 1, "geom", "wkb", _LINESTRING),
+    ("dbz_507_geometry", 1, "linestring", "", None),
+    ("dbz_507_geometry", 1, "polygon", "", None),
+    ("dbz_507_geometry", 1, "collection", "", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("table,row,column,part,expected", GEOMETRY_CASES, ids=str)
+def test_geometry(debezium_runs: RunCache, table: str, row: int, column: str, part: str, expected: Any) -> None:
+    run = debezium_runs["default"]
+    topic = _topic("geometry_test_5", table)
+    for code in ("r", "c"):
+        rows = [r.value.get("after") for r in run.data(topic) if op(r) == code]
+        value = rows[row].get(column)
+        if part:
+            value = value.get(part)
+            if part == "wkb":
+                value = value.hex().upper()
+        assert value == expected, (code, table, row, column, part)
+    if table == "dbz_222_point":
+        schema = run.data(topic)[0].value_schema.field("after").schema.field("point").schema
+        assert schema.name == "io.debezium.data.geometry.Point" and [f.name for f in schema.fields] == [
+            "x", "y", "wkb", "srid"
+        ]  # fmt: skip
