@@ -421,3 +421,22 @@ def test_geometry(debezium_runs: RunCache, table: str, row: int, column: str, pa
         assert schema.name == "io.debezium.data.geometry.Point" and [f.name for f in schema.fields] == [
             "x", "y", "wkb", "srid"
         ]  # fmt: skip
+
+
+def test_zero_datetime_in_a_primary_key(debezium_runs: RunCache) -> None:
+    """BinlogDateTimeInKeyIT: zero DATETIME, DATE and TIME key columns are 0 in the key (and the value)."""
+    run = debezium_runs["default"]
+    records = run.data(_topic("datetime_key_test", "dbz_1194_datetime_key_test"))
+    assert {op(r) for r in records} == {"r", "c", "d"}
+    for record in records:
+        key = record.key.to_dict()
+        assert (key["dtval"], key["dval"], key["tval"]) == (0, 0, 0), record
+
+
+def test_datetime_with_zero_precision_defaulting_to_now(debezium_runs: RunCache) -> None:
+    """BinlogTimestampColumnIT: update_time DATETIME(0) NOT NULL DEFAULT CURRENT_TIMESTAMP(0) is set."""
+    run = debezium_runs["default"]
+    rows = run.snapshot(_topic("timestamp_column_test", "t_user_block_list")) + run.created(
+        _topic("timestamp_column_test", "t_user_block_list")
+    )
+    assert len(rows) == 2 and all(r["update_time"] is not None and r["data"] == "test2" for r in rows)
