@@ -117,7 +117,9 @@ class SubmittedConfigPolicy:
         normalised = PurePath(os.path.normpath(os.path.abspath(path)))
         if not any(is_under(normalised, root) for root in self.roots):
             return False
-        real = PurePath(os.path.realpath(normalised))
+        # Resolved from the path as written, not the normalised one: the OS follows `link/..`
+        # through the link first, so `root/link-out/../f` lands beside the link's target.
+        real = PurePath(os.path.realpath(os.path.join(os.getcwd(), path)))  # abspath would normalise
         return any(is_under(real, PurePath(os.path.realpath(root))) for root in self.roots)
 
 
