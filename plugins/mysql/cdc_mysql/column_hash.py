@@ -123,13 +123,16 @@ class HashMasks:
 
 
 def errors(props: Mapping[str, Any]) -> list[ConfigValue]:
-    """A hash key with an unknown algorithm or a bad regex, naming the key."""
+    """One ConfigValue per hash key (so the worker counts it as read), with an error for an unknown
+    algorithm or a bad regex, naming the key."""
     out = []
     for key, raw in props.items():
+        if not HASH_KEY.match(key):
+            continue
+        cv = ConfigValue(key, raw)
         try:
             _rule(key, raw)
         except ConfigException as e:
-            cv = ConfigValue(key, raw)
             cv.add_error_message(str(e))
-            out.append(cv)
+        out.append(cv)
     return out

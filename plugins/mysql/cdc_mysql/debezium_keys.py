@@ -262,10 +262,21 @@ def select_overrides(props: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def validated(props: Mapping[str, Any]) -> list[ConfigValue]:
+    """The keys named at run time that the connector reads: snapshot SELECT overrides (with their errors)
+    and the settings of the `converters` aliases (accepted, not used), so a worker reports none as unknown."""
+    aliases = [a.strip() for a in str(props.get("converters") or "").split(",") if a.strip()]
+    settings = [
+        ConfigValue(key, value) for key, value in props.items() if any(key.startswith(f"{a}.") for a in aliases)
+    ]
+    return [*override_errors(props), *settings]
+
+
 def override_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
-    """A table listed in `snapshot.select.statement.overrides` without its statement key."""
+    """One ConfigValue per `snapshot.select.statement.overrides.<db>.<table>` key (so the worker counts it
+    as a key the connector read, not an unknown one), and an error for a listed table without its statement."""
+    out = [ConfigValue(key, value) for key, value in props.items() if key.startswith(f"{SNAPSHOT_SELECT_OVERRIDES}.")]
     listed = str(props.get(SNAPSHOT_SELECT_OVERRIDES) or "")
-    out = []
     for name in (n.strip() for n in listed.split(",")):
         key = f"{SNAPSHOT_SELECT_OVERRIDES}.{name}"
         if name and not str(props.get(key) or "").strip():
