@@ -238,7 +238,7 @@ def validate(props: Mapping[str, str]) -> list[ConfigValue]:
         *values,
         *_column_mapper_errors(props),
         *tls.cross_key_errors(props),
-        *debezium_keys.override_errors(props),
+        *debezium_keys.validated(props),
         *column_hash.errors(props),
     ]
 
