@@ -410,3 +410,19 @@ def test_a_zero_date_in_a_not_null_column_is_its_default(mariadb_db) -> None:
         rows = [after(r) for r in run.wait_data(2)]
     expected = {"d": 10957, "e": 0, "dt": 981173106000}
     assert [{k: r[k] for k in expected} for r in rows] == [expected, expected]
+
+
+def test_dynamic_debezium_keys_are_not_reported_unknown() -> None:
+    from cdc.runtime.unknown_keys import unknown_connector_keys
+
+    props = {
+        **BASE,
+        "snapshot.select.statement.overrides": "inv.t",
+        "snapshot.select.statement.overrides.inv.t": "SELECT * FROM inv.t",
+        "column.mask.hash.SHA-256.with.salt.x": "inv.t.c",
+        "column.mask.hash.v2.MD5.with.salt.y": "inv.t.d",
+        "converters": "boolean",
+        "boolean.type": "io.debezium.connector.binlog.converters.TinyIntOneToBooleanConverter",
+    }
+    known = CONFIG_DEF.names() | {v.name for v in validate(props)}
+    assert [u.name for u in unknown_connector_keys(props, known)] == []
