@@ -331,12 +331,14 @@ class MySqlValueConverters:
     def _date(self) -> tuple[SchemaBuilder, Converter]:
         adjust = self._adjusted
 
+        adjusting = self.time_adjuster
+
         def days(v: Any) -> Any:
             if v is None or _is_zero(v):
                 return None
             if isinstance(v, datetime.datetime):
                 v = v.date()
-            return _epoch_days(adjust(v))
+            return (v - _EPOCH_DATE).days if v.year >= 100 or not adjusting else _epoch_days(adjust(v))
 
         if self.time_mode is TimePrecisionMode.CONNECT:
             return ConnectDate.builder(), lambda v: None if v is None or _is_zero(v) else adjust(_as_date(v))
@@ -370,18 +372,21 @@ class MySqlValueConverters:
         return lt.micro_time(), lambda v: None if v is None else _micros(delta(v))
 
     def _datetime(self, col: ColumnDef) -> tuple[SchemaBuilder, Converter]:
-        adjust = self._adjusted
+        adjusting = self.time_adjuster
 
-        def valid(v: Any) -> bool:
-            return v is not None and not _is_zero(v)
+        def local(v: Any) -> datetime.datetime | None:
+            # The hot path: one type check, and the adjuster only for years below 100.
+            if v is None or _is_zero(v):
+                return None
+            return adjust_two_digit_year(v) if adjusting and v.year < 100 else v
 
         if self.time_mode is TimePrecisionMode.CONNECT:
-            return ConnectTimestamp.builder(), lambda v: _as_utc(adjust(v)) if valid(v) else None
+            return ConnectTimestamp.builder(), lambda v: None if (d := local(v)) is None else _as_utc(d)
         if self.time_mode is TimePrecisionMode.ISOSTRING:
-            return lt.iso(lt.ISO_TIMESTAMP), lambda v: _as_utc(adjust(v)).isoformat() if valid(v) else None
+            return lt.iso(lt.ISO_TIMESTAMP), lambda v: None if (d := local(v)) is None else _as_utc(d).isoformat()
         if col.fsp <= 3:
-            return lt.timestamp(), lambda v: _micros(adjust(v) - _EPOCH) // 1000 if valid(v) else None
-        return lt.micro_timestamp(), lambda v: _micros(adjust(v) - _EPOCH) if valid(v) else None
+            return lt.timestamp(), lambda v: None if (d := local(v)) is None else _micros(d - _EPOCH) // 1000
+        return lt.micro_timestamp(), lambda v: None if (d := local(v)) is None else _micros(d - _EPOCH)
 
     def _timestamp(self, col: ColumnDef) -> tuple[SchemaBuilder, Converter]:
         fsp = col.fsp
