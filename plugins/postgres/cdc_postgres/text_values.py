@@ -14,9 +14,10 @@ import decimal
 import re
 from dataclasses import dataclass
 
+from cdc.api.data.calendar import days_from_civil
+
 MICROS_PER_SECOND = 1_000_000
 MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
-_EPOCH_ORDINAL = 719_163  # date(1970, 1, 1).toordinal()
 
 POSITIVE_INFINITY = "infinity"
 NEGATIVE_INFINITY = "-infinity"
@@ -98,16 +99,6 @@ _TZ = re.compile(r"([+-])(\d{2})(?::?(\d{2}))?(?::(\d{2}))?$")
 _TIMESTAMP = re.compile(r"^(\d{4,})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(.*?)( BC)?$")
 
 
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 for the proleptic Gregorian calendar, any year (H. Hinnant)."""
-    y = year - (month <= 2)
-    era = y // 400  # Python floors; the C original adjusts for truncation instead
-    yoe = y - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146_097 + doe - 719_468
-
-
 def _year(text_year: str, bc: str | None) -> int:
     # ISO output writes 1 BC as "0001 BC": astronomical year 0.
     y = int(text_year)
@@ -121,7 +112,7 @@ def parse_date(text: str) -> int | str:
     m = _DATE.match(text)
     if not m:
         raise _bad("date", text)
-    return _days_from_civil(_year(m[1], m[4]), int(m[2]), int(m[3]))
+    return days_from_civil(_year(m[1], m[4]), int(m[2]), int(m[3]))
 
 
 def _micros_of(h: str, mi: str, s: str, frac: str | None) -> int:
@@ -157,7 +148,7 @@ def parse_timestamp(text: str) -> int | str:
     m = _TIMESTAMP.match(text)
     if not m:
         raise _bad("timestamp", text)
-    days = _days_from_civil(_year(m[1], m[9]), int(m[2]), int(m[3]))
+    days = days_from_civil(_year(m[1], m[9]), int(m[2]), int(m[3]))
     micros = days * MICROS_PER_DAY + _micros_of(m[4], m[5], m[6], m[7])
     zone = m[8]
     if zone:

@@ -27,6 +27,7 @@ import pyarrow.csv as pacsv
 from psycopg import sql
 
 from cdc.api import libpq_tls
+from cdc.api.data.calendar import civil_from_days
 from cdc_spark.apply.arrowutil import by_topic, bytea_text
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import (
@@ -452,22 +453,9 @@ _DATE_INFINITY = {2**31 - 1: "infinity", -(2**31): "-infinity"}  # the source's 
 _TS_INFINITY = {POSITIVE_INFINITY: "infinity", NEGATIVE_INFINITY: "-infinity"}  # Debezium's, any unit
 
 
-def _civil(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of a day count since 1970-01-01, any year (H. Hinnant's algorithm)."""
-    z = days + 719_468
-    era = z // 146_097
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (month <= 2), month, day
-
-
 def _pg_date(days: int, time: str = "") -> str:
     """PostgreSQL input text of a date (+ time): years ≤ 0 are BC (year 0 is 1 BC)."""
-    y, m, d = _civil(days)
+    y, m, d = civil_from_days(days)
     text = f"{max(y, 1 - y):04d}-{m:02d}-{d:02d}{time}"
     return text + " BC" if y <= 0 else text
 

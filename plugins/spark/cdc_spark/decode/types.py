@@ -12,6 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from cdc.api.data.calendar import days_from_civil
+
 Convert = Callable[[Any], Any]
 _EPOCH_DATE = datetime.date(1970, 1, 1)
 # Field metadata naming the SQL column type when the Arrow type alone does not say it: a
@@ -90,16 +92,6 @@ _ZONED = re.compile(
 )
 
 
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date, any year (H. Hinnant)."""
-    year -= month <= 2
-    era = year // 400
-    yoe = year - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146_097 + doe - 719_468
-
-
 def _zoned_timestamp(v: Any) -> Any:
     """io.debezium.time.ZonedTimestamp text (ISO-8601 with an offset) → microseconds since the epoch (UTC).
 
@@ -124,7 +116,7 @@ def _zoned_timestamp(v: Any) -> Any:
         digits = m.group(8)[1:].replace(":", "")
         hh, mm, ss = int(digits[:2]), int(digits[2:4] or 0), int(digits[4:6] or 0)
         offset = sign * (hh * 3600 + mm * 60 + ss)
-    seconds = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60 + second - offset
+    seconds = ((days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60 + second - offset
     return seconds * 1_000_000 + micros
 
 
