@@ -440,3 +440,32 @@ def test_datetime_with_zero_precision_defaulting_to_now(debezium_runs: RunCache)
         _topic("timestamp_column_test", "t_user_block_list")
     )
     assert len(rows) == 2 and all(r["update_time"] is not None and r["data"] == "test2" for r in rows)
+
+
+@pytest.mark.parametrize(
+    "script,columns",
+    [
+        ("db_default_charset", {"MESSAGE": "Žluťoučký"}),
+        ("db_default_charset_noutf", {"MESSAGE": "Žluťoučký", "FLAG": 1}),
+    ],
+)
+def test_database_default_charset(debezium_runs: RunCache, script: str, columns: dict[str, Any]) -> None:
+    """BinlogDefaultDatabaseCharsetIT / BinlogNonUtfDatabaseCharsetIT: text in a utf8mb4 and a latin2 database."""
+    run = debezium_runs["default"]
+    topic = _topic(script, "DATA")
+    for rows in (run.snapshot(topic), run.created(topic)):
+        assert [{k: row[k] for k in columns} for row in rows] == [columns]
+
+
+@pytest.mark.parametrize(
+    "table,topic_table", [("dbz_878_some|test@data", "dbz_878_some_test_data"), ("DBZ.1834", "DBZ.1834")]
+)
+def test_topic_name_sanitization(debezium_runs: RunCache, table: str, topic_table: str) -> None:
+    """BinlogTopicNameSanitizationIT: characters Kafka refuses become `_` in the topic and schema names,
+    and source.table keeps the table's own name."""
+    run = debezium_runs["default"]
+    records = run.data(_topic("topic_name_sanitization_test", topic_table))
+    assert records, table
+    for record in records:
+        assert record.value_schema.name.endswith(f"{topic_table}.Envelope")
+        assert record.value.get("source").get("table") == table
