@@ -5,14 +5,15 @@ BIN := $(VENV)/bin
 
 .PHONY: install test lint demo
 
-# In-tree plugins are installed editable so their tests import them; plugins/file is not:
-# the plugin.path tests install it the way a user drops it in.
+# In-tree plugins are installed editable so their tests import them, in the same pip call as
+# cdc[jobs] (the job layer), which requires them; plugins/file is not: the plugin.path tests
+# install it the way a user drops it in.
 PLUGINS := plugins/debezium-core plugins/mysql plugins/postgres plugins/spark
 
 $(BIN)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' $(addprefix -e ,$(PLUGINS))
+	$(BIN)/python -m pip install --quiet -e '.[test,jobs]' $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 install: $(BIN)/.installed

@@ -1,4 +1,8 @@
-"""Job commands: `cdc validate`, `cdc run` and `cdc status`, each on a job .yaml."""
+"""Job commands: `cdc validate`, `cdc run` and `cdc status`, each on a job .yaml.
+
+The job layer's commands, found by `cdc` through the `cdc.commands` entry points
+(cdc/cli/extras.py); the core commands never import this module.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,12 @@ import sys
 import click
 
 from cdc.api.errors import ConfigException
-from cdc.jobs.load import read_job_text, validate_job_text
+from cdc.cli.extras import require_extra
+
+# Without the `jobs` extra, loading these commands stops here, and `cdc run` etc. say in one
+# line what to install. The job layer is imported by each command when it runs, so listing
+# the commands (`cdc --help`) does not load it.
+require_extra("jobs")
 
 
 @click.command("validate", short_help="Check a job file: every problem with its YAML path and line.")
@@ -25,6 +34,8 @@ def validate(job_file: str, offline: bool) -> None:
     producer.override.*, …) only when they are a near miss of a known key. Exits 0 when the
     job is valid, 2 otherwise.
     """
+    from cdc.jobs.load import read_job_text, validate_job_text
+
     try:
         text = read_job_text(job_file)
     except ConfigException as e:

@@ -1,6 +1,8 @@
 """`cdc`: run connectors and inspect what they wrote.
 
-Every command has --help. Config errors exit with status 2 and one line that names the
+The core commands are here; the job layer's (`cdc run`, `validate`, `status`, `verify`)
+come from the `cdc.commands` entry points, installed with the `jobs` extra
+(cdc/cli/extras.py). Every command has --help. Config errors exit with status 2 and one line that names the
 offending key; runtime failures exit with status 1.
 """
 
@@ -28,11 +30,8 @@ from cdc.cli._common import (
     load_worker,
     setup_logging,
 )
-from cdc.cli.jobs import run, status, validate
-from cdc.cli.verify import verify
+from cdc.cli.extras import EntryPointGroup, JobFile, open_job_file
 from cdc.config.files import load_connector_config
-from cdc.jobs.load import load_job
-from cdc.jobs.spec import JobSpec
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, TopicPartition
 from cdc.rest.server import RestBindError, RestServer
 from cdc.runtime.plugins import PluginKind, PluginRegistry
@@ -53,7 +52,7 @@ WORKER_OPTION = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=EntryPointGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cdc")
 @click.option(
     "--log-level",
@@ -204,12 +203,12 @@ def plugins_list(plugin_path: tuple[str, ...], worker_path: str | None, as_json:
 
 
 # -- topics ---------------------------------------------------------------------------------
-def _open_target(job_file: str | None, worker_path: str | None) -> tuple[WorkerConfig, JobSpec | None]:
+def _open_target(job_file: str | None, worker_path: str | None) -> tuple[WorkerConfig, JobFile | None]:
     """The transport of a job file or of a worker .properties file (exactly one of them)."""
     if (job_file is None) == (worker_path is None):
         fail("give a job file (cdc … JOB_FILE) or --worker WORKER_PROPERTIES, exactly one of them")
     if job_file is not None:
-        job = load_job(job_file, inspect_only=True)
+        job = open_job_file(job_file)
         return WorkerConfig(job.worker_config()), job
     assert worker_path is not None
     return load_worker(worker_path)[0], None
@@ -381,12 +380,10 @@ def offsets_reset(job_file: str, yes: bool) -> None:
     tombstoned in the offset topic; the events already in the log and the sink's tables stay,
     and the new snapshot's rows overwrite them (they rank after everything applied before).
     """
-    from cdc.jobs.lock import JobLock
-
     with friendly_errors():
-        job = load_job(job_file, inspect_only=True)
+        job = open_job_file(job_file)
         config = WorkerConfig(job.worker_config())
-        with JobLock(config.get("state.dir"), job.name).acquire("reset its offsets"), _offset_store(config) as store:
+        with job.lock("reset its offsets"), _offset_store(config) as store:
             rows = [r for r in describe_offsets(store) if r["connector"] == job.name] if store is not None else []
             if not rows:
                 click.echo(f"{job.name}: no stored offsets; nothing to reset")
@@ -398,12 +395,6 @@ def offsets_reset(job_file: str, yes: bool) -> None:
             assert store is not None
             store.set({row["key"].encode(): None for row in rows})
             click.echo(f"{job.name}: {len(rows)} offset(s) reset; the next `cdc run {job_file}` starts over")
-
-
-cli.add_command(validate)
-cli.add_command(run)
-cli.add_command(status)
-cli.add_command(verify)
 
 
 def main() -> None:

@@ -1,4 +1,7 @@
-"""`cdc verify job.yaml`: compare the source tables with the sink's tables."""
+"""`cdc verify job.yaml`: compare the source tables with the sink's tables.
+
+A job-layer command, found by `cdc` through the `cdc.commands` entry points (cdc/cli/extras.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ import sys
 import click
 
 from cdc.api.errors import ConfigException
+from cdc.cli.extras import require_extra
+
+require_extra("jobs")  # without the `jobs` extra, `cdc verify` says in one line what to install
 
 
 def _describe(e: Exception) -> str:

@@ -150,6 +150,7 @@ def test_dockerfile_copies_and_installs_what_exists(compose: dict[str, Any]) -> 
         assert (context / src).exists(), f"COPY {src}: not in the build context"
         assert src.split("/")[0] not in ignored, f"COPY {src}: excluded by .dockerignore"
     pip = next(line for line in text.splitlines() if "pip install" in line)
+    assert ".[jobs]" in pip, "the image runs `cdc run` and `cdc verify`: it must install cdc with its jobs extra"
     for plugin in PLUGINS:
         assert f"./plugins/{plugin}" in pip, f"the image must install plugins/{plugin}"
         assert (context / "plugins" / plugin / "pyproject.toml").is_file()
