@@ -11,7 +11,8 @@ Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
 `event.converting.failure.handling.mode`, `event.processing.failure.handling.mode`,
 `event.deserialization.failure.handling.mode`, `inconsistent.schema.handling.mode`,
 `column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
-`topic.naming.strategy` (Debezium's default class) and `snapshot.select.statement.overrides`.
+`topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides` and
+`include.schema.comments`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ EVENT_DESERIALIZATION_FAILURE = "event.deserialization.failure.handling.mode"
 INCONSISTENT_SCHEMA = "inconsistent.schema.handling.mode"
 TOPIC_NAMING_STRATEGY = "topic.naming.strategy"
 SNAPSHOT_SELECT_OVERRIDES = "snapshot.select.statement.overrides"
+INCLUDE_SCHEMA_COMMENTS = "include.schema.comments"
 
 DEFAULT_TOPIC_NAMING_STRATEGY = "io.debezium.schema.DefaultTopicNamingStrategy"
 # The default's other names: the Kafka Connect alias form and the pre-2.0 class.
@@ -106,7 +108,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "post.processors": (None, "no post processors run"),
     "skip.messages.without.change": ("false", "updates that change no captured column are emitted"),
     "schema.name.adjustment.mode": ("none", "schema names are not adjusted"),
-    "include.schema.comments": ("false", "column comments are in the schema history, not in the Connect schemas"),
     "unavailable.value.placeholder": ("__debezium_unavailable_value", "full row images have no unavailable values"),
     "table.ignore.builtin": ("true", "the system databases are never captured"),
     "heartbeat.topics.prefix": ("__debezium-heartbeat", "heartbeats go to __debezium-heartbeat.<topic.prefix>"),
@@ -224,6 +225,15 @@ def define(d: ConfigDef) -> ConfigDef:
         ValidString.in_ignore_case(*FIELD_NAME_MODES),
         Importance.LOW,
         "none | avro (invalid characters of field names become _) | avro_unicode (they become _uXXXX).",
+    )
+    d.define(
+        INCLUDE_SCHEMA_COMMENTS,
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Table and column comments in schema change events and the schema history (and, with "
+        "column/datatype.propagate.source.type, the __debezium.source.column.comment parameter); off: null.",
     )
     d.define(
         TOPIC_NAMING_STRATEGY,

@@ -204,7 +204,7 @@ class MySqlSchema:
         if meta is None:
             self.meta.pop(table.id, None)
         else:
-            self.meta[table.id] = meta
+            self.meta[table.id] = self.options.table_meta(meta)
         for known in [d for d in self._by_def if d.id == table.id]:
             del self._by_def[known]
 

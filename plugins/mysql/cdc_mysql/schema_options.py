@@ -5,6 +5,8 @@
   the matching value fields: `__debezium.source.column.type` (upper case), `…length` and `…scale`
   when the type has them, `…comment` when the column has one, and `…name` (the column's own name,
   kept when `field.name.adjustment.mode` renames the field). Key fields get none, as in Debezium.
+- `include.schema.comments` (default off): table and column comments in schema change events, the
+  schema history and the `…comment` parameter; off, they are null as in Debezium.
 - `field.name.adjustment.mode`: `none` (default), `avro` (invalid characters become `_`, a leading
   digit gets a `_` before it) or `avro_unicode` (invalid characters become `_uXXXX`), as Debezium's
   SchemaNameAdjuster field namers.
@@ -17,12 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cdc.api import ConfigException, Schema
 from cdc_debezium.filters import compile_list
 from cdc_mysql.column_hash import HashMasks
-from cdc_mysql.table import ColumnMeta
+from cdc_mysql.table import ColumnMeta, TableMeta
 
 PROPAGATE_COLUMN_SOURCE_TYPE = "column.propagate.source.type"
 PROPAGATE_DATATYPE_SOURCE_TYPE = "datatype.propagate.source.type"
@@ -72,6 +74,7 @@ class SchemaOptions:
     field_name_mode: str = "none"
     converting_failure: str = "warn"
     hash_masks: HashMasks = field(default_factory=HashMasks)  # column.mask.hash.* (column_hash.py)
+    include_comments: bool = False  # include.schema.comments (Debezium's default: off)
 
     @classmethod
     def from_config(cls, get: Callable[[str], object], props: Mapping[str, object] | None = None) -> SchemaOptions:
@@ -81,6 +84,17 @@ class SchemaOptions:
             str(get(FIELD_NAME_ADJUSTMENT_MODE) or "none").lower(),
             str(get("event.converting.failure.handling.mode") or "warn").lower(),
             HashMasks.from_config(props or {}),
+            bool(get("include.schema.comments")),
+        )
+
+    def table_meta(self, meta: TableMeta) -> TableMeta:
+        """`meta` as Debezium keeps it: without comments unless include.schema.comments is on."""
+        if self.include_comments:
+            return meta
+        return replace(
+            meta,
+            comment=None,
+            columns={name: replace(c, comment=None) if c.comment else c for name, c in meta.columns.items()},
         )
 
     def field_name(self, column: str) -> str:
