@@ -233,5 +233,10 @@ ACCEPTANCE_KNOBS = list(KNOBS)
 KNOBS["propagate=column"] = {"column.propagate.source.type": ".*\\.c1,.*\\.c2,.*\\.c3.*,.*\\.f."}
 for _mode in ("hex", "base64", "base64-url-safe"):
     KNOBS[f"binary={_mode}"] = {"binary.handling.mode": _mode}
+KNOBS["comments"] = {
+    "include.schema.changes": "true",
+    "include.schema.comments": "true",
+    "datatype.propagate.source.type": ".+\\.BIGINT,.+\\.VARCHAR",
+}
 KNOBS["mask=hash"] = {"column.mask.hash.SHA-256.with.salt.CzQMA0cB5K": "dbz_connector_test_ro.customers.email"}
 KNOBS["propagate=datatype"] = {"datatype.propagate.source.type": ".+\\.FLOAT,.+\\.VARCHAR"}

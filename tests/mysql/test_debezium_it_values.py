@@ -469,3 +469,32 @@ def test_topic_name_sanitization(debezium_runs: RunCache, table: str, topic_tabl
     for record in records:
         assert record.value_schema.name.endswith(f"{topic_table}.Envelope")
         assert record.value.get("source").get("table") == table
+
+
+@pytest.mark.parametrize("knob", ["comments", "default"])
+def test_table_and_column_comments(debezium_runs: RunCache, knob: str) -> None:
+    """BinlogTableAndColumnCommentIT: with include.schema.comments the schema change event carries the
+    table and column comments, and the source-type parameters the column comment; without, none."""
+    run = debezium_runs[knob]
+    db = database_of("table_column_comment_test")
+    comments = knob == "comments"
+    if comments:
+        (change,) = [
+            r.value.get("tableChanges")[0]
+            for r in run.records
+            if r.topic == "dbserver1" and r.value is not None and r.value.get("databaseName") == db
+            and r.value.get("tableChanges")
+        ]  # fmt: skip
+        table = change.get("table")
+        assert table.get("comment") == "table for dbz-4000"
+        by_name = {c.get("name"): c.get("comment") for c in table.get("columns")}
+        assert by_name == {"id": "pk", "name": "this is name column", "value": "the value is bigint type"}
+    record = run.data(_topic("table_column_comment_test", "dbz_4000_comment_test"))[0]
+    before = record.value_schema.field("before").schema
+    if comments:
+        assert not before.field("id").schema.parameters
+        for column, comment in (("name", "this is name column"), ("value", "the value is bigint type")):
+            params = before.field(column).schema.parameters or {}
+            assert params.get("__debezium.source.column.comment") == comment, params
+    else:
+        assert all(not f.schema.parameters for f in before.fields)

@@ -22,7 +22,7 @@ def test_streamed_ddl_carries_the_table_and_defaults_reach_the_schema(mariadb_db
         "ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, s INT DEFAULT (1 + 2)) COMMENT 'orders' CHARSET latin1",
         "INSERT INTO t (id) VALUES (1)",
     )
-    with TaskRunner(connector_props(mariadb_db)) as run:
+    with TaskRunner(connector_props(mariadb_db, include__schema__comments="true")) as run:
         snap = run.wait_data(1)[0]
         execute(
             mariadb_db,
