@@ -23,10 +23,14 @@ install: $(BIN)/.installed
 test: install
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
+# deptry: every import declared, every dependency used; the cdc distribution from the root,
+# each plugin (its own distribution) against its own pyproject.toml.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/deptry .
+	for p in $(PLUGINS) plugins/file; do $(BIN)/deptry $$p --config $$p/pyproject.toml || exit 1; done
 
 # The README's one-command demo: a private MariaDB shop streamed into Delta tables in ./lake.
 demo: install
