@@ -2,8 +2,8 @@
 
 The core commands are here; the job layer's (`cdc run`, `validate`, `status`, `verify`)
 come from the `cdc.commands` entry points, installed with the `jobs` extra
-(cdc/cli/extras.py). Every command has --help. Config errors exit with status 2 and one line that names the
-offending key; runtime failures exit with status 1.
+(cdc/cli/extras.py). Every command has --help. Config errors exit with status 2 and one
+line that names the offending key; runtime failures exit with status 1.
 """
 
 from __future__ import annotations
