@@ -11,8 +11,8 @@ Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
 `event.converting.failure.handling.mode`, `event.processing.failure.handling.mode`,
 `event.deserialization.failure.handling.mode`, `inconsistent.schema.handling.mode`,
 `column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
-`topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides` and
-`include.schema.comments`.
+`topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides`,
+`include.schema.comments` and `skip.messages.without.change`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ INCONSISTENT_SCHEMA = "inconsistent.schema.handling.mode"
 TOPIC_NAMING_STRATEGY = "topic.naming.strategy"
 SNAPSHOT_SELECT_OVERRIDES = "snapshot.select.statement.overrides"
 INCLUDE_SCHEMA_COMMENTS = "include.schema.comments"
+SKIP_MESSAGES_WITHOUT_CHANGE = "skip.messages.without.change"
 
 DEFAULT_TOPIC_NAMING_STRATEGY = "io.debezium.schema.DefaultTopicNamingStrategy"
 # The default's other names: the Kafka Connect alias form and the pre-2.0 class.
@@ -106,7 +107,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     # events and records
     "converters": (None, "no Debezium custom converters run: columns keep the standard type mapping"),
     "post.processors": (None, "no post processors run"),
-    "skip.messages.without.change": ("false", "updates that change no captured column are emitted"),
     "schema.name.adjustment.mode": ("none", "schema names are not adjusted"),
     "unavailable.value.placeholder": ("__debezium_unavailable_value", "full row images have no unavailable values"),
     "table.ignore.builtin": ("true", "the system databases are never captured"),
@@ -234,6 +234,14 @@ def define(d: ConfigDef) -> ConfigDef:
         Importance.LOW,
         "Table and column comments in schema change events and the schema history (and, with "
         "column/datatype.propagate.source.type, the __debezium.source.column.comment parameter); off: null.",
+    )
+    d.define(
+        SKIP_MESSAGES_WITHOUT_CHANGE,
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Skip an update whose captured columns (after column.include/exclude.list) did not change.",
     )
     d.define(
         TOPIC_NAMING_STRATEGY,

@@ -36,6 +36,8 @@ class EventDispatcher:
         transactions: TransactionMonitor | None,
     ) -> None:
         self.config = config
+        # Debezium's skip.messages.without.change: an update leaving the captured columns as they were is dropped
+        self.skip_unchanged = bool(config.get("skip.messages.without.change"))
         self.source_info = source_info
         self.history = history
         self.heartbeat = heartbeat
@@ -80,6 +82,13 @@ class EventDispatcher:
     ) -> None:
         code = op.value
         if code in self.skipped:
+            return
+        if (
+            code == "u"
+            and self.skip_unchanged
+            and ts.value(before) == ts.value(after)
+            and ts.key(before) == ts.key(after)
+        ):
             return
         env = ts.envelope
         ts_ms = source._values[3]
