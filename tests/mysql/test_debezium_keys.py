@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 
 import pytest
 from hypothesis import given
@@ -426,3 +427,24 @@ def test_dynamic_debezium_keys_are_not_reported_unknown() -> None:
     }
     known = CONFIG_DEF.names() | {v.name for v in validate(props)}
     assert [u.name for u in unknown_connector_keys(props, known)] == []
+
+
+def test_skip_messages_without_change(mariadb_db) -> None:
+    """Debezium's skip.messages.without.change with column.exclude.list: an update of excluded columns only
+    is not emitted (BinlogSkipMessagesWithoutChangeConfigIT)."""
+    db = mariadb_db.database
+    execute(mariadb_db, "CREATE TABLE sk (id INT PRIMARY KEY, white INT, black INT)", "INSERT INTO sk VALUES (1,1,1)")
+    props = connector_props(
+        mariadb_db, **{"skip.messages.without.change": "true", "column.exclude.list": f"{db}\\.sk\\.black"}
+    )
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        execute(mariadb_db, "UPDATE sk SET black = 2 WHERE id = 1", "UPDATE sk SET white = 2 WHERE id = 1")
+        records = run.wait_data(2)
+        time.sleep(0.5)
+        run.poll_once()
+    assert [(r.value.get("op"), after(r)) for r in run.data()] == [
+        ("r", {"id": 1, "white": 1}),
+        ("u", {"id": 1, "white": 2}),
+    ]
+    assert len(records) == 2
