@@ -15,19 +15,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
-from cdc.api.sensitive import keep_hidden, mask_config
 from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
-from cdc.config.validation import invalid_config_message
 from cdc.log.base import TopicPartition
-from cdc.runtime.connector_offsets import ConnectorOffsets
+from cdc.runtime.abstract_herder import AbstractHerder, config_secrets, keep_hidden_passwords
 from cdc.runtime.herder import (
     AlreadyExistsError,
-    BadRequestError,
     NotFoundError,
     RestartRequest,
     TargetState,
@@ -35,12 +33,10 @@ from cdc.runtime.herder import (
     state_info,
     stopped_required,
 )
-from cdc.runtime.submitted_config import SubmittedConfigPolicy
 from cdc.runtime.task import ConnectorTaskId
-from cdc.runtime.task_restarts import TaskRestartBackoff
-from cdc.runtime.traces import redact, redact_infos, status_trace
-from cdc.runtime.worker import Worker, connector_kind
-from cdc.storage.status import ConnectorStatus, State, TaskStatus
+from cdc.runtime.traces import redact, status_trace
+from cdc.runtime.worker import Worker
+from cdc.storage.status import State, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +69,9 @@ class _Context:
             self._herder.connector_failed(self._name, error)
 
 
-class StandaloneHerder:
+class StandaloneHerder(AbstractHerder):
+    """Kafka's StandaloneHerder: configs in memory, every write applied here under one lock."""
+
     def __init__(
         self,
         worker: Worker,
@@ -82,18 +80,12 @@ class StandaloneHerder:
         *,
         warn_unknown_keys: bool = True,
     ) -> None:
-        self.worker = worker
-        self.transformer = transformer
+        super().__init__(worker, transformer)
         self.warn_unknown_keys = warn_unknown_keys  # `cdc run` reports them itself, with the job file's lines
         self.connectors: dict[str, _ConnectorState] = {}
-        self._lock = threading.RLock()
-        self._reconfigure: set[str] = set()
         self._tick_interval = tick_interval
         self._ticker: threading.Thread | None = None
         self._stopping = threading.Event()
-        self.restarts = TaskRestartBackoff.from_worker_config(worker.config)
-        self.offsets = ConnectorOffsets(worker)
-        self.policy = SubmittedConfigPolicy.from_worker_config(worker.config)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -136,60 +128,13 @@ class StandaloneHerder:
         return {id: t.failure is not None for id, t in self.worker.tasks.items()}
 
     # -- config ------------------------------------------------------------------------------
-    def _transform(self, config: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str], frozenset[str]]:
-        """The resolved config, the keys that had references, and the values providers returned."""
-        if self.transformer is None:
-            return dict(config), frozenset(), frozenset()
-        result = self.transformer.transform(config)
-        return result.data, result.resolved_keys, result.secrets
-
-    def _resolve(self, config: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str]]:
+    def _resolve(self, config: Mapping[str, str]) -> dict[str, str]:
         """The config to run with; its provider values are remembered so traces and logs hide them."""
-        resolved, keys, secrets = self._transform(config)
+        resolved, _, secrets = self._transform(config)
         if config.get("name"):
             # and the values of its secret keys (cdc.api.sensitive), which a failure may quote too
             self.worker.secrets.set(config["name"], secrets | config_secrets(self.worker, resolved))
-        return resolved, keys
-
-    def _secrets(self, name: str) -> frozenset[str]:
-        return self.worker.secrets.of(name)
-
-    def validate_connector_config(self, config: Mapping[str, str], *, trusted: bool = False) -> dict[str, Any]:
-        """The `PUT /connector-plugins/{type}/config/validate` body; secrets stay masked.
-
-        Untrusted (REST) configs pass SubmittedConfigPolicy first: providers and paths.
-        """
-        return self._validate(config, None, trusted)
-
-    def _validate(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> dict[str, Any]:
-        if not trusted:
-            self.policy.check_references(config, previous)
-        resolved, secret_keys, secrets = self._transform(config)
-        if not trusted:
-            self.policy.check_paths(config, resolved, previous)
-        infos = self.worker.validate_infos(resolved, masked_keys=secret_keys)
-        return redact_infos(infos, secrets)  # `Invalid value <secret> for configuration ...`
-
-    def _check_config(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> None:
-        infos = self._validate(config, previous, trusted)
-        if infos["error_count"]:
-            raise ConfigException(invalid_config_message(infos))
-        if self.warn_unknown_keys:
-            log_config_warnings(config.get("name", ""), infos)
-
-    def create_connector(
-        self,
-        name: str,
-        config: Mapping[str, str],
-        initial_state: TargetState = TargetState.STARTED,
-        *,
-        trusted: bool = False,
-    ) -> dict[str, Any]:
-        with self._lock:
-            if name in self.connectors:
-                raise AlreadyExistsError(f"Connector {name} already exists")
-            self.put_connector_config({**config, "name": name}, initial_state=initial_state, trusted=trusted)
-            return self.connector_info(name)
+        return resolved
 
     def put_connector_config(
         self,
@@ -228,24 +173,6 @@ class StandaloneHerder:
             self.restarts.forget_connector(name)
             self._apply_target(state, force_tasks=False)
             return existing is None
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
-        """KIP-477: merge `patch` into the config; a null value deletes the key."""
-        with self._lock:
-            state = self._state(name)
-            merged = dict(state.config)
-            for k, v in patch.items():
-                if v is None:
-                    merged.pop(k, None)
-                else:
-                    merged[k] = str(v)
-            if merged.get("name", name) != name:
-                raise BadRequestError(
-                    f"Connector name configuration ({merged['name']}) doesn't match connector name in the URL ({name})"
-                )
-            merged["name"] = name
-            self.put_connector_config(merged)
-            return self.connector_info(name)
 
     def delete_connector(self, name: str) -> None:
         with self._lock:
@@ -306,7 +233,7 @@ class StandaloneHerder:
     # -- the Connector instance --------------------------------------------------------------
     def _start_connector_instance(self, state: _ConnectorState) -> bool:
         try:
-            resolved, _ = self._resolve(state.config)
+            resolved = self._resolve(state.config)
             instance = self.worker.new_connector(resolved)
             instance.initialize(_Context(self, state.name, instance))
             instance.start(dict(resolved))
@@ -340,7 +267,7 @@ class StandaloneHerder:
     # -- tasks -------------------------------------------------------------------------------
     def _reconfigure_tasks(self, state: _ConnectorState, force: bool) -> None:
         assert state.connector is not None
-        resolved, _ = self._resolve(state.config)
+        resolved = self._resolve(state.config)
         max_tasks = int(resolved.get("tasks.max", "1"))
         try:
             configs = state.connector.task_configs(max_tasks)
@@ -382,12 +309,7 @@ class StandaloneHerder:
                 paused=state.target is TargetState.PAUSED,
             )
         except Exception as e:
-            secrets = self._secrets(id.connector)
-            log.error("Task %s failed to start: %s", id, redact(str(e), secrets))
-            self.worker.status_store.put(
-                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, status_trace(e, secrets))
-            )
-            return
+            self._task_start_failed(id, e)
 
     def _stop_tasks(self, name: str) -> None:
         self.worker.stop_and_await_tasks([id for id in self.worker.tasks if id.connector == name])
@@ -395,7 +317,7 @@ class StandaloneHerder:
     def _restart_task(self, state: _ConnectorState, id: ConnectorTaskId) -> None:
         self.worker.stop_and_await_tasks([id])
         if state.started_config is None:
-            state.started_config, _ = self._resolve(state.config)
+            state.started_config = self._resolve(state.config)
         self._start_task(state, id)
 
     def restart_task(self, id: ConnectorTaskId) -> None:
@@ -447,7 +369,10 @@ class StandaloneHerder:
     def failed_tasks(self) -> list[ConnectorTaskId]:
         return [id for id, t in self.worker.tasks.items() if t.failure is not None]
 
-    # -- reads -------------------------------------------------------------------------------
+    # -- where configs live: in memory ------------------------------------------------------
+    def _rest_lock(self) -> AbstractContextManager[Any]:
+        return self._lock
+
     def _state(self, name: str) -> _ConnectorState:
         state = self.connectors.get(name)
         if state is None:
@@ -458,153 +383,20 @@ class StandaloneHerder:
         with self._lock:
             return sorted(self.connectors)
 
-    def connector_type(self, name: str) -> str:
-        return connector_type_of(self.worker, self._state(name).config)
+    def _config(self, name: str) -> dict[str, str]:
+        return self._state(name).config
 
-    def connector_config(self, name: str) -> dict[str, str]:
-        """The submitted config with PASSWORD-typed values shown as `[hidden]`."""
-        with self._lock:
-            return self._masked(self._state(name).config)
+    def _task_configs_of(self, name: str) -> list[dict[str, str]]:
+        state = self._state(name)
+        # Task configs come from the resolved config: show the references, not what they resolved to.
+        referenced = [k for k, v in state.config.items() if has_references(v)]
+        return [reverse_transform(state.config, referenced, c) for c in state.task_configs]
 
-    def _masked(self, config: Mapping[str, str]) -> dict[str, str]:
-        return mask_passwords(self.worker, config)
-
-    def connector_info(self, name: str) -> dict[str, Any]:
-        with self._lock:
-            state = self._state(name)
-            return {
-                "name": name,
-                "config": self._masked(state.config),
-                "tasks": [{"connector": name, "task": i} for i in range(len(state.task_configs))],
-                "type": self.connector_type(name),
-            }
-
-    def task_configs(self, name: str) -> list[dict[str, Any]]:
-        with self._lock:
-            state = self._state(name)
-            # Task configs come from the resolved config: show the references, not what they resolved to.
-            referenced = [k for k, v in state.config.items() if has_references(v)]
-            return [
-                {
-                    "id": {"connector": name, "task": i},
-                    "config": self._masked(reverse_transform(state.config, referenced, c)),
-                }
-                for i, c in enumerate(state.task_configs)
-            ]
-
-    def connector_status(self, name: str) -> dict[str, Any]:
-        with self._lock:
-            state = self._state(name)
-            store = self.worker.status_store
-            status = store.get_connector(name)
-            if status is None:
-                raise NotFoundError(f"No status found for connector {name}")
-            tasks = [
-                {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
-                for t in store.tasks(name)
-                if t.task < len(state.task_configs)
-            ]
-            return {
-                "name": name,
-                "connector": state_info(status.state.value, status.worker_id, status.trace),
-                "tasks": tasks,
-                "type": self.connector_type(name),
-            }
-
-    def task_status(self, id: ConnectorTaskId) -> dict[str, Any]:
-        with self._lock:
-            self._state(id.connector)
-            t = self.worker.status_store.get_task(id.connector, id.task)
-            if t is None:
-                raise NotFoundError(f"No status found for task {id}")
-            return {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
-
-    def connector_topics(self, name: str) -> list[str]:
-        with self._lock:
-            self._state(name)
-            return self.worker.status_store.topics(name)
-
-    def reset_connector_topics(self, name: str) -> None:
-        with self._lock:
-            self._state(name)
-            self.worker.status_store.delete_topics(name)
-
-    # -- offsets (KIP-875) -------------------------------------------------------------------
-    def connector_offsets(self, name: str) -> dict[str, Any]:
-        with self._lock:
-            state = self._state(name)
-            resolved, _ = self._resolve(state.config)
-            return {"offsets": self.offsets.get(name, resolved, self.connector_type(name))}
-
-    def alter_connector_offsets(self, name: str, offsets: list[Mapping[str, Any]]) -> dict[str, str]:
-        with self._lock:
-            state = self._require_stopped(name)
-            resolved, _ = self._resolve(state.config)
-            self.offsets.alter(name, resolved, self.connector_type(name), offsets)
-            return {
-                "message": "The Connect framework-managed offsets for this connector have been altered successfully. "
-                "However, if this connector manages offsets externally, they will need to be manually altered "
-                "in the system that the connector uses."
-            }
-
-    def reset_connector_offsets(self, name: str) -> dict[str, str]:
-        with self._lock:
-            state = self._require_stopped(name)
-            resolved, _ = self._resolve(state.config)
-            self.offsets.reset(name, resolved, self.connector_type(name))
-            return {
-                "message": "The Connect framework-managed offsets for this connector have been reset successfully. "
-                "However, if this connector manages offsets externally, they will need to be manually reset "
-                "in the system that the connector uses."
-            }
-
-    def _require_stopped(self, name: str) -> _ConnectorState:
+    def _require_stopped(self, name: str) -> dict[str, str]:
         state = self._state(name)
         if state.target is not TargetState.STOPPED or any(id.connector == name for id in self.worker.tasks):
             raise stopped_required(name)
-        return state
-
-    # -- status ------------------------------------------------------------------------------
-    def _put_status(self, name: str, state: State, trace: str | None = None) -> None:
-        self.worker.status_store.put(ConnectorStatus(name, state, self.worker.worker_id, trace))
+        return state.config
 
 
-def connector_type_of(worker: Worker, config: Mapping[str, str]) -> str:
-    try:
-        return connector_kind(worker.connector_class(config)).value
-    except ConfigException:
-        return "unknown"
-
-
-def mask_passwords(worker: Worker, config: Mapping[str, str]) -> dict[str, str]:
-    """Secret values as `[hidden]`: keys a ConfigDef (connector, common or SMT) declares PASSWORD and
-    keys shaped like secrets (cdc.api.sensitive); a `${provider:...}` reference shows as written."""
-    return mask_config(config, worker.validator.password_keys(config))
-
-
-def keep_hidden_passwords(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
-    """GET shows secrets as [hidden]; PUTting that back must not replace the stored secret."""
-    return keep_hidden(old, new)
-
-
-def config_secrets(worker: Worker, config: Mapping[str, str]) -> frozenset[str]:
-    """The values of `config`'s secret keys, which status traces and log lines must not show."""
-    return worker.validator.secret_values(config)
-
-
-def log_config_warnings(name: str, infos: Mapping[str, Any]) -> None:
-    """Kafka's "The configuration ... was supplied but isn't a known config." for each unknown key
-    a validation found (`infos["warnings"]`), once per create or update of the connector."""
-    for warning in infos.get("warnings") or []:
-        log.warning("Connector %s: %s", name, warning["message"])
-
-
-__all__ = [
-    "StandaloneHerder",
-    "TargetState",
-    "TopicPartition",
-    "config_secrets",
-    "keep_hidden_passwords",
-    "log_config_warnings",
-    "mask_passwords",
-]
+__all__ = ["StandaloneHerder", "TargetState", "TopicPartition"]

@@ -21,34 +21,21 @@ from typing import Any
 from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
 from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
-from cdc.config.validation import invalid_config_message
-from cdc.runtime.connector_offsets import ConnectorOffsets
+from cdc.runtime.abstract_herder import AbstractHerder, config_secrets, keep_hidden_passwords
 from cdc.runtime.distributed.config_topic import ClusterConfigState, ConfigTopic
 from cdc.runtime.distributed.membership import GroupMembership, slot_of
 from cdc.runtime.herder import (
-    AlreadyExistsError,
-    BadRequestError,
     ForwardRequired,
     NotFoundError,
     RestartRequest,
     TargetState,
     not_found,
-    state_info,
     stopped_required,
 )
-from cdc.runtime.standalone import (
-    config_secrets,
-    connector_type_of,
-    keep_hidden_passwords,
-    log_config_warnings,
-    mask_passwords,
-)
-from cdc.runtime.submitted_config import SubmittedConfigPolicy
 from cdc.runtime.task import ConnectorTaskId
-from cdc.runtime.task_restarts import TaskRestartBackoff
-from cdc.runtime.traces import redact, redact_infos, status_trace
+from cdc.runtime.traces import redact
 from cdc.runtime.worker import Worker
-from cdc.storage.status import ConnectorStatus, State, TaskStatus
+from cdc.storage.status import State
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +57,12 @@ class _Context:
     def raise_error(self, error: Exception) -> None:
         running = self._herder.running.get(self._name)
         if running is not None and running.instance is self._instance:
-            self._herder._put_connector_status(self._name, State.FAILED, self._herder._trace(self._name, error))
+            self._herder._put_status(self._name, State.FAILED, self._herder._trace(self._name, error))
 
 
-class DistributedHerder:
+class DistributedHerder(AbstractHerder):
+    """Kafka's DistributedHerder: configs in the config topic, writes applied by the leader."""
+
     def __init__(self, worker: Worker, transformer: ConfigTransformer | None = None) -> None:
         config = worker.config
         self.group_id = config.get("group.id")
@@ -81,8 +70,7 @@ class DistributedHerder:
             raise ConfigException("group.id is required in distributed mode: name the Connect cluster", "group.id")
         if config.transport != "kafka":
             raise ConfigException("distributed mode needs transport=kafka (workers meet in Kafka)", "transport")
-        self.worker = worker
-        self.transformer = transformer
+        super().__init__(worker, transformer)
         self.url = ""
         self.configs = ConfigTopic(
             worker.log,
@@ -105,11 +93,6 @@ class DistributedHerder:
         )
         self.running: dict[str, _RunningConnector] = {}
         self.task_sources: dict[ConnectorTaskId, tuple[dict[str, str], dict[str, str]]] = {}
-        self.restarts = TaskRestartBackoff.from_worker_config(config)
-        self.offsets = ConnectorOffsets(worker)
-        self.policy = SubmittedConfigPolicy.from_worker_config(config)
-        self._lock = threading.RLock()
-        self._reconfigure: set[str] = set()
         self._woken = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -210,20 +193,15 @@ class DistributedHerder:
             )
 
     def _resolve(self, config: Mapping[str, str]) -> dict[str, str]:
-        """The config to run with; its provider values are remembered so traces and logs hide them."""
-        if self.transformer is None:
-            resolved, secrets = dict(config), frozenset[str]()
-        else:
-            result = self.transformer.transform(config)
-            resolved, secrets = result.data, result.secrets
+        """The config to run with; its provider values are added to those remembered, so traces and
+        logs hide them (task configs are resolved here too, and a worker runs a connector's tasks
+        from configs it did not resolve itself)."""
+        resolved, _, secrets = self._transform(config)
         # and the values of its secret keys (cdc.api.sensitive), which a failure may quote too
         secrets |= config_secrets(self.worker, resolved)
         if config.get("name") and secrets:
             self.worker.secrets.set(config["name"], self.worker.secrets.of(config["name"]) | secrets)
         return resolved
-
-    def _trace(self, name: str, e: BaseException) -> str:
-        return status_trace(e, self.worker.secrets.of(name))
 
     def _reconcile(self) -> None:
         if not self._synced:
@@ -255,7 +233,7 @@ class DistributedHerder:
                 self.configs.wait_for(lambda s: not s.tasks.get(name), 10)
             status = self.worker.status_store.get_connector(name)
             if status is None or status.state is not State.STOPPED or status.worker_id != self.worker.worker_id:
-                self._put_connector_status(name, State.STOPPED)
+                self._put_status(name, State.STOPPED)
             return
         if running is not None and running.config != props:
             self._stop_connector(name, None)
@@ -265,7 +243,7 @@ class DistributedHerder:
         elif running.target is not target:
             running.target = target
             if running.instance is not None:
-                self._put_connector_status(name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
+                self._put_status(name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
         if running.instance is not None and (name in self._reconfigure or name not in state.tasks):
             self._reconfigure.discard(name)
             self._write_task_configs(name, running, state)
@@ -280,10 +258,10 @@ class DistributedHerder:
             instance.start(dict(resolved))
         except Exception as e:
             log.error("Connector %s failed to start: %s", name, redact(str(e), self.worker.secrets.of(name)))
-            self._put_connector_status(name, State.FAILED, self._trace(name, e))
+            self._put_status(name, State.FAILED, self._trace(name, e))
             return running  # its tasks keep their last configs and keep running, as in Kafka Connect
         running.instance = instance
-        self._put_connector_status(name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
+        self._put_status(name, State.PAUSED if target is TargetState.PAUSED else State.RUNNING)
         self._reconfigure.add(name)
         return running
 
@@ -298,10 +276,10 @@ class DistributedHerder:
                 reverse_transform(running.config, referenced, c) for c in running.instance.task_configs(max_tasks)
             ]
         except Exception as e:
-            self._put_connector_status(name, State.FAILED, self._trace(name, e))
+            self._put_status(name, State.FAILED, self._trace(name, e))
             return
         if len(configs) > max_tasks and resolved.get("tasks.max.enforce", "true").lower() == "true":
-            self._put_connector_status(
+            self._put_status(
                 name, State.FAILED, f"The connector {name} has generated {len(configs)} tasks, more than tasks.max"
             )
             return
@@ -313,14 +291,14 @@ class DistributedHerder:
         running = self.running.pop(name, None)
         if running is None or running.instance is None:
             if running is not None and status is not None:
-                self._put_connector_status(name, status)
+                self._put_status(name, status)
             return
         try:
             running.instance.stop()
         except Exception as e:
             log.warning("Connector %s: stop() raised %s", name, e)
         if status is not None:
-            self._put_connector_status(name, status)
+            self._put_status(name, status)
 
     def _reconcile_tasks(self, state: ClusterConfigState) -> None:
         desired: dict[ConnectorTaskId, tuple[dict[str, str], dict[str, str]]] = {}
@@ -364,10 +342,7 @@ class DistributedHerder:
                 id, self._resolve(connector_props), resolved_task, count, paused=target is TargetState.PAUSED
             )
         except Exception as e:
-            log.error("Task %s failed to start: %s", id, redact(str(e), self.worker.secrets.of(id.connector)))
-            self.worker.status_store.put(
-                TaskStatus(id.connector, id.task, State.FAILED, self.worker.worker_id, self._trace(id.connector, e))
-            )
+            self._task_start_failed(id, e)
 
     def _restart_task_here(self, id: ConnectorTaskId, state: ClusterConfigState) -> None:
         source = self.task_sources.get(id)
@@ -398,51 +373,10 @@ class DistributedHerder:
                     self.restarts.forget(id)
                     self._restart_task_here(id, state)
 
-    # -- status ------------------------------------------------------------------------------
-    def _put_connector_status(self, name: str, state: State, trace: str | None = None) -> None:
-        self.worker.status_store.put(ConnectorStatus(name, state, self.worker.worker_id, trace))
-
     # -- REST: writes go through the leader -------------------------------------------------
     def _require_leader(self) -> None:
         if not self.membership.is_leader:
             raise ForwardRequired(self.configs.state.leader_url)
-
-    def _config(self, name: str) -> dict[str, str]:
-        props = self.configs.state.connectors.get(name)
-        if props is None:
-            raise not_found(name)
-        return props
-
-    def validate_connector_config(self, config: Mapping[str, str], *, trusted: bool = False) -> dict[str, Any]:
-        """The validate body; untrusted (REST) configs pass SubmittedConfigPolicy first."""
-        return self._validate(config, None, trusted)
-
-    def _validate(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> dict[str, Any]:
-        if not trusted:
-            self.policy.check_references(config, previous)
-        if self.transformer is None:
-            resolved, keys, secrets = dict(config), frozenset[str](), frozenset[str]()
-        else:
-            result = self.transformer.transform(config)
-            resolved, keys, secrets = result.data, result.resolved_keys, result.secrets
-        if not trusted:
-            self.policy.check_paths(config, resolved, previous)
-        return redact_infos(self.worker.validate_infos(resolved, masked_keys=keys), secrets)
-
-    def _check_config(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> None:
-        infos = self._validate(config, previous, trusted)
-        if infos["error_count"]:
-            raise ConfigException(invalid_config_message(infos))
-        log_config_warnings(config.get("name", ""), infos)
-
-    def create_connector(
-        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
-    ) -> dict[str, Any]:
-        self._require_leader()
-        if name in self.configs.state.connectors:
-            raise AlreadyExistsError(f"Connector {name} already exists")
-        self.put_connector_config({**config, "name": name}, initial_state)
-        return self.connector_info(name)
 
     def put_connector_config(
         self, config: Mapping[str, str], initial_state: TargetState | None = None, *, trusted: bool = False
@@ -459,21 +393,6 @@ class DistributedHerder:
         self.configs.put_connector(name, config, target or (TargetState.STARTED if existing is None else None))
         self.configs.wait_for(lambda s: s.connectors.get(name) == config)
         return existing is None
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
-        self._require_leader()
-        merged = dict(self._config(name))
-        for k, v in patch.items():
-            if v is None:
-                merged.pop(k, None)
-            else:
-                merged[k] = str(v)
-        if merged.get("name", name) != name:
-            raise BadRequestError(
-                f"Connector name configuration ({merged['name']}) doesn't match connector name in the URL ({name})"
-            )
-        self.put_connector_config({**merged, "name": name})
-        return self.connector_info(name)
 
     def delete_connector(self, name: str) -> None:
         self._require_leader()
@@ -533,92 +452,22 @@ class DistributedHerder:
         owner = status.worker_id if status is not None and status.worker_id != self.worker.worker_id else None
         raise ForwardRequired(f"http://{owner}" if owner else None, "the worker running the task")
 
-    # -- REST: reads (this worker's view of the topics) -------------------------------------
+    # -- where configs live: this worker's copy of the config topic -----------------------
     def connector_names(self) -> list[str]:
         return sorted(self.configs.state.connectors)
 
-    def connector_type(self, name: str) -> str:
-        return connector_type_of(self.worker, self._config(name))
+    def _config(self, name: str) -> dict[str, str]:
+        props = self.configs.state.connectors.get(name)
+        if props is None:
+            raise not_found(name)
+        return props
 
-    def connector_config(self, name: str) -> dict[str, str]:
-        return mask_passwords(self.worker, self._config(name))
-
-    def connector_info(self, name: str) -> dict[str, Any]:
-        config = self._config(name)
-        tasks = self.configs.state.tasks.get(name, [])
-        return {
-            "name": name,
-            "config": mask_passwords(self.worker, config),
-            "tasks": [{"connector": name, "task": i} for i in range(len(tasks))],
-            "type": connector_type_of(self.worker, config),
-        }
-
-    def task_configs(self, name: str) -> list[dict[str, Any]]:
+    def _task_configs_of(self, name: str) -> list[dict[str, str]]:
         self._config(name)
-        return [
-            {"id": {"connector": name, "task": i}, "config": mask_passwords(self.worker, c)}
-            for i, c in enumerate(self.configs.state.tasks.get(name, []))
-        ]
-
-    def connector_status(self, name: str) -> dict[str, Any]:
-        config = self._config(name)
-        store = self.worker.status_store
-        status = store.get_connector(name)
-        if status is None:
-            raise NotFoundError(f"No status found for connector {name}")
-        count = len(self.configs.state.tasks.get(name, []))
-        return {
-            "name": name,
-            "connector": state_info(status.state.value, status.worker_id, status.trace),
-            "tasks": [
-                {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
-                for t in store.tasks(name)
-                if t.task < count
-            ],
-            "type": connector_type_of(self.worker, config),
-        }
-
-    def task_status(self, id: ConnectorTaskId) -> dict[str, Any]:
-        self._config(id.connector)
-        t = self.worker.status_store.get_task(id.connector, id.task)
-        if t is None:
-            raise NotFoundError(f"No status found for task {id}")
-        return {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
-
-    def connector_topics(self, name: str) -> list[str]:
-        self._config(name)
-        return self.worker.status_store.topics(name)
-
-    def reset_connector_topics(self, name: str) -> None:
-        self._config(name)
-        self.worker.status_store.delete_topics(name)
-
-    def connector_offsets(self, name: str) -> dict[str, Any]:
-        config = self._config(name)
-        return {"offsets": self.offsets.get(name, self._resolve(config), connector_type_of(self.worker, config))}
+        return self.configs.state.tasks.get(name, [])  # written with references unresolved
 
     def _require_stopped(self, name: str) -> dict[str, str]:
         config = self._config(name)
         if self.configs.state.target(name) is not TargetState.STOPPED or self.configs.state.tasks.get(name):
             raise stopped_required(name)
         return config
-
-    def alter_connector_offsets(self, name: str, offsets: list[Mapping[str, Any]]) -> dict[str, str]:
-        self._require_leader()
-        config = self._require_stopped(name)
-        self.offsets.alter(name, self._resolve(config), connector_type_of(self.worker, config), offsets)
-        return {
-            "message": "The Connect framework-managed offsets for this connector have been altered successfully. "
-            "However, if this connector manages offsets externally, they will need to be manually altered "
-            "in the system that the connector uses."
-        }
-
-    def reset_connector_offsets(self, name: str) -> dict[str, str]:
-        self._require_leader()
-        config = self._require_stopped(name)
-        self.offsets.reset(name, self._resolve(config), connector_type_of(self.worker, config))
-        return {
-            "message": "The Connect framework-managed offsets for this connector have been reset successfully. "
-            "However, if this connector manages offsets externally, they will need to be manually reset "
-            "in the system that the connector uses."
-        }
