@@ -12,7 +12,7 @@ Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
 `event.deserialization.failure.handling.mode`, `inconsistent.schema.handling.mode`,
 `column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
 `topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides`,
-`include.schema.comments` and `skip.messages.without.change`.
+`include.schema.comments`, `skip.messages.without.change` and `snapshot.include.collection.list`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ TOPIC_NAMING_STRATEGY = "topic.naming.strategy"
 SNAPSHOT_SELECT_OVERRIDES = "snapshot.select.statement.overrides"
 INCLUDE_SCHEMA_COMMENTS = "include.schema.comments"
 SKIP_MESSAGES_WITHOUT_CHANGE = "skip.messages.without.change"
+SNAPSHOT_INCLUDE_COLLECTIONS = "snapshot.include.collection.list"
 
 DEFAULT_TOPIC_NAMING_STRATEGY = "io.debezium.schema.DefaultTopicNamingStrategy"
 # The default's other names: the Kafka Connect alias form and the pre-2.0 class.
@@ -87,7 +88,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "snapshot.mode.configuration.based.start.stream": ("false", _BUILT_IN_MODES),
     "snapshot.mode.configuration.based.snapshot.on.schema.error": ("false", _BUILT_IN_MODES),
     "snapshot.mode.configuration.based.snapshot.on.data.error": ("false", _BUILT_IN_MODES),
-    "snapshot.include.collection.list": (None, "every captured table is snapshotted"),
     "snapshot.delay.ms": ("0", "the snapshot starts at once"),
     "streaming.delay.ms": ("0", "streaming starts as soon as the snapshot ends"),
     "snapshot.max.threads": ("1", "the snapshot reads one table at a time"),
@@ -242,6 +242,15 @@ def define(d: ConfigDef) -> ConfigDef:
         None,
         Importance.LOW,
         "Skip an update whose captured columns (after column.include/exclude.list) did not change.",
+    )
+    d.define(
+        SNAPSHOT_INCLUDE_COLLECTIONS,
+        ConfigType.LIST,
+        None,
+        _regex_list,
+        Importance.MEDIUM,
+        "Regexes of <db>.<table>: the snapshot reads the rows of these captured tables only (every captured "
+        "table's schema is read); unset: all of them.",
     )
     d.define(
         TOPIC_NAMING_STRATEGY,

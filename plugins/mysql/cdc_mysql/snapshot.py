@@ -19,11 +19,13 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
+from cdc_debezium.filters import compile_list
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
+from cdc_mysql.debezium_keys import SNAPSHOT_INCLUDE_COLLECTIONS
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.lineage import BinlogLineage
 from cdc_mysql.offset_context import MySqlOffsetContext
@@ -167,6 +169,11 @@ class MySqlSnapshotChangeEventSource:
             row = cur.fetchone()
             return int(row[0] or 0) if row else 0
 
+    def _reads_rows_of(self, table: TableDef) -> bool:
+        """Debezium's snapshot.include.collection.list: unset, every captured table's rows are read."""
+        patterns = compile_list(SNAPSHOT_INCLUDE_COLLECTIONS, self.config.get(SNAPSHOT_INCLUDE_COLLECTIONS))
+        return not patterns or any(p.fullmatch(table.id) for p in patterns)
+
     def _select_override(self, table: TableDef) -> str | None:
         """Debezium's snapshot.select.statement.overrides.<db>.<table> for `table` (names compared as MySQL
         compares them here: case-insensitively), or None to select every row."""
@@ -205,6 +212,7 @@ class MySqlSnapshotChangeEventSource:
             )  # fmt: skip
             self.dispatcher.read(ts, row, src, completed if final else snapshot_offset)
 
+        tables = [t for t in tables if self._reads_rows_of(t)]
         for index, table in enumerate(tables):
             if self.stop.is_set():
                 raise InterruptedError("snapshot stopped")
