@@ -448,3 +448,23 @@ def test_skip_messages_without_change(mariadb_db) -> None:
         ("u", {"id": 1, "white": 2}),
     ]
     assert len(records) == 2
+
+
+def test_snapshot_include_collection_list(mariadb_db) -> None:
+    """Only the listed tables' rows are snapshotted; the others are captured from then on."""
+    db = mariadb_db.database
+    execute(
+        mariadb_db,
+        "CREATE TABLE a (id INT PRIMARY KEY)",
+        "CREATE TABLE b (id INT PRIMARY KEY)",
+        "INSERT INTO a VALUES (1)",
+        "INSERT INTO b VALUES (1)",
+    )
+    with TaskRunner(connector_props(mariadb_db, **{"snapshot.include.collection.list": f"{db}\\.a"})) as run:
+        run.wait_data(1)
+        execute(mariadb_db, "INSERT INTO b VALUES (2)")
+        run.wait_data(2)
+    assert [(r.topic.rsplit(".", 1)[1], r.value.get("op"), after(r)) for r in run.data()] == [
+        ("a", "r", {"id": 1}),
+        ("b", "c", {"id": 2}),
+    ]
