@@ -12,7 +12,8 @@ Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
 `event.deserialization.failure.handling.mode`, `inconsistent.schema.handling.mode`,
 `column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
 `topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides`,
-`include.schema.comments`, `skip.messages.without.change` and `snapshot.include.collection.list`.
+`include.schema.comments`, `skip.messages.without.change`, `snapshot.include.collection.list` and
+`schema.name.adjustment.mode`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from cdc_mysql.schema_options import (
     FIELD_NAME_MODES,
     PROPAGATE_COLUMN_SOURCE_TYPE,
     PROPAGATE_DATATYPE_SOURCE_TYPE,
+    SCHEMA_NAME_ADJUSTMENT_MODE,
     regex_list,
 )
 
@@ -107,7 +109,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     # events and records
     "converters": (None, "no Debezium custom converters run: columns keep the standard type mapping"),
     "post.processors": (None, "no post processors run"),
-    "schema.name.adjustment.mode": ("none", "schema names are not adjusted"),
     "unavailable.value.placeholder": ("__debezium_unavailable_value", "full row images have no unavailable values"),
     "table.ignore.builtin": ("true", "the system databases are never captured"),
     "heartbeat.topics.prefix": ("__debezium-heartbeat", "heartbeats go to __debezium-heartbeat.<topic.prefix>"),
@@ -242,6 +243,14 @@ def define(d: ConfigDef) -> ConfigDef:
         None,
         Importance.LOW,
         "Skip an update whose captured columns (after column.include/exclude.list) did not change.",
+    )
+    d.define(
+        SCHEMA_NAME_ADJUSTMENT_MODE,
+        ConfigType.STRING,
+        "none",
+        ValidString.in_ignore_case(*FIELD_NAME_MODES),
+        Importance.LOW,
+        "none | avro (invalid characters of key, value and envelope schema names become _) | avro_unicode.",
     )
     d.define(
         SNAPSHOT_INCLUDE_COLLECTIONS,

@@ -218,7 +218,8 @@ class MySqlSchema:
 
     def _build(self, table: TableDef) -> TableSchema:
         topic = self.topics.data_change_topic(table.db, table.name)
-        value_builder = SchemaBuilder.struct().name(TopicNamingStrategy.value_schema_name(topic)).optional()
+        value_name = self.options.schema_name(TopicNamingStrategy.value_schema_name(topic))
+        value_builder = SchemaBuilder.struct().name(value_name).optional()
         value_columns: list[tuple[str, Converter]] = []
         by_name: dict[str, tuple[Schema, Converter]] = {}
         meta = self.meta.get(table.id)
@@ -259,7 +260,7 @@ class MySqlSchema:
         key_schema: Schema | None = None
         key_columns: list[tuple[str, Converter]] = []
         if key_names:
-            kb = SchemaBuilder.struct().name(TopicNamingStrategy.key_schema_name(topic))
+            kb = SchemaBuilder.struct().name(options.schema_name(TopicNamingStrategy.key_schema_name(topic)))
             for name in key_names:
                 if name not in by_name:
                     raise ConfigException(
@@ -273,7 +274,9 @@ class MySqlSchema:
                 kb.field(options.field_name(name), schema)
                 key_columns.append((name, convert))
             key_schema = kb.build()
-        envelope = Envelope.define(TopicNamingStrategy.envelope_schema_name(topic), value_schema, self.source_schema)
+        envelope = Envelope.define(
+            options.schema_name(TopicNamingStrategy.envelope_schema_name(topic)), value_schema, self.source_schema
+        )
         return TableSchema(
             table, topic, key_schema, value_schema, envelope, value_columns, key_columns, options.converting_failure
         )

@@ -7,6 +7,7 @@
   kept when `field.name.adjustment.mode` renames the field). Key fields get none, as in Debezium.
 - `include.schema.comments` (default off): table and column comments in schema change events, the
   schema history and the `…comment` parameter; off, they are null as in Debezium.
+- `schema.name.adjustment.mode`: the same for the key, value and envelope schema names (`.` allowed).
 - `field.name.adjustment.mode`: `none` (default), `avro` (invalid characters become `_`, a leading
   digit gets a `_` before it) or `avro_unicode` (invalid characters become `_uXXXX`), as Debezium's
   SchemaNameAdjuster field namers.
@@ -39,16 +40,27 @@ COLUMN_NAME_PARAMETER = "__debezium.source.column.name"
 
 _FIRST = re.compile(r"[A-Za-z_]")
 _NON_FIRST = re.compile(r"[A-Za-z0-9_]")
+_NON_FIRST_FULLNAME = re.compile(r"[A-Za-z0-9_.]")
+SCHEMA_NAME_ADJUSTMENT_MODE = "schema.name.adjustment.mode"
 
 
 def regex_list(name: str, value: str | None) -> list[re.Pattern[str]]:
     return compile_list(name, [p.strip() for p in (value or "").split(",") if p.strip()])
 
 
-def adjust_field_name(name: str, mode: str) -> str:
+def adjust_schema_name(name: str, mode: str) -> str:
+    """`name` made a valid Avro fullname under `schema.name.adjustment.mode` (as adjust_field_name, with `.`
+    allowed after the first character): Debezium's SchemaNameAdjuster.AVRO / AVRO_UNICODE."""
+    if mode == "none" or not name:
+        return name
+    return adjust_field_name(name, mode, _NON_FIRST_FULLNAME)
+
+
+def adjust_field_name(name: str, mode: str, non_first: re.Pattern[str] | None = None) -> str:
     """`name` made a valid Avro field name under `mode` (unchanged under `none` or when already valid)."""
     if mode == "none" or not name:
         return name
+    valid_rest = non_first or _NON_FIRST
 
     def replace(c: str) -> str:
         return "_" if mode == "avro" else f"_u{ord(c):04x}"
@@ -61,7 +73,7 @@ def adjust_field_name(name: str, mode: str) -> str:
         out.append(replace(first))
         if first.isdigit() and mode == "avro":
             out.append(first)  # Debezium keeps the digit: columns 1a and 2a stay apart
-    out.extend(c if _NON_FIRST.fullmatch(c) else replace(c) for c in name[1:])
+    out.extend(c if valid_rest.fullmatch(c) else replace(c) for c in name[1:])
     return "".join(out)
 
 
@@ -75,6 +87,7 @@ class SchemaOptions:
     converting_failure: str = "warn"
     hash_masks: HashMasks = field(default_factory=HashMasks)  # column.mask.hash.* (column_hash.py)
     include_comments: bool = False  # include.schema.comments (Debezium's default: off)
+    schema_name_mode: str = "none"  # schema.name.adjustment.mode
 
     @classmethod
     def from_config(cls, get: Callable[[str], object], props: Mapping[str, object] | None = None) -> SchemaOptions:
@@ -85,6 +98,7 @@ class SchemaOptions:
             str(get("event.converting.failure.handling.mode") or "warn").lower(),
             HashMasks.from_config(props or {}),
             bool(get("include.schema.comments")),
+            str(get(SCHEMA_NAME_ADJUSTMENT_MODE) or "none").lower(),
         )
 
     def table_meta(self, meta: TableMeta) -> TableMeta:
@@ -96,6 +110,9 @@ class SchemaOptions:
             comment=None,
             columns={name: replace(c, comment=None) if c.comment else c for name, c in meta.columns.items()},
         )
+
+    def schema_name(self, name: str) -> str:
+        return adjust_schema_name(name, self.schema_name_mode)
 
     def field_name(self, column: str) -> str:
         return adjust_field_name(column, self.field_name_mode)
