@@ -238,5 +238,6 @@ KNOBS["comments"] = {
     "include.schema.comments": "true",
     "datatype.propagate.source.type": ".+\\.BIGINT,.+\\.VARCHAR",
 }
+KNOBS["names=avro"] = {"schema.name.adjustment.mode": "avro"}
 KNOBS["mask=hash"] = {"column.mask.hash.SHA-256.with.salt.CzQMA0cB5K": "dbz_connector_test_ro.customers.email"}
 KNOBS["propagate=datatype"] = {"datatype.propagate.source.type": ".+\\.FLOAT,.+\\.VARCHAR"}

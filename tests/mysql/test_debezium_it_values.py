@@ -498,3 +498,11 @@ def test_table_and_column_comments(debezium_runs: RunCache, knob: str) -> None:
             assert params.get("__debezium.source.column.comment") == comment, params
     else:
         assert all(not f.schema.parameters for f in before.fields)
+
+
+@pytest.mark.parametrize("knob,name", [("names=avro", "name_adjustment"), ("default", "name-adjustment")])
+def test_schema_name_adjustment(debezium_runs: RunCache, knob: str, name: str) -> None:
+    """BinlogSchemaNameAdjustmentModeIT: schema.name.adjustment.mode=avro makes `name-adjustment` Avro-valid."""
+    (record,) = debezium_runs[knob].data(_topic("schema_name_adjustment", "name-adjustment"))[:1]
+    assert name in record.value_schema.name and record.value_schema.name.endswith(".Envelope")
+    assert name in record.value_schema.field("after").schema.name  # the table has no key

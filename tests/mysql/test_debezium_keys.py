@@ -21,7 +21,7 @@ from cdc_mysql.column_hash import HashMasks, java_serialized
 from cdc_mysql.config import CONFIG_DEF, MySqlConnectorConfig, validate
 from cdc_mysql.connector import MySqlConnector
 from cdc_mysql.row_builder import compile_row_builder
-from cdc_mysql.schema_options import adjust_field_name
+from cdc_mysql.schema_options import adjust_field_name, adjust_schema_name
 from cdc_mysql.value_converters import adjust_two_digit_year, escape_enum_option
 from tests.mysql.harness import TaskRunner, after, connector_props, execute
 from tests.mysql.test_config import BASE
@@ -468,3 +468,16 @@ def test_snapshot_include_collection_list(mariadb_db) -> None:
         ("a", "r", {"id": 1}),
         ("b", "c", {"id": 2}),
     ]
+
+
+@pytest.mark.parametrize(
+    "name,mode,expected",
+    [
+        ("dbserver1.db.name-adjustment.Value", "avro", "dbserver1.db.name_adjustment.Value"),
+        ("1a.b-c", "avro", "_1a.b_c"),
+        ("a.ü", "avro_unicode", "a._u00fc"),
+        ("a-b.c", "none", "a-b.c"),
+    ],
+)
+def test_schema_name_adjustment(name: str, mode: str, expected: str) -> None:
+    assert adjust_schema_name(name, mode) == expected
