@@ -12,8 +12,8 @@ Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
 `event.deserialization.failure.handling.mode`, `inconsistent.schema.handling.mode`,
 `column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
 `topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides`,
-`include.schema.comments`, `skip.messages.without.change`, `snapshot.include.collection.list` and
-`schema.name.adjustment.mode`.
+`include.schema.comments`, `skip.messages.without.change`, `snapshot.include.collection.list`,
+`schema.name.adjustment.mode`, `snapshot.delay.ms` and `streaming.delay.ms`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from cdc.api import ConfigDef, ConfigException, ConfigType, ConfigValue, Importance, ValidString
+from cdc.api import ConfigDef, ConfigException, ConfigType, ConfigValue, Importance, Range, ValidString
 from cdc_mysql.schema_options import (
     FIELD_NAME_ADJUSTMENT_MODE,
     FIELD_NAME_MODES,
@@ -44,6 +44,8 @@ SNAPSHOT_SELECT_OVERRIDES = "snapshot.select.statement.overrides"
 INCLUDE_SCHEMA_COMMENTS = "include.schema.comments"
 SKIP_MESSAGES_WITHOUT_CHANGE = "skip.messages.without.change"
 SNAPSHOT_INCLUDE_COLLECTIONS = "snapshot.include.collection.list"
+SNAPSHOT_DELAY_MS = "snapshot.delay.ms"
+STREAMING_DELAY_MS = "streaming.delay.ms"
 
 DEFAULT_TOPIC_NAMING_STRATEGY = "io.debezium.schema.DefaultTopicNamingStrategy"
 # The default's other names: the Kafka Connect alias form and the pre-2.0 class.
@@ -90,8 +92,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "snapshot.mode.configuration.based.start.stream": ("false", _BUILT_IN_MODES),
     "snapshot.mode.configuration.based.snapshot.on.schema.error": ("false", _BUILT_IN_MODES),
     "snapshot.mode.configuration.based.snapshot.on.data.error": ("false", _BUILT_IN_MODES),
-    "snapshot.delay.ms": ("0", "the snapshot starts at once"),
-    "streaming.delay.ms": ("0", "streaming starts as soon as the snapshot ends"),
     "snapshot.max.threads": ("1", "the snapshot reads one table at a time"),
     "snapshot.max.threads.multiplier": ("1", "the snapshot reads one table at a time"),
     "legacy.snapshot.max.threads": (None, "the snapshot reads one table at a time"),
@@ -252,6 +252,8 @@ def define(d: ConfigDef) -> ConfigDef:
         Importance.LOW,
         "none | avro (invalid characters of key, value and envelope schema names become _) | avro_unicode.",
     )
+    d.define(SNAPSHOT_DELAY_MS, ConfigType.LONG, 0, Range.at_least(0), Importance.LOW, "Wait before a snapshot.")
+    d.define(STREAMING_DELAY_MS, ConfigType.LONG, 0, Range.at_least(0), Importance.LOW, "Wait after a snapshot.")
     d.define(
         SNAPSHOT_INCLUDE_COLLECTIONS,
         ConfigType.LIST,

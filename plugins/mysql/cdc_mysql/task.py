@@ -23,6 +23,7 @@ from cdc_debezium.transaction import TransactionMonitor
 from cdc_mysql import __version__
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
+from cdc_mysql.debezium_keys import SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.gtid import MariaDbGtidSet
 from cdc_mysql.gtid import contains as gtid_contains
@@ -190,6 +191,9 @@ class MySqlConnectorTask(SourceTask):
         )
         lineage = self._lineage(stored, use_gtid)
         self.source_info.sequence = sequence_text(lineage.epoch)
+        snapshots = plan in ("snapshot", "schema_only", "recovery")
+        if snapshots:
+            yield from self._delay(config.get(SNAPSHOT_DELAY_MS), "snapshot.delay.ms", "The snapshot")
         if plan == "snapshot":
             offset = yield from snapshot.execute(with_data=True, lineage=lineage)
             if config.snapshot_mode == "initial_only":
@@ -206,6 +210,8 @@ class MySqlConnectorTask(SourceTask):
             assert stored is not None
             offset = stored
             self._warn_about_tables_never_read()
+        if snapshots:
+            yield from self._delay(config.get(STREAMING_DELAY_MS), "streaming.delay.ms", "Streaming")
         offset.server_id = 0
         offset.epoch, offset.server_identity = lineage.epoch, lineage.server_identity
         self._snapshot_tail = len(self.dispatcher.buffer)
@@ -214,6 +220,17 @@ class MySqlConnectorTask(SourceTask):
             self.stop_event, use_gtid_start=use_gtid,
         )  # fmt: skip
         yield from self.streaming.execute()
+
+    def _delay(self, ms: int, key: str, what: str) -> Iterator[None]:
+        """Debezium's snapshot.delay.ms / streaming.delay.ms: waits in steps of at most 100 ms, so a poll
+        returns and a stop is seen."""
+        if ms <= 0:
+            return
+        log.info("%s starts in %d ms (%s)", what, ms, key)
+        deadline = time.monotonic() + ms / 1000
+        while not self.stop_event.is_set() and (left := deadline - time.monotonic()) > 0:
+            self.stop_event.wait(min(left, 0.1))
+            yield
 
     def _lineage(self, stored: MySqlOffsetContext | None, resumes_by_gtid: bool) -> BinlogLineage:
         """The epoch the emitted positions carry: the stored one, bumped if this is another binlog lineage."""
