@@ -190,7 +190,7 @@ def test_a_recognised_key_is_accepted_with_what_happens_instead(key: str, caplog
 
 def test_a_recognised_key_at_debeziums_default_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
-        MySqlConnectorConfig({**BASE, "snapshot.delay.ms": "0", "table.ignore.builtin": "true"})
+        MySqlConnectorConfig({**BASE, "snapshot.max.threads": "1", "table.ignore.builtin": "true"})
     assert "recognised" not in caplog.text
 
 
@@ -481,3 +481,16 @@ def test_snapshot_include_collection_list(mariadb_db) -> None:
 )
 def test_schema_name_adjustment(name: str, mode: str, expected: str) -> None:
     assert adjust_schema_name(name, mode) == expected
+
+
+def test_snapshot_and_streaming_delays(mariadb_db) -> None:
+    execute(mariadb_db, "CREATE TABLE dl (id INT PRIMARY KEY)", "INSERT INTO dl VALUES (1)")
+    props = connector_props(mariadb_db, **{"snapshot.delay.ms": "1500", "streaming.delay.ms": "1000"})
+    started = time.monotonic()
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        snapshot_at = time.monotonic() - started
+        execute(mariadb_db, "INSERT INTO dl VALUES (2)")
+        run.wait_data(2)
+        streamed_at = time.monotonic() - started
+    assert snapshot_at >= 1.5 and streamed_at >= 2.5, (snapshot_at, streamed_at)
