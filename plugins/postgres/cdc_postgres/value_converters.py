@@ -27,6 +27,7 @@ from cdc.api import Date as ConnectDate
 from cdc.api import Decimal as ConnectDecimal
 from cdc.api import Time as ConnectTime
 from cdc.api import Timestamp as ConnectTimestamp
+from cdc.api.data.calendar import civil_from_days
 from cdc_postgres import text_values as tv
 from cdc_postgres.geometric import GEOMETRIC, pgjdbc_text
 from cdc_postgres.java_hashmap import iteration_order
@@ -107,19 +108,6 @@ def _iso_time(micros: int, width: int = 0) -> str:
     return text
 
 
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of a day count since 1970-01-01, any year (H. Hinnant's inverse)."""
-    z = days + 719_468
-    era = z // 146_097
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (month <= 2), month, day
-
-
 def _zoned_timestamp(micros_utc: int, width: int = 0) -> str:
     days, rest = divmod(micros_utc, tv.MICROS_PER_DAY)
     if -719_162 <= days <= 2_932_896:  # years 1..9999: what datetime can hold
@@ -127,7 +115,7 @@ def _zoned_timestamp(micros_utc: int, width: int = 0) -> str:
     else:
         # Java's ISO_OFFSET_DATE_TIME (Debezium's format): years past 9999 get '+', BC years are
         # astronomical (1 BC = 0000, 2 BC = -0001).
-        y, m, d = _civil_from_days(days)
+        y, m, d = civil_from_days(days)
         year = f"+{y}" if y > 9999 else f"-{-y:04d}" if y < 0 else f"{y:04d}"
         date = f"{year}-{m:02d}-{d:02d}"
     return f"{date}T{_iso_time(rest, width)}Z"
