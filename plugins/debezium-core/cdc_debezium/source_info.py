@@ -20,6 +20,23 @@ class SnapshotRecord(Enum):
     FALSE = "false"
     INCREMENTAL = "incremental"
 
+    @classmethod
+    def of(cls, *, first: bool, last: bool, first_in_table: bool, last_in_table: bool) -> SnapshotRecord:
+        """The marker of an initial-snapshot record, by where it sits: `first`/`last` of the whole
+        snapshot, `first_in_table`/`last_in_table` of its table. Debezium's precedence
+        (RelationalSnapshotChangeEventSource.setSnapshotMarker): last > first >
+        last_in_data_collection > first_in_data_collection > true, so a record that both starts
+        and ends something is marked by what ends (sinks wait for `last`)."""
+        if last:
+            return cls.LAST
+        if first:
+            return cls.FIRST
+        if last_in_table:
+            return cls.LAST_IN_DATA_COLLECTION
+        if first_in_table:
+            return cls.FIRST_IN_DATA_COLLECTION
+        return cls.TRUE
+
 
 SNAPSHOT_SCHEMA = (
     SchemaBuilder.string()

@@ -196,16 +196,12 @@ class MySqlSnapshotChangeEventSource:
 
         def emit(p: tuple[TableSchema, dict[str, Any], int, bool], last_in_table: bool, final: bool) -> None:
             ts, row, index, first_in_table = p
-            if final:
-                marker = SnapshotRecord.LAST
-            elif index == 0 and first_in_table:
-                marker = SnapshotRecord.FIRST
-            elif last_in_table:
-                marker = SnapshotRecord.LAST_IN_DATA_COLLECTION
-            elif first_in_table:
-                marker = SnapshotRecord.FIRST_IN_DATA_COLLECTION
-            else:
-                marker = SnapshotRecord.TRUE
+            marker = SnapshotRecord.of(
+                first=index == 0 and first_in_table,
+                last=final,
+                first_in_table=first_in_table,
+                last_in_table=last_in_table,
+            )
             src = self.source_info.struct(
                 ts_ms=int(time.time() * 1000), db=ts.table.db, table=ts.table.name, server_id=0, file=offset.file,
                 pos=offset.pos, snapshot=marker,

@@ -224,18 +224,9 @@ class PostgresSnapshotChangeEventSource:
         consistent_point: int,
         ts_us: int,
     ) -> None:
-        # Debezium's precedence: a row that is both first and last (of its table or of the
-        # snapshot) is marked by what ends, since `last` is what consumers wait for.
-        if last_overall:
-            marker = SnapshotRecord.LAST
-        elif first_overall:
-            marker = SnapshotRecord.FIRST
-        elif last_in_table:
-            marker = SnapshotRecord.LAST_IN_DATA_COLLECTION
-        elif first_in_table:
-            marker = SnapshotRecord.FIRST_IN_DATA_COLLECTION
-        else:
-            marker = SnapshotRecord.TRUE
+        marker = SnapshotRecord.of(
+            first=first_overall, last=last_overall, first_in_table=first_in_table, last_in_table=last_in_table
+        )
         pos = {"lsn": consistent_point, "lsn_commit": None, "tx_id": None, "ts_us": ts_us}
         offset = {
             "snapshot": True,
