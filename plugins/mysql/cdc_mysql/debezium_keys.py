@@ -13,7 +13,8 @@ Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
 `column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
 `topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides`,
 `include.schema.comments`, `skip.messages.without.change`, `snapshot.include.collection.list`,
-`schema.name.adjustment.mode`, `snapshot.delay.ms` and `streaming.delay.ms`.
+`schema.name.adjustment.mode`, `snapshot.delay.ms`, `streaming.delay.ms` and `converters` with
+TinyIntOneToBooleanConverter (custom_converters.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api import ConfigDef, ConfigException, ConfigType, ConfigValue, Importance, Range, ValidString
+from cdc_mysql.custom_converters import CustomConverters
 from cdc_mysql.schema_options import (
     FIELD_NAME_ADJUSTMENT_MODE,
     FIELD_NAME_MODES,
@@ -107,7 +109,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "notification.enabled.channels": (None, "no notifications are sent"),
     "notification.sink.topic.name": (None, "no notifications are sent"),
     # events and records
-    "converters": (None, "no Debezium custom converters run: columns keep the standard type mapping"),
     "post.processors": (None, "no post processors run"),
     "unavailable.value.placeholder": ("__debezium_unavailable_value", "full row images have no unavailable values"),
     "table.ignore.builtin": ("true", "the system databases are never captured"),
@@ -255,6 +256,15 @@ def define(d: ConfigDef) -> ConfigDef:
     d.define(SNAPSHOT_DELAY_MS, ConfigType.LONG, 0, Range.at_least(0), Importance.LOW, "Wait before a snapshot.")
     d.define(STREAMING_DELAY_MS, ConfigType.LONG, 0, Range.at_least(0), Importance.LOW, "Wait after a snapshot.")
     d.define(
+        "converters",
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.LOW,
+        "Debezium custom converter aliases (<alias>.type, <alias>.*): TinyIntOneToBooleanConverter is built in; "
+        "others are accepted, their columns keeping the standard mapping.",
+    )
+    d.define(
         SNAPSHOT_INCLUDE_COLLECTIONS,
         ConfigType.LIST,
         None,
@@ -339,4 +349,4 @@ def warn_recognised(props: Mapping[str, Any]) -> list[str]:
         lines.append(f"{key}={value}: recognised, not supported: {instead}")
     for line in lines:
         log.warning("%s", line)
-    return lines
+    return lines + CustomConverters.from_config(props).warn_unsupported()

@@ -229,7 +229,12 @@ class MySqlSchema:
             column_meta = meta.columns.get(col.name) if meta is not None else None
             if column_meta is not None and column_meta.type != col.type and not _spatial(column_meta.type, col.type):
                 column_meta = None  # written for another type: the reader lags behind an ALTER
-            schema, convert = self.converters.column(col, column_id, column_meta)
+            custom = options.custom.column(column_id, col, column_meta)
+            if custom is not None:  # a Debezium custom converter (TinyIntOneToBooleanConverter) takes the column
+                builder, convert = custom
+                schema = (builder.optional() if col.nullable else builder).build()
+            else:
+                schema, convert = self.converters.column(col, column_id, column_meta)
             if meta is not None:
                 schema = _with_default(schema, convert, col, meta, column_id)
             by_name[col.name] = (schema, convert)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from cdc.api import ConfigException, Schema
 from cdc_debezium.filters import compile_list
 from cdc_mysql.column_hash import HashMasks
+from cdc_mysql.custom_converters import CustomConverters
 from cdc_mysql.table import ColumnMeta, TableMeta
 
 PROPAGATE_COLUMN_SOURCE_TYPE = "column.propagate.source.type"
@@ -88,6 +89,7 @@ class SchemaOptions:
     hash_masks: HashMasks = field(default_factory=HashMasks)  # column.mask.hash.* (column_hash.py)
     include_comments: bool = False  # include.schema.comments (Debezium's default: off)
     schema_name_mode: str = "none"  # schema.name.adjustment.mode
+    custom: CustomConverters = field(default_factory=CustomConverters)  # converters (custom_converters.py)
 
     @classmethod
     def from_config(cls, get: Callable[[str], object], props: Mapping[str, object] | None = None) -> SchemaOptions:
@@ -99,6 +101,7 @@ class SchemaOptions:
             HashMasks.from_config(props or {}),
             bool(get("include.schema.comments")),
             str(get(SCHEMA_NAME_ADJUSTMENT_MODE) or "none").lower(),
+            CustomConverters.from_config(props or {}),
         )
 
     def table_meta(self, meta: TableMeta) -> TableMeta:
