@@ -239,5 +239,16 @@ KNOBS["comments"] = {
     "datatype.propagate.source.type": ".+\\.BIGINT,.+\\.VARCHAR",
 }
 KNOBS["names=avro"] = {"schema.name.adjustment.mode": "avro"}
+_BOOLEAN = {
+    "converters": "boolean",
+    "boolean.type": "io.debezium.connector.binlog.converters.TinyIntOneToBooleanConverter",
+}
+KNOBS["tinyint=selected"] = {**_BOOLEAN, "boolean.selector": ".*DBZ1773.b,.*DBZ2085.b"}
+KNOBS["tinyint=all"] = dict(_BOOLEAN)
+KNOBS["tinyint=unchecked"] = {
+    **_BOOLEAN,
+    "boolean.length.checker": "false",
+    "boolean.selector": ".*DBZ5236.ti2,.*DBZ5236.ti3",
+}
 KNOBS["mask=hash"] = {"column.mask.hash.SHA-256.with.salt.CzQMA0cB5K": "dbz_connector_test_ro.customers.email"}
 KNOBS["propagate=datatype"] = {"datatype.propagate.source.type": ".+\\.FLOAT,.+\\.VARCHAR"}

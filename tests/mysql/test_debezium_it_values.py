@@ -146,6 +146,14 @@ for _i, _v in enumerate([10, 11, 1000]):
 # BinlogTinyIntIT.shouldHandleTinyIntAsNumber: TINYINT(1) and BOOLEAN are INT16 without the converter.
 _add("BinlogTinyIntIT", "default", "tinyint_test", "DBZ1773", 0, {"ti": 100, "ti1": 5, "ti2": 50, "b": 1}, Type.INT16)
 
+# BinlogTinyIntIT with TinyIntOneToBooleanConverter: selected columns, every TINYINT(1), no length check.
+_add("BinlogTinyIntIT", "tinyint=selected", "tinyint_test", "DBZ1773", 0, {"ti": 100, "ti1": 5, "ti2": 50}, Type.INT16)
+_add("BinlogTinyIntIT", "tinyint=selected", "tinyint_test", "DBZ1773", 0, {"b": True}, Type.BOOLEAN)
+_add("BinlogTinyIntIT", "tinyint=selected", "tinyint_test", "DBZ2085", 0, {"b": True}, Type.BOOLEAN)
+for _knob in ("tinyint=all", "tinyint=unchecked"):
+    _add("BinlogTinyIntIT", _knob, "tinyint_test", "DBZ5236", 0, {"ti1": 1}, Type.INT16)
+    _add("BinlogTinyIntIT", _knob, "tinyint_test", "DBZ5236", 0, {"ti2": True, "ti3": False}, Type.BOOLEAN)
+
 # BinlogBinaryModeIT: every binary column type under each binary.handling.mode.
 _BINARY_COLUMNS = ("blob_col", "tinyblob_col", "mediumblob_col", "longblob_col", "binary_col", "varbinary_col")
 for _knob, _value in (("default", b"\x01\x02\x03"), ("binary=hex", "010203"), ("binary=base64", "AQID"),
@@ -506,3 +514,9 @@ def test_schema_name_adjustment(debezium_runs: RunCache, knob: str, name: str) -
     (record,) = debezium_runs[knob].data(_topic("schema_name_adjustment", "name-adjustment"))[:1]
     assert name in record.value_schema.name and record.value_schema.name.endswith(".Envelope")
     assert name in record.value_schema.field("after").schema.name  # the table has no key
+
+
+def test_tinyint_one_to_boolean_default(debezium_runs: RunCache) -> None:
+    """BinlogTinyIntIT.shouldDefaultValueForTinyIntOneAsBoolean: the BOOLEAN field's default is false."""
+    record = debezium_runs["tinyint=selected"].data(_topic("tinyint_test", "DBZ2085"))[0]
+    assert record.value_schema.field("after").schema.field("b").schema.default_value is False
