@@ -25,6 +25,7 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
+from cdc_debezium.key_columns import KeyColumns
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,6 @@ SNAPSHOT_FETCH_SIZE = "snapshot.fetch.size"
 
 _TOPIC_PREFIX_CHARS = re.compile(r"^[a-zA-Z0-9._\-]+$")
 _MAX_TOPIC_PREFIX = 249  # Kafka's limit: the prefix alone names the schema change topic
-_MESSAGE_KEY_COLUMNS = re.compile(r"^\s*[^:;\s]+\s*:\s*[^:;]+$")
 
 
 def _topic_prefix(name: str, value: Any) -> None:
@@ -77,26 +77,8 @@ def _topic_prefix(name: str, value: Any) -> None:
 
 
 def _message_key_columns(name: str, value: Any) -> None:
-    if not value:
-        return
-    for part in str(value).split(";"):
-        if part.strip() and not _MESSAGE_KEY_COLUMNS.match(part):
-            raise ConfigException(
-                f"Invalid value {part!r} for configuration {name}: expected "
-                "'<db>.<table regex>:<column>,<column>' entries separated by ';'",
-                name,
-                value,
-            )
-        table = part.split(":", 1)[0].strip()
-        try:
-            re.compile(table)
-        except re.error as e:
-            raise ConfigException(
-                f"Invalid value {part!r} for configuration {name}: the table part {table!r} is not a valid "
-                f"regular expression ({e})",
-                name,
-                value,
-            ) from None
+    if value:
+        KeyColumns.parse(str(value))
 
 
 def define_common(d: ConfigDef) -> ConfigDef:

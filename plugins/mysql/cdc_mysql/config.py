@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cdc.api import (
@@ -27,6 +26,7 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
+from cdc_debezium.key_columns import KeyColumns
 from cdc_mysql import column_hash, debezium_keys, tls
 from cdc_mysql.schema_options import SchemaOptions
 
@@ -265,40 +265,6 @@ def _column_mapper_errors(props: Mapping[str, str]) -> list[ConfigValue]:
     return out
 
 
-@dataclass(frozen=True)
-class KeyColumns:
-    """`message.key.columns`: `db.table-regex` → key columns."""
-
-    rules: tuple[tuple[Any, tuple[str, ...]], ...]
-
-    @classmethod
-    def parse(cls, value: str | None) -> KeyColumns:
-        import re
-
-        rules = []
-        for part in (value or "").split(";"):
-            if not part.strip():
-                continue
-            table, cols = part.split(":", 1)
-            try:
-                pattern = re.compile(table.strip(), re.IGNORECASE)
-            except re.error as e:
-                raise ConfigException(
-                    f"Invalid value {part.strip()!r} for configuration {common.MESSAGE_KEY_COLUMNS}: "
-                    f"{table.strip()!r} is not a valid regular expression ({e})",
-                    common.MESSAGE_KEY_COLUMNS,
-                    value,
-                ) from e
-            rules.append((pattern, tuple(c.strip() for c in cols.split(","))))
-        return cls(tuple(rules))
-
-    def for_table(self, table_id: str) -> tuple[str, ...] | None:
-        for pattern, cols in self.rules:
-            if pattern.fullmatch(table_id):
-                return cols
-        return None
-
-
 class MySqlConnectorConfig(AbstractConfig):
     """Parsed, checked configuration with typed accessors for the task."""
 
@@ -351,7 +317,7 @@ class MySqlConnectorConfig(AbstractConfig):
             self.gtid_filter.include or self.gtid_filter.exclude
         )
         self.column_mappers = ColumnMappers.from_config(props)
-        self.key_columns = KeyColumns.parse(self.get(common.MESSAGE_KEY_COLUMNS))
+        self.key_columns = KeyColumns.parse(self.get(common.MESSAGE_KEY_COLUMNS), case_sensitive=False)
         self.history_class: str = self.get(HISTORY_CLASS)
         self.history_file: str | None = self.get(HISTORY_FILE)
         self.history_store_only_captured: bool = self.get(HISTORY_STORE_ONLY_CAPTURED)

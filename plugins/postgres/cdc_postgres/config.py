@@ -26,6 +26,7 @@ from cdc_debezium.config import (
     define_failure_modes,
     warn_unless_fail,
 )
+from cdc_debezium.key_columns import KeyColumns
 from cdc_postgres import debezium_keys, tls
 from cdc_postgres.replica_identity import ValidAutosetValues
 from cdc_postgres.reselect import ERROR_MODES, SCOPES
@@ -346,7 +347,7 @@ def validate(props: Mapping[str, Any]) -> list[ConfigValue]:
     key_columns = by_name["message.key.columns"]
     if not key_columns.errors:
         try:
-            key_overrides(props.get("message.key.columns"))
+            KeyColumns.parse(props.get("message.key.columns"))
         except ConfigException as e:
             key_columns.add_error_message(str(e))
     return [*values, *_extra_key_errors(props), *post_processor_errors, *debezium_keys.dynamic_keys(props)]
@@ -370,26 +371,6 @@ def _extra_key_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
         cv = ConfigValue(name, value)
         cv.add_error_message(message)
         out.append(cv)
-    return out
-
-
-def key_overrides(value: str | None) -> list[tuple[re.Pattern[str], list[str]]]:
-    """`message.key.columns`: (`schema.table` regex, key columns) per `;`-separated entry, as Debezium reads it."""
-    out = []
-    for entry in (value or "").split(";"):
-        if ":" not in entry:
-            continue
-        table, cols = entry.split(":", 1)
-        try:
-            pattern = re.compile(table.strip())
-        except re.error as e:
-            raise ConfigException(
-                f"Invalid value {entry.strip()!r} for configuration message.key.columns: {table.strip()!r} is not a "
-                f"valid regular expression ({e})",
-                "message.key.columns",
-                value,
-            ) from e
-        out.append((pattern, [c.strip() for c in cols.split(",") if c.strip()]))
     return out
 
 

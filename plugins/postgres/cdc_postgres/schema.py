@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import decimal
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from cdc.api import ConfigException, Schema, SchemaBuilder, Struct, Type
 from cdc.api import Decimal as ConnectDecimal
 from cdc_debezium.envelope import Envelope
+from cdc_debezium.key_columns import KeyColumns
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_postgres import defaults, source_type
 from cdc_postgres.column_mappers import ColumnMappers
@@ -187,7 +187,7 @@ class PostgresSchema:
         converters: PostgresValueConverters,
         placeholder: str,
         column_filter: Callable[[str], bool] = lambda _: True,
-        key_overrides: list[tuple[re.Pattern[str], list[str]]] | None = None,
+        key_overrides: KeyColumns | None = None,
         options: SchemaOptions | None = None,
     ) -> None:
         self.conn = conn
@@ -195,7 +195,7 @@ class PostgresSchema:
         self.converters = converters
         self.placeholder = ToastPlaceholder.parse(placeholder)
         self.column_filter = column_filter
-        self.key_overrides = key_overrides or []
+        self.key_overrides = key_overrides or KeyColumns()
         self.options = options or SchemaOptions()
         self._field_name = adjuster(self.options.field_names)
         self._schema_name = adjuster(self.options.schema_names, full_names=True)
@@ -247,16 +247,16 @@ class PostgresSchema:
 
     def _key_override(self, table_id: str, names: list[str]) -> list[str] | None:
         """The first `message.key.columns` entry whose regex matches the whole `schema.table`, as Debezium."""
-        for pattern, cols in self.key_overrides:
-            if pattern.fullmatch(table_id):
-                missing = [c for c in cols if c not in names]
-                if missing:
-                    raise ConfigException(
-                        f"message.key.columns names column(s) {', '.join(missing)}, which table {table_id} does not "
-                        f"have (its columns: {', '.join(names)}); fix the entry for {table_id}",
-                        "message.key.columns",
-                    )
-                return cols
+        cols = self.key_overrides.for_table(table_id)
+        if cols is not None:
+            missing = [c for c in cols if c not in names]
+            if missing:
+                raise ConfigException(
+                    f"message.key.columns names column(s) {', '.join(missing)}, which table {table_id} does not "
+                    f"have (its columns: {', '.join(names)}); fix the entry for {table_id}",
+                    "message.key.columns",
+                )
+            return list(cols)
         return None
 
     def build(self, oid: int, schema_name: str, table_name: str, columns: list[tuple[str, int, int]]) -> TableSchema:

@@ -14,6 +14,7 @@ from cdc.api.metrics import RETAINED_WAL_BYTES
 from cdc_debezium.config import skipped_operations
 from cdc_debezium.filters import include_exclude
 from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.key_columns import KeyColumns
 from cdc_debezium.metrics import StreamingMetrics
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.queue import ChangeEventQueue
@@ -21,7 +22,7 @@ from cdc_debezium.transaction import TransactionMonitor
 from cdc_postgres import __version__, debezium_keys, replica_identity
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
 from cdc_postgres.column_mappers import ColumnMappers
-from cdc_postgres.config import PostgresConnectorConfig, key_overrides
+from cdc_postgres.config import PostgresConnectorConfig
 from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
 from cdc_postgres.lsn import format_lsn
 from cdc_postgres.offset_context import PostgresOffsetContext
@@ -279,7 +280,7 @@ class PostgresConnectorTask(SourceTask):
             c["schema.name.adjustment.mode"].lower(),
         )
         column_match = include_exclude(c.values, "column.include.list", "column.exclude.list")
-        keys = key_overrides(c["message.key.columns"])
+        keys = KeyColumns.parse(c["message.key.columns"])
         conn = PostgresConnection(self.dsn)
         schema = PostgresSchema(
             conn.conn,
