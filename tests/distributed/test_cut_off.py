@@ -18,7 +18,9 @@ def test_worker_cut_off_from_the_broker_stops_its_tasks(tmp_path: Path) -> None:
     witness = tmp_path / "witness.log"
     with kafka_rig._spawn_tansu(binary) as broker:
         # Short delivery timeouts: shutting down with the broker gone must not wait 30 s per flush.
-        member = Member(cluster_props(broker.bootstrap, **{"producer.message.timeout.ms": "3000"}))
+        # witness.file is a file-valued key: over REST it must lie under rest.allowed.paths (issue 17).
+        props = {"producer.message.timeout.ms": "3000", "rest.allowed.paths": str(tmp_path)}
+        member = Member(cluster_props(broker.bootstrap, **props))
         try:
             wait_until(lambda: member.herder.membership.slots, 60, "joined the group")
             body = {

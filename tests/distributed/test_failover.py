@@ -67,7 +67,10 @@ def tasks_by_worker(url: str) -> dict[str, str]:
 
 def test_kill_9_moves_tasks_and_never_runs_one_twice(tansu: KafkaBroker, tmp_path: Path) -> None:
     witness = tmp_path / "witness.log"
-    props = cluster_props(tansu.bootstrap, **{"scheduled.rebalance.max.delay.ms": str(DELAY_MS)})
+    # witness.file is a file-valued key: over REST it must lie under rest.allowed.paths (issue 17).
+    props = cluster_props(
+        tansu.bootstrap, **{"scheduled.rebalance.max.delay.ms": str(DELAY_MS), "rest.allowed.paths": str(tmp_path)}
+    )
     workers = [start_worker(tmp_path, props, n) for n in range(3)]
     urls = [u for _, u in workers]
     try:
