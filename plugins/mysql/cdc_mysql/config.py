@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api import (
-    AbstractConfig,
     ConfigDef,
     ConfigException,
     ConfigType,
@@ -19,14 +18,8 @@ from cdc.api import (
     ValidString,
 )
 from cdc_debezium import config as common
+from cdc_debezium.connector_config import RelationalDatabaseConnectorConfig
 from cdc_debezium.filters import ColumnMappers, IncludeExclude, include_exclude
-from cdc_debezium.handling_modes import (
-    BigIntUnsignedHandlingMode,
-    BinaryHandlingMode,
-    DecimalHandlingMode,
-    TimePrecisionMode,
-)
-from cdc_debezium.key_columns import KeyColumns
 from cdc_mysql import column_hash, debezium_keys, tls
 from cdc_mysql.schema_options import SchemaOptions
 
@@ -265,8 +258,14 @@ def _column_mapper_errors(props: Mapping[str, str]) -> list[ConfigValue]:
     return out
 
 
-class MySqlConnectorConfig(AbstractConfig):
-    """Parsed, checked configuration with typed accessors for the task."""
+class MySqlConnectorConfig(RelationalDatabaseConnectorConfig):
+    """Parsed, checked configuration with typed accessors for the task (Debezium's MySqlConnectorConfig).
+
+    The shared keys' attributes (topic_prefix, max_batch_size, decimal_mode, table_filter,
+    key_columns, …) come from RelationalDatabaseConnectorConfig; the MySQL keys' are set here.
+    """
+
+    KEY_COLUMNS_CASE_SENSITIVE = False  # MySQL table names compare case-insensitively
 
     def __init__(self, props: Mapping[str, str]) -> None:
         props = normalize(props)
@@ -283,41 +282,16 @@ class MySqlConnectorConfig(AbstractConfig):
         self.server_id: int = self.get(SERVER_ID)
         self.connect_timeout_s: float = self.get(CONNECT_TIMEOUT_MS) / 1000
         self.tls = tls.MySqlTls.from_props(self.values())
-        self.topic_prefix: str = self.get(common.TOPIC_PREFIX)
         self.snapshot_mode: str = self.get(SNAPSHOT_MODE).lower()
         self.locking_mode: str = self.get(SNAPSHOT_LOCKING_MODE).lower()
         self.lock_timeout_ms: int = self.get(SNAPSHOT_LOCK_TIMEOUT_MS)
-        self.fetch_size: int = self.get(common.SNAPSHOT_FETCH_SIZE)
-        self.include_schema_changes: bool = self.get(common.INCLUDE_SCHEMA_CHANGES)
-        self.tombstones_on_delete: bool = self.get(common.TOMBSTONES_ON_DELETE)
-        self.skipped_operations = common.skipped_operations(self.get(common.SKIPPED_OPERATIONS))
         self.include_query: bool = self.get(INCLUDE_QUERY)
-        self.provide_transaction_metadata: bool = self.get(common.PROVIDE_TRANSACTION_METADATA)
-        self.decimal_mode = DecimalHandlingMode.parse(self.get(common.DECIMAL_HANDLING_MODE))
-        self.time_mode = TimePrecisionMode.parse(self.get(common.TIME_PRECISION_MODE))
-        self.bigint_mode = BigIntUnsignedHandlingMode.parse(self.get(common.BIGINT_UNSIGNED_HANDLING_MODE))
-        self.binary_mode = BinaryHandlingMode.parse(self.get(common.BINARY_HANDLING_MODE))
-        self.heartbeat_interval_ms: int = self.get(common.HEARTBEAT_INTERVAL_MS)
-        self.heartbeat_action_query: str | None = self.get(common.HEARTBEAT_ACTION_QUERY)
-        self.max_batch_size: int = self.get(common.MAX_BATCH_SIZE)
-        self.max_queue_size: int = self.get(common.MAX_QUEUE_SIZE)
-        self.poll_interval_ms: int = self.get(common.POLL_INTERVAL_MS)
-        self.database_filter: IncludeExclude = include_exclude(
-            self.values(), common.DATABASE_INCLUDE_LIST, common.DATABASE_EXCLUDE_LIST
-        )
-        self.table_filter: IncludeExclude = include_exclude(
-            self.values(), common.TABLE_INCLUDE_LIST, common.TABLE_EXCLUDE_LIST
-        )
-        self.column_filter: IncludeExclude = include_exclude(
-            self.values(), common.COLUMN_INCLUDE_LIST, common.COLUMN_EXCLUDE_LIST
-        )
         self.gtid_filter: IncludeExclude = include_exclude(self.values(), GTID_SOURCE_INCLUDES, GTID_SOURCE_EXCLUDES)
         # Debezium's gtid.source.filter.dml.events: row events of other GTID sources are not emitted.
         self.gtid_filters_dml: bool = self.get(GTID_SOURCE_FILTER_DML) and bool(
             self.gtid_filter.include or self.gtid_filter.exclude
         )
         self.column_mappers = ColumnMappers.from_config(props)
-        self.key_columns = KeyColumns.parse(self.get(common.MESSAGE_KEY_COLUMNS), case_sensitive=False)
         self.history_class: str = self.get(HISTORY_CLASS)
         self.history_file: str | None = self.get(HISTORY_FILE)
         self.history_store_only_captured: bool = self.get(HISTORY_STORE_ONLY_CAPTURED)
