@@ -227,6 +227,11 @@ KNOBS: dict[str, dict[str, str]] = {
     "time=connect": {"time.precision.mode": "connect", "table.exclude.list": CONNECT_UNCAPTURABLE},
     "bigint=precise": {"bigint.unsigned.handling.mode": "precise"},
     "adjuster=false": {"enable.time.adjuster": "false"},
+    # The defaults set explicitly, as the ITs also set them.
+    "decimal=precise": {"decimal.handling.mode": "precise"},
+    "time=adaptive_time_microseconds": {"time.precision.mode": "adaptive_time_microseconds"},
+    "bigint=long": {"bigint.unsigned.handling.mode": "long"},
+    "adjuster=true": {"enable.time.adjuster": "true"},
 }
 ACCEPTANCE_KNOBS = list(KNOBS)
 # Runs of single ITs (not part of the acceptance matrix).
