@@ -170,6 +170,11 @@ def _spawn(mariadbd: str, install_db: str, extra_flags: Sequence[str] = ()) -> I
         user_flag = ["--user=root"] if os.geteuid() == 0 else []
         # The default 96M redo log would make each datadir ~114 MB instead of ~34 MB.
         small = ["--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M"]
+        # A private tmpdir: servers bootstrapping at once in the shared /tmp collide on its
+        # `#sql-temptable-*` files (install-db passes the option on to its bootstrap server).
+        scratch = tmp / "tmp"
+        scratch.mkdir()
+        small.append(f"--tmpdir={scratch}")
         run_checked(
             [
                 install_db,
