@@ -520,15 +520,15 @@ def test_debeziums_post_processor_configuration_is_understood() -> None:
         "reselector.reselect.columns.include.list": "public.docs:body",
         "reselector.reselect.use.event.key": "true",
     }
-    c = PostgresConnectorConfig.parse(_props(**processor)).values
+    c = PostgresConnectorConfig.parse(_props(**processor)).values()
     s = ReselectSettings.from_config(c)
     # The post processor's own defaults: every event, nulls too, warn.
     assert (s.scope, s.null_values, s.fail, s.use_event_key, s.unavailable_values) == ("all", True, False, True, True)
     assert s.columns("public.docs:body") and not s.columns("public.docs:raw")
-    default = ReselectSettings.from_config(PostgresConnectorConfig.parse(_props()).values)
+    default = ReselectSettings.from_config(PostgresConnectorConfig.parse(_props()).values())
     assert (default.scope, default.null_values, default.fail) == ("key_changes", False, True)
     # The connector's own key wins over a post processor default; a disagreement is an error.
-    own = PostgresConnectorConfig.parse(_props(**processor, **{"reselect.scope": "key_changes"})).values
+    own = PostgresConnectorConfig.parse(_props(**processor, **{"reselect.scope": "key_changes"})).values()
     assert own["reselect.scope"] == "key_changes"
     clash = {**processor, "reselector.reselect.null.values": "true", "reselect.null.values": "false"}
     with pytest.raises(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cdc.api import (
@@ -15,40 +14,75 @@ from cdc.api import (
     ConfigValue,
     Importance,
     NonEmptyString,
+    Password,
     Range,
     ValidRegex,
     ValidString,
 )
 from cdc_debezium.config import (
     EVENT_PROCESSING_FAILURE,
+    TIME_PRECISION_MODE,
     add_cross_field_errors,
     define_common,
     define_failure_modes,
     warn_unless_fail,
 )
+from cdc_debezium.connector_config import RelationalDatabaseConnectorConfig
+from cdc_debezium.filters import IncludeExclude, include_exclude
 from cdc_debezium.key_columns import KeyColumns
-from cdc_postgres import debezium_keys, tls
+from cdc_postgres import debezium_keys, names, replica_identity, tls
+from cdc_postgres.column_mappers import ColumnMappers
 from cdc_postgres.replica_identity import ValidAutosetValues
-from cdc_postgres.reselect import ERROR_MODES, SCOPES
+from cdc_postgres.reselect import ERROR_MODES, SCOPES, ReselectSettings
+from cdc_postgres.topics import PostgresTopicNaming
 
 log = logging.getLogger(__name__)
+
+HOSTNAME = "database.hostname"
+PORT = "database.port"
+USER = "database.user"
+PASSWORD = "database.password"
+DATABASE_NAME = "database.dbname"
+PLUGIN_NAME = "plugin.name"
+SLOT_NAME = "slot.name"
+SLOT_MAX_RETRIES = "slot.max.retries"
+SLOT_RETRY_DELAY_MS = "slot.retry.delay.ms"
+DROP_SLOT_ON_STOP = "slot.drop.on.stop"
+PUBLICATION_NAME = "publication.name"
+PUBLICATION_AUTOCREATE_MODE = "publication.autocreate.mode"
+SCHEMA_INCLUDE_LIST = "schema.include.list"
+SCHEMA_EXCLUDE_LIST = "schema.exclude.list"
+MSG_PREFIX_INCLUDE_LIST = "message.prefix.include.list"
+MSG_PREFIX_EXCLUDE_LIST = "message.prefix.exclude.list"
+SNAPSHOT_MODE = "snapshot.mode"
+SNAPSHOT_ISOLATION_MODE = "snapshot.isolation.mode"
+SNAPSHOT_LOCKING_MODE = "snapshot.locking.mode"
+SNAPSHOT_LOCK_TIMEOUT_MS = "snapshot.lock.timeout.ms"
+UNAVAILABLE_VALUE_PLACEHOLDER = "unavailable.value.placeholder"
+INTERVAL_HANDLING_MODE = "interval.handling.mode"
+HSTORE_HANDLING_MODE = "hstore.handling.mode"
+MONEY_FRACTION_DIGITS = "money.fraction.digits"
+STATUS_UPDATE_INTERVAL_MS = "status.update.interval.ms"
+STREAM_IN_PROGRESS_TRANSACTIONS = "stream.in.progress.transactions"
+STREAM_BUFFER_MEMORY_BYTES = "stream.buffer.memory.bytes"
+INCONSISTENT_SCHEMA = "inconsistent.schema.handling.mode"
 
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always")
 AUTOCREATE_MODES = ("all_tables", "filtered", "disabled", "no_tables")
 ISOLATION_MODES = ("serializable", "repeatable_read", "read_committed", "read_uncommitted")
 LOCKING_MODES = ("shared", "none")
 SSL_MODES = tls.SSL_MODES
-FAILURE_KEYS = (EVENT_PROCESSING_FAILURE, "inconsistent.schema.handling.mode")
+FAILURE_KEYS = (EVENT_PROCESSING_FAILURE, INCONSISTENT_SCHEMA)
 # Enum keys Debezium parses case-insensitively; parse() hands the task their lower-case form.
 _LOWER_CASE_KEYS = (
-    "snapshot.mode",
-    "plugin.name",
-    "publication.autocreate.mode",
-    "interval.handling.mode",
-    "hstore.handling.mode",
-    "database.sslmode",
-    "snapshot.isolation.mode",
-    "snapshot.locking.mode",
+    SNAPSHOT_MODE,
+    PLUGIN_NAME,
+    PUBLICATION_AUTOCREATE_MODE,
+    INTERVAL_HANDLING_MODE,
+    HSTORE_HANDLING_MODE,
+    tls.SSLMODE,
+    SNAPSHOT_ISOLATION_MODE,
+    SNAPSHOT_LOCKING_MODE,
     "reselect.scope",
     "reselect.error.handling.mode",
     *FAILURE_KEYS,
@@ -57,16 +91,16 @@ _LOWER_CASE_KEYS = (
 _MODE_ALIASES = {"never": "no_data", "exported": "initial"}
 _RENAMED = {
     "database.server.name": "topic.prefix",
-    "schema.whitelist": "schema.include.list",
-    "schema.blacklist": "schema.exclude.list",
+    "schema.whitelist": SCHEMA_INCLUDE_LIST,
+    "schema.blacklist": SCHEMA_EXCLUDE_LIST,
     "table.whitelist": "table.include.list",
     "table.blacklist": "table.exclude.list",
     "column.whitelist": "column.include.list",
     "column.blacklist": "column.exclude.list",
 }
 _EXCLUSIVE = (
-    ("schema.include.list", "schema.exclude.list"),
-    ("message.prefix.include.list", "message.prefix.exclude.list"),
+    (SCHEMA_INCLUDE_LIST, SCHEMA_EXCLUDE_LIST),
+    (MSG_PREFIX_INCLUDE_LIST, MSG_PREFIX_EXCLUDE_LIST),
     ("reselect.columns.include.list", "reselect.columns.exclude.list"),
 )
 # Debezium's re-select post processor; its options are this connector's reselect.* keys.
@@ -98,46 +132,44 @@ def _slot_name(name: str, value: Any) -> None:
 
 _PG_KEYS = (
     ConfigDef()
-    .define("database.hostname", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
-    .define("database.port", ConfigType.INT, 5432, Range.between(1, 65535), Importance.HIGH)
-    .define("database.user", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
-    .define("database.password", ConfigType.PASSWORD, None, None, Importance.HIGH)
-    .define("database.dbname", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
+    .define(HOSTNAME, ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
+    .define(PORT, ConfigType.INT, 5432, Range.between(1, 65535), Importance.HIGH)
+    .define(USER, ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
+    .define(PASSWORD, ConfigType.PASSWORD, None, None, Importance.HIGH)
+    .define(DATABASE_NAME, ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH)
     .define(
-        "plugin.name",
+        PLUGIN_NAME,
         ConfigType.STRING,
         "pgoutput",
         ValidString.in_ignore_case("pgoutput"),
         Importance.MEDIUM,
         "Logical decoding plugin; only pgoutput (built into PostgreSQL 10+) is supported.",
     )
-    .define("slot.name", ConfigType.STRING, "debezium", _slot_name, Importance.MEDIUM)
+    .define(SLOT_NAME, ConfigType.STRING, "debezium", _slot_name, Importance.MEDIUM)
     .define(
-        "slot.max.retries",
+        SLOT_MAX_RETRIES,
         ConfigType.INT,
         6,
         Range.at_least(0),
         Importance.LOW,
         "How often to retry when the slot is active for another connection.",
     )
+    .define(SLOT_RETRY_DELAY_MS, ConfigType.LONG, 10_000, Range.at_least(0), Importance.LOW, "Delay of those retries.")
+    .define(DROP_SLOT_ON_STOP, ConfigType.BOOLEAN, False, None, Importance.LOW, "Drop the slot on stop (tests).")
+    .define(PUBLICATION_NAME, ConfigType.STRING, "dbz_publication", NonEmptyString(), Importance.MEDIUM)
     .define(
-        "slot.retry.delay.ms", ConfigType.LONG, 10_000, Range.at_least(0), Importance.LOW, "Delay of those retries."
-    )
-    .define("slot.drop.on.stop", ConfigType.BOOLEAN, False, None, Importance.LOW, "Drop the slot on stop (tests).")
-    .define("publication.name", ConfigType.STRING, "dbz_publication", NonEmptyString(), Importance.MEDIUM)
-    .define(
-        "publication.autocreate.mode",
+        PUBLICATION_AUTOCREATE_MODE,
         ConfigType.STRING,
         "all_tables",
         ValidString.in_ignore_case(*AUTOCREATE_MODES),
         Importance.MEDIUM,
     )
-    .define("schema.include.list", ConfigType.LIST, None, ValidRegex(), Importance.MEDIUM)
-    .define("schema.exclude.list", ConfigType.LIST, None, ValidRegex(), Importance.MEDIUM)
-    .define("message.prefix.include.list", ConfigType.LIST, None, ValidRegex(), Importance.LOW)
-    .define("message.prefix.exclude.list", ConfigType.LIST, None, ValidRegex(), Importance.LOW)
+    .define(SCHEMA_INCLUDE_LIST, ConfigType.LIST, None, ValidRegex(), Importance.MEDIUM)
+    .define(SCHEMA_EXCLUDE_LIST, ConfigType.LIST, None, ValidRegex(), Importance.MEDIUM)
+    .define(MSG_PREFIX_INCLUDE_LIST, ConfigType.LIST, None, ValidRegex(), Importance.LOW)
+    .define(MSG_PREFIX_EXCLUDE_LIST, ConfigType.LIST, None, ValidRegex(), Importance.LOW)
     .define(
-        "snapshot.mode",
+        SNAPSHOT_MODE,
         ConfigType.STRING,
         "initial",
         ValidString.in_ignore_case(*SNAPSHOT_MODES, *_MODE_ALIASES, "custom", "configuration_based"),
@@ -145,7 +177,7 @@ _PG_KEYS = (
         "When to snapshot: " + ", ".join(SNAPSHOT_MODES),
     )
     .define(
-        "snapshot.isolation.mode",
+        SNAPSHOT_ISOLATION_MODE,
         ConfigType.STRING,
         "serializable",
         ValidString.in_ignore_case(*ISOLATION_MODES),
@@ -156,7 +188,7 @@ _PG_KEYS = (
         "(read_committed and read_uncommitted get the stronger isolation, with a warning).",
     )
     .define(
-        "snapshot.locking.mode",
+        SNAPSHOT_LOCKING_MODE,
         ConfigType.STRING,
         "shared",
         ValidString.in_ignore_case(*LOCKING_MODES),
@@ -165,7 +197,7 @@ _PG_KEYS = (
         "not); none: no locks.",
     )
     .define(
-        "snapshot.lock.timeout.ms",
+        SNAPSHOT_LOCK_TIMEOUT_MS,
         ConfigType.LONG,
         10_000,
         Range.at_least(0),
@@ -173,7 +205,7 @@ _PG_KEYS = (
         "How long the snapshot waits for its table locks before failing.",
     )
     .define(
-        "replica.identity.autoset.values",
+        replica_identity.KEY,
         ConfigType.STRING,
         None,
         ValidAutosetValues(),
@@ -181,7 +213,7 @@ _PG_KEYS = (
         "Comma-separated <schema.table regex>:<DEFAULT|FULL|NOTHING|INDEX name>; applied with ALTER TABLE at start.",
     )
     .define(
-        "unavailable.value.placeholder",
+        UNAVAILABLE_VALUE_PLACEHOLDER,
         ConfigType.STRING,
         "__debezium_unavailable_value",
         None,
@@ -260,12 +292,12 @@ _PG_KEYS = (
         "warn: log it and send the placeholder (the post processor's default). A row that no longer exists is "
         "not an error: the change that removed it follows.",
     )
-    .define("interval.handling.mode", ConfigType.STRING, "numeric", ValidString.in_ignore_case("numeric", "string"))
-    .define("hstore.handling.mode", ConfigType.STRING, "json", ValidString.in_ignore_case("json", "map"))
-    .define("money.fraction.digits", ConfigType.SHORT, 2, Range.between(0, 20))
-    .define("status.update.interval.ms", ConfigType.INT, 10_000, Range.at_least(0), Importance.LOW)
+    .define(INTERVAL_HANDLING_MODE, ConfigType.STRING, "numeric", ValidString.in_ignore_case("numeric", "string"))
+    .define(HSTORE_HANDLING_MODE, ConfigType.STRING, "json", ValidString.in_ignore_case("json", "map"))
+    .define(MONEY_FRACTION_DIGITS, ConfigType.SHORT, 2, Range.between(0, 20))
+    .define(STATUS_UPDATE_INTERVAL_MS, ConfigType.INT, 10_000, Range.at_least(0), Importance.LOW)
     .define(
-        "stream.in.progress.transactions",
+        STREAM_IN_PROGRESS_TRANSACTIONS,
         ConfigType.BOOLEAN,
         False,
         None,
@@ -275,7 +307,7 @@ _PG_KEYS = (
         "them and emits each at its commit, exactly as without streaming.",
     )
     .define(
-        "stream.buffer.memory.bytes",
+        STREAM_BUFFER_MEMORY_BYTES,
         ConfigType.LONG,
         64 * 1024 * 1024,
         Range.at_least(0),
@@ -284,7 +316,7 @@ _PG_KEYS = (
         "largest moves to a temporary file.",
     )
     .define(
-        "time.precision.mode",
+        TIME_PRECISION_MODE,
         ConfigType.STRING,
         "adaptive",
         ValidString.in_ignore_case("adaptive", "adaptive_time_microseconds", "connect"),
@@ -374,49 +406,131 @@ def _extra_key_errors(props: Mapping[str, Any]) -> list[ConfigValue]:
     return out
 
 
-@dataclass(frozen=True)
-class PostgresConnectorConfig:
-    values: dict[str, Any]
+class PostgresConnectorConfig(RelationalDatabaseConnectorConfig):
+    """Debezium's PostgresConnectorConfig: the checked configuration, read once into typed attributes.
 
-    @classmethod
-    def parse(cls, props: Mapping[str, Any]) -> PostgresConnectorConfig:
-        """Checked values (the first problem raises, naming its key), enums in lower case, aliases mapped."""
+    The shared keys' attributes (topic_prefix, max_batch_size, decimal_mode, table_filter,
+    column_filter, key_columns, fetch_size, …) come from RelationalDatabaseConnectorConfig; the
+    PostgreSQL keys' are set here. Enum values are in lower case and snapshot.mode aliases are
+    mapped, in the attributes and in `get(key)` / `config[key]` alike.
+    """
+
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        """Checks `props` (the first problem raises ConfigException, naming its key), then reads them."""
         for v in validate(props):
             if v.errors:
                 raise ConfigException(v.errors[0], v.name, v.value)
-        values = CONFIG_DEF.parse(with_post_processors(props)[0])
-        for key in _LOWER_CASE_KEYS:
-            values[key] = values[key].lower()
-        mode = debezium_keys.snapshot_mode_alias(values["snapshot.mode"])
-        values["snapshot.mode"] = _MODE_ALIASES.get(mode, mode)
-        if values["snapshot.isolation.mode"] in ("read_committed", "read_uncommitted"):
+        super().__init__(CONFIG_DEF, with_post_processors(props)[0])
+        normalised = {key: self.get(key).lower() for key in _LOWER_CASE_KEYS}
+        mode = debezium_keys.snapshot_mode_alias(normalised[SNAPSHOT_MODE])
+        normalised[SNAPSHOT_MODE] = _MODE_ALIASES.get(mode, mode)
+        self._values.update(normalised)  # what get() answers: the parsed values in their canonical form
+        if normalised[SNAPSHOT_ISOLATION_MODE] in ("read_committed", "read_uncommitted"):
             log.warning(
                 "snapshot.isolation.mode=%s: the snapshot reads the replication slot's exported snapshot under "
                 "REPEATABLE READ (READ COMMITTED would drop it at the first statement), so it is consistent with where "
                 "streaming starts",
-                values["snapshot.isolation.mode"],
+                normalised[SNAPSHOT_ISOLATION_MODE],
             )
-        warn_unless_fail(values.__getitem__, [k for k in FAILURE_KEYS if k != EVENT_PROCESSING_FAILURE])
+        warn_unless_fail(self.get, [k for k in FAILURE_KEYS if k != EVENT_PROCESSING_FAILURE])
         debezium_keys.warn_unsupported(props)
         if props.get(tls.SSLFACTORY):
             log.warning(tls.SSLFACTORY_IGNORED, tls.SSLFACTORY, props.get(tls.SSLFACTORY))
-        return cls(values)
+        values = self.values()
+        # The connection (dsn() adds the database.ssl* keys)
+        self.hostname: str = self.get(HOSTNAME)
+        self.port: int = self.get(PORT)
+        self.user: str = self.get(USER)
+        #: `database.password`, still wrapped (its repr is masked): `.value()` only where it is used.
+        self.password: Password | None = self.get(PASSWORD)
+        #: `database.dbname`: the one database the connector captures.
+        self.dbname: str = self.get(DATABASE_NAME)
+        #: `plugin.name`: always pgoutput.
+        self.plugin_name: str = self.get(PLUGIN_NAME)
+        # The replication slot and the publication
+        self.slot_name: str = self.get(SLOT_NAME)
+        #: `slot.max.retries` x `slot.retry.delay.ms`: how long a slot held by another reader is waited for.
+        self.slot_max_retries: int = self.get(SLOT_MAX_RETRIES)
+        self.slot_retry_delay_ms: int = self.get(SLOT_RETRY_DELAY_MS)
+        #: `slot.drop.on.stop`: the slot is dropped when the task stops (tests; loses the stream's position).
+        self.drop_slot_on_stop: bool = self.get(DROP_SLOT_ON_STOP)
+        self.publication_name: str = self.get(PUBLICATION_NAME)
+        #: `publication.autocreate.mode`: all_tables | filtered | disabled | no_tables.
+        self.publication_autocreate_mode: str = self.get(PUBLICATION_AUTOCREATE_MODE)
+        #: `replica.identity.autoset.values`: the rules replica_identity.apply runs at start, or None.
+        self.replica_identity_autoset_values: str | None = self.get(replica_identity.KEY)
+        # What is captured (the shared table and column filters come from the base class)
+        #: `schema.include.list` / `schema.exclude.list`, matched against the schema name.
+        self.schema_filter: IncludeExclude = include_exclude(values, SCHEMA_INCLUDE_LIST, SCHEMA_EXCLUDE_LIST)
+        #: `message.prefix.include.list` / `message.prefix.exclude.list`: the logical decoding messages emitted.
+        self.message_prefix_filter: IncludeExclude = include_exclude(
+            values, MSG_PREFIX_INCLUDE_LIST, MSG_PREFIX_EXCLUDE_LIST
+        )
+        #: `column.mask.*`, `column.truncate.*`, `column.mask.hash.*`, `column.propagate.source.type`, …
+        self.column_mappers = ColumnMappers.from_config(props)
+        # The snapshot
+        #: `snapshot.mode`, aliases mapped: initial | initial_only | no_data | when_needed | always.
+        self.snapshot_mode: str = self.get(SNAPSHOT_MODE)
+        #: `snapshot.isolation.mode` (the snapshot always runs under REPEATABLE READ; see its documentation).
+        self.snapshot_isolation_mode: str = self.get(SNAPSHOT_ISOLATION_MODE)
+        #: `snapshot.locking.mode`: shared | none.
+        self.locking_mode: str = self.get(SNAPSHOT_LOCKING_MODE)
+        self.lock_timeout_ms: int = self.get(SNAPSHOT_LOCK_TIMEOUT_MS)
+        self.snapshot_delay_ms: int = self.get(debezium_keys.SNAPSHOT_DELAY)
+        # Streaming
+        self.streaming_delay_ms: int = self.get(debezium_keys.STREAMING_DELAY)
+        #: `status.update.interval.ms`: how often the confirmed position is sent to the server.
+        self.status_update_interval_ms: int = self.get(STATUS_UPDATE_INTERVAL_MS)
+        #: `stream.in.progress.transactions`: pgoutput proto 2 streaming of large open transactions.
+        self.stream_in_progress_transactions: bool = self.get(STREAM_IN_PROGRESS_TRANSACTIONS)
+        #: `stream.buffer.memory.bytes`: bytes of open streamed transactions kept in memory.
+        self.stream_buffer_memory_bytes: int = self.get(STREAM_BUFFER_MEMORY_BYTES)
+        #: `event.processing.failure.handling.mode`: fail | warn | skip | ignore.
+        self.processing_failure: str = self.get(EVENT_PROCESSING_FAILURE)
+        # Values, names and topics
+        #: `interval.handling.mode`: numeric | string.
+        self.interval_handling_mode: str = self.get(INTERVAL_HANDLING_MODE)
+        #: `hstore.handling.mode`: json | map.
+        self.hstore_handling_mode: str = self.get(HSTORE_HANDLING_MODE)
+        self.money_fraction_digits: int = self.get(MONEY_FRACTION_DIGITS)
+        self.include_unknown_datatypes: bool = self.get(debezium_keys.INCLUDE_UNKNOWN)
+        #: `unavailable.value.placeholder`: stands in for unchanged TOASTed values that are not re-selected.
+        self.unavailable_value_placeholder: str = self.get(UNAVAILABLE_VALUE_PLACEHOLDER)
+        #: The `reselect.*` keys (or Debezium's ReselectColumnsPostProcessor form of them).
+        self.reselect = ReselectSettings.from_config(values)
+        #: `field.name.adjustment.mode` / `schema.name.adjustment.mode`: none | avro | avro_unicode.
+        self.field_name_adjustment_mode: str = self.get(names.FIELD_KEY).lower()
+        self.schema_name_adjustment_mode: str = self.get(names.SCHEMA_KEY).lower()
+        #: `topic.naming.strategy`, `topic.delimiter`, `topic.transaction`, `topic.heartbeat.prefix`.
+        self.topic_naming = PostgresTopicNaming.from_config(values)
+
+    @classmethod
+    def parse(cls, props: Mapping[str, Any]) -> PostgresConnectorConfig:
+        """The checked configuration (the first problem raises, naming its key)."""
+        return cls(props)
 
     def __getitem__(self, key: str) -> Any:
-        return self.values[key]
+        """The value of a declared key, as `get(key)`: for tools and tests; the task reads the attributes."""
+        return self.get(key)
+
+    def select_overrides(self) -> dict[str, str]:
+        """`snapshot.select.statement.overrides`: schema.table → the SELECT its snapshot reads.
+
+        Read when the snapshot starts, as before: a listed table without its statement key is logged then.
+        """
+        return debezium_keys.select_overrides(self.originals(), self.get(debezium_keys.OVERRIDES))
 
     def dsn(self, replication: bool = False) -> dict[str, Any]:
-        password = self.values["database.password"]
         kw: dict[str, Any] = {
-            "host": self.values["database.hostname"],
-            "port": self.values["database.port"],
-            "user": self.values["database.user"],
-            "dbname": self.values["database.dbname"],
+            "host": self.hostname,
+            "port": self.port,
+            "user": self.user,
+            "dbname": self.dbname,
             # Text output must follow the grammar text_values parses, whatever the server default.
             "options": "-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=3 -c TimeZone=UTC",
         }
-        if password is not None:
-            kw["password"] = password.value()
+        if self.password is not None:
+            kw["password"] = self.password.value()
         # sslmode, sslrootcert, sslcert, sslkey, sslpassword: every connection, the replication one too
-        kw.update(tls.libpq_params(self.values))
+        kw.update(tls.libpq_params(self.values()))
         return kw

@@ -11,28 +11,23 @@ import psycopg
 
 from cdc.api import ConnectException, SourceRecord, SourceTask, TaskMetrics
 from cdc.api.metrics import RETAINED_WAL_BYTES
-from cdc_debezium.config import skipped_operations
-from cdc_debezium.filters import include_exclude
 from cdc_debezium.heartbeat import Heartbeat
-from cdc_debezium.key_columns import KeyColumns
 from cdc_debezium.metrics import StreamingMetrics
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.transaction import TransactionMonitor
-from cdc_postgres import __version__, debezium_keys, replica_identity
+from cdc_postgres import __version__, replica_identity
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
-from cdc_postgres.column_mappers import ColumnMappers
 from cdc_postgres.config import PostgresConnectorConfig
 from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
 from cdc_postgres.lsn import format_lsn
 from cdc_postgres.offset_context import PostgresOffsetContext
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
-from cdc_postgres.reselect import ColumnReselector, ReselectSettings
+from cdc_postgres.reselect import ColumnReselector
 from cdc_postgres.schema import PostgresSchema, SchemaOptions
 from cdc_postgres.snapshot import PostgresSnapshotChangeEventSource, captured_tables
 from cdc_postgres.source_info import SourceInfo
 from cdc_postgres.streaming import Position, PostgresStreamingChangeEventSource
-from cdc_postgres.topics import PostgresTopicNaming
 from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters
 
 log = logging.getLogger(__name__)
@@ -60,13 +55,12 @@ class PostgresConnectorTask(SourceTask):
 
     def start(self, props: dict[str, str]) -> None:
         self.config = PostgresConnectorConfig.parse(props)
-        self.props = dict(props)  # the keys named by a table or index (column mappers, snapshot SELECTs)
         c = self.config
-        self.server = c["topic.prefix"]
+        self.server = c.topic_prefix
         self.partition = {"server": self.server}
         self.dsn = c.dsn()
         self.queue: ChangeEventQueue[SourceRecord] = ChangeEventQueue(
-            c["max.batch.size"], c["max.queue.size"], c["poll.interval.ms"]
+            c.max_batch_size, c.max_queue_size, c.poll_interval_ms
         )
         self.stop_event = threading.Event()
         self.progress = SnapshotProgress(log)
@@ -76,24 +70,23 @@ class PostgresConnectorTask(SourceTask):
         self._wal_next = 0.0
         TaskMetrics.of(self.context).register(self._metrics)
         stored = PostgresOffsetContext.from_offset(self.context.offset_storage_reader().offset(self.partition))
-        table_match = include_exclude(c.values, "table.include.list", "table.exclude.list")
-        schema_match = include_exclude(c.values, "schema.include.list", "schema.exclude.list")
+        table_match, schema_match = c.table_filter, c.schema_filter
         self.table_filter = lambda t: schema_match(t.split(".", 1)[0]) and table_match(t)
 
         admin = PostgresConnection(self.dsn)
         try:
             admin.check_wal_level()
             admin.check_replication_privilege()
-            if c["stream.in.progress.transactions"]:
+            if c.stream_in_progress_transactions:
                 admin.check_streaming_support()
             tables = captured_tables(admin.conn, self.table_filter)
-            replica_identity.apply(admin, c["replica.identity.autoset.values"], tables)
+            replica_identity.apply(admin, c.replica_identity_autoset_values, tables)
             self._check_identities(admin, tables)
             added = admin.ensure_publication(
-                c["publication.name"], c["publication.autocreate.mode"], [(ns, n) for _, ns, n in tables]
+                c.publication_name, c.publication_autocreate_mode, [(ns, n) for _, ns, n in tables]
             )
             self._warn_unpublished(admin, tables)
-            self.via_partition_root = admin.publishes_via_root(c["publication.name"])
+            self.via_partition_root = admin.publishes_via_root(c.publication_name)
             if not self.via_partition_root:
                 self._warn_uncaptured_partitions(admin, tables)
             plan = self._plan(admin, stored)
@@ -120,11 +113,11 @@ class PostgresConnectorTask(SourceTask):
                     "index or a message.key.columns entry), but PostgreSQL refuses UPDATE and DELETE on it while "
                     "publication %s publishes them. To capture them, run ALTER TABLE %s REPLICA IDENTITY FULL; "
                     "(or set replica.identity.autoset.values=%s:FULL)",
-                    table, what, self.config["publication.name"], table, table.replace(".", "\\."),
+                    table, what, self.config.publication_name, table, table.replace(".", "\\."),
                 )  # fmt: skip
 
     def _warn_unpublished(self, admin: PostgresConnection, tables: list[tuple[int, str, str]]) -> None:
-        name = self.config["publication.name"]
+        name = self.config.publication_name
         for table in admin.unpublished_tables(name, [oid for oid, _, _ in tables]):
             log.warning(
                 "table %s matches the table/schema include lists but is not in publication %s, so PostgreSQL "
@@ -140,7 +133,7 @@ class PostgresConnectorTask(SourceTask):
                 "table/schema include lists do not capture, so none of them are emitted (and the snapshot reads "
                 "each table with ONLY, so not its rows either). Capture the partitions (e.g. table.include.list="
                 "%s.*), or create publication %s WITH (publish_via_partition_root = true) to stream them as %s",
-                parent, ", ".join(missing), parent.replace(".", "\\."), self.config["publication.name"], parent,
+                parent, ", ".join(missing), parent.replace(".", "\\."), self.config.publication_name, parent,
             )  # fmt: skip
 
     def _warn_added_after_snapshot(self, added: list[str]) -> None:
@@ -156,8 +149,8 @@ class PostgresConnectorTask(SourceTask):
 
     def _plan(self, admin: PostgresConnection, stored: PostgresOffsetContext | None) -> tuple[Any, ...]:
         c = self.config
-        mode = c["snapshot.mode"]
-        slot_name = c["slot.name"]
+        mode = c.snapshot_mode
+        slot_name = c.slot_name
         slot = admin.slot(slot_name)
         if slot is not None and slot[1]:
             # A restarted task's predecessor may still be letting go: judge the slot against the
@@ -179,7 +172,7 @@ class PostgresConnectorTask(SourceTask):
                     f"{problem}. Changes since then cannot be streamed, and skipping them would lose them. "
                     "Recover with a new snapshot: set snapshot.mode=when_needed (or always), or delete this "
                     "connector's offsets, and restart"
-                    + (" (slot.drop.on.stop=true drops the slot at every stop)" if c["slot.drop.on.stop"] else "")
+                    + (" (slot.drop.on.stop=true drops the slot at every stop)" if c.drop_slot_on_stop else "")
                 )
         needs_snapshot = mode == "always" or (
             mode in ("initial", "initial_only", "when_needed") and not completed and not streaming_offset
@@ -249,13 +242,13 @@ class PostgresConnectorTask(SourceTask):
         a slot held by another connector fails the task with the holder's PID and the fix.
         """
         c = self.config
-        deadline = time.monotonic() + c["slot.max.retries"] * c["slot.retry.delay.ms"] / 1000
+        deadline = time.monotonic() + c.slot_max_retries * c.slot_retry_delay_ms / 1000
         while True:
             slot = admin.slot(slot_name)
             if slot is None or not slot[1]:
                 return slot
             if time.monotonic() >= deadline or self.stop_event.wait(0.2):
-                raise slot_in_use(slot_name, slot[3], c["slot.max.retries"], c["slot.retry.delay.ms"])
+                raise slot_in_use(slot_name, slot[3], c.slot_max_retries, c.slot_retry_delay_ms)
 
     def _stored_events(self) -> int:
         offset = self.context.offset_storage_reader().offset(self.partition) or {}
@@ -264,42 +257,35 @@ class PostgresConnectorTask(SourceTask):
     # -- the reader thread ------------------------------------------------------------------------
     def _build(self) -> tuple[PostgresSchema, PostgresChangeRecordEmitter, Any]:
         c = self.config
-        topics = PostgresTopicNaming.from_config(c.values)
         settings = ConverterSettings(
-            decimal_handling_mode=c["decimal.handling.mode"].lower(),
-            time_precision_mode=c["time.precision.mode"].lower(),
-            binary_handling_mode=c["binary.handling.mode"].lower(),
-            interval_handling_mode=c["interval.handling.mode"],
-            hstore_handling_mode=c["hstore.handling.mode"],
-            money_fraction_digits=c["money.fraction.digits"],
-            include_unknown_datatypes=c[debezium_keys.INCLUDE_UNKNOWN],
+            decimal_handling_mode=c.decimal_mode.value,
+            time_precision_mode=c.time_mode.value,
+            binary_handling_mode=c.binary_mode.value,
+            interval_handling_mode=c.interval_handling_mode,
+            hstore_handling_mode=c.hstore_handling_mode,
+            money_fraction_digits=c.money_fraction_digits,
+            include_unknown_datatypes=c.include_unknown_datatypes,
         )
-        options = SchemaOptions(
-            ColumnMappers.from_config(self.props),
-            c["field.name.adjustment.mode"].lower(),
-            c["schema.name.adjustment.mode"].lower(),
-        )
-        column_match = include_exclude(c.values, "column.include.list", "column.exclude.list")
-        keys = KeyColumns.parse(c["message.key.columns"])
+        options = SchemaOptions(c.column_mappers, c.field_name_adjustment_mode, c.schema_name_adjustment_mode)
         conn = PostgresConnection(self.dsn)
         schema = PostgresSchema(
             conn.conn,
-            topics,
+            c.topic_naming,
             PostgresValueConverters(settings),
-            c["unavailable.value.placeholder"],
-            column_match,
-            keys,
+            c.unavailable_value_placeholder,
+            c.column_filter,
+            c.key_columns,
             options,
         )
-        reselect = ReselectSettings.from_config(c.values)
+        reselect = c.reselect
         self._reselector = ColumnReselector(self.dsn, reselect, self.stop_event) if reselect.enabled else None
         emitter = PostgresChangeRecordEmitter(
             self.server,
-            SourceInfo(self.server, c["database.dbname"]),
+            SourceInfo(self.server, c.dbname),
             self.queue.enqueue,
-            skipped_operations(c["skipped.operations"]),
-            c["tombstones.on.delete"],
-            c["binary.handling.mode"].lower(),
+            c.skipped_operations,
+            c.tombstones_on_delete,
+            c.binary_mode.value,
             self._reselector,
         )
         return schema, emitter, conn
@@ -318,7 +304,7 @@ class PostgresConnectorTask(SourceTask):
                 return
             schema, emitter, _conn = self._build()
             c = self.config
-            if needs_snapshot and self.stop_event.wait(c[debezium_keys.SNAPSHOT_DELAY] / 1000):
+            if needs_snapshot and self.stop_event.wait(c.snapshot_delay_ms / 1000):
                 return
             if needs_snapshot:
                 snap = PostgresSnapshotChangeEventSource(
@@ -326,12 +312,12 @@ class PostgresConnectorTask(SourceTask):
                     schema,
                     emitter,
                     self.table_filter,
-                    c["snapshot.fetch.size"],
+                    c.fetch_size,
                     self.progress,
-                    locking_mode=c["snapshot.locking.mode"],
-                    lock_timeout_ms=c["snapshot.lock.timeout.ms"],
+                    locking_mode=c.locking_mode,
+                    lock_timeout_ms=c.lock_timeout_ms,
                     via_partition_root=self.via_partition_root,
-                    select_overrides=debezium_keys.select_overrides(self.props, c[debezium_keys.OVERRIDES]),
+                    select_overrides=c.select_overrides(),
                 )
                 snap.run(snapshot_name, consistent_point, self.stop_event.is_set)
                 if self._slot_conn is not None:
@@ -340,31 +326,31 @@ class PostgresConnectorTask(SourceTask):
                 if only_snapshot:
                     # As Debezium's initial_only, which never streams: no slot may be left behind
                     # holding WAL for a reader that never comes.
-                    self._drop_slot(c["slot.name"])
-                    log.info("snapshot.mode=initial_only: snapshot done, slot %s dropped", c["slot.name"])
+                    self._drop_slot(c.slot_name)
+                    log.info("snapshot.mode=initial_only: snapshot done, slot %s dropped", c.slot_name)
                     return
-            if self.stop_event.wait(c[debezium_keys.STREAMING_DELAY] / 1000):
+            if self.stop_event.wait(c.streaming_delay_ms / 1000):
                 return
-            topics = PostgresTopicNaming.from_config(c.values)
+            topics = c.topic_naming
             heartbeat = None
-            if c["heartbeat.interval.ms"] > 0:
-                heartbeat = Heartbeat(c["heartbeat.interval.ms"], topics.heartbeat_topic(), self.server)
-            query = c["heartbeat.action.query"]
+            if c.heartbeat_interval_ms > 0:
+                heartbeat = Heartbeat(c.heartbeat_interval_ms, topics.heartbeat_topic(), self.server)
+            query = c.heartbeat_action_query
             self.streaming = PostgresStreamingChangeEventSource(
                 self.dsn,
-                c["slot.name"],
-                c["publication.name"],
+                c.slot_name,
+                c.publication_name,
                 schema,
                 emitter,
                 self.table_filter,
-                include_exclude(c.values, "message.prefix.include.list", "message.prefix.exclude.list"),
+                c.message_prefix_filter,
                 f"{self.server}.message",
                 heartbeat,
                 (lambda: self._heartbeat_action(query)) if query else None,
-                c["status.update.interval.ms"] / 1000,
-                TransactionMonitor(topics.transaction_topic()) if c["provide.transaction.metadata"] else None,
-                c["stream.buffer.memory.bytes"] if c["stream.in.progress.transactions"] else None,
-                c["event.processing.failure.handling.mode"],
+                c.status_update_interval_ms / 1000,
+                TransactionMonitor(topics.transaction_topic()) if c.provide_transaction_metadata else None,
+                c.stream_buffer_memory_bytes if c.stream_in_progress_transactions else None,
+                c.processing_failure,
             )
             self._stream_with_reconnect(start_lsn, resume)
         except InterruptedError:
@@ -390,7 +376,7 @@ class PostgresConnectorTask(SourceTask):
         except psycopg.Error as e:
             raise PostgresConnectorError(
                 f"heartbeat.action.query failed: {str(e).strip()}. Fix the statement (it runs in database "
-                f"{self.config['database.dbname']!r} as {self.config['database.user']!r}, which needs the rights "
+                f"{self.config.dbname!r} as {self.config.user!r}, which needs the rights "
                 "to it), or unset heartbeat.action.query"
             ) from e
 
@@ -435,9 +421,9 @@ class PostgresConnectorTask(SourceTask):
                     in_use_since = None
                 elif in_use_since is None:
                     in_use_since = time.monotonic()
-                elif time.monotonic() - in_use_since > c["slot.max.retries"] * c["slot.retry.delay.ms"] / 1000:
+                elif time.monotonic() - in_use_since > c.slot_max_retries * c.slot_retry_delay_ms / 1000:
                     # Someone else took the slot while we were away: retrying forever would hide it.
-                    raise slot_in_use(c["slot.name"], None, c["slot.max.retries"], c["slot.retry.delay.ms"]) from e
+                    raise slot_in_use(c.slot_name, None, c.slot_max_retries, c.slot_retry_delay_ms) from e
                 emitted = self.streaming.emitted
                 if emitted.lsn_commit is not None:
                     resume, start_lsn = emitted, emitted.lsn_commit
@@ -477,9 +463,9 @@ class PostgresConnectorTask(SourceTask):
         try:
             if self._wal_conn is None:
                 self._wal_conn = PostgresConnection(self.dsn, connect_timeout=5)
-            self._wal_bytes = self._wal_conn.retained_wal_bytes(self.config["slot.name"])
+            self._wal_bytes = self._wal_conn.retained_wal_bytes(self.config.slot_name)
         except (psycopg.Error, ConnectException) as e:  # e.g. a server restart: try again next time
-            log.debug("reading the retained WAL of slot %s failed: %s", self.config["slot.name"], e)
+            log.debug("reading the retained WAL of slot %s failed: %s", self.config.slot_name, e)
             self._close_wal_conn()
         return self._wal_bytes
 
@@ -510,8 +496,8 @@ class PostgresConnectorTask(SourceTask):
             self._slot_conn.close()
         if getattr(self, "_wal_conn", None) is not None:
             self._close_wal_conn()
-        if getattr(self, "config", None) is not None and self.config["slot.drop.on.stop"]:
+        if getattr(self, "config", None) is not None and self.config.drop_slot_on_stop:
             try:
-                self._drop_slot(self.config["slot.name"])
+                self._drop_slot(self.config.slot_name)
             except Exception as e:
-                log.warning("slot.drop.on.stop: could not drop replication slot %s: %s", self.config["slot.name"], e)
+                log.warning("slot.drop.on.stop: could not drop replication slot %s: %s", self.config.slot_name, e)

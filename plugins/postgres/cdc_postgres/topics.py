@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cdc_debezium.config import TOPIC_PREFIX
 from cdc_debezium.naming import TopicNamingStrategy, sanitize_topic
 from cdc_postgres import debezium_keys as keys
 
@@ -32,7 +33,7 @@ class PostgresTopicNaming(TopicNamingStrategy):
     def from_config(cls, values: Mapping[str, Any]) -> PostgresTopicNaming:
         strategy = str(values.get(keys.TOPIC_NAMING) or keys.SCHEMA_NAMING).strip()
         return cls(
-            values["topic.prefix"],
+            values[TOPIC_PREFIX],
             values.get(keys.TOPIC_DELIMITER) or ".",
             values.get(keys.TOPIC_TRANSACTION) or "transaction",
             values.get(keys.HEARTBEAT_TOPICS_PREFIX) or values.get(keys.TOPIC_HEARTBEAT_PREFIX) or "",
