@@ -166,3 +166,9 @@ class ValueSide(OperatingSide):
         return record.new_record(
             record.topic, record.kafka_partition, record.key_schema, record.key, schema, value, record.timestamp
         )
+
+
+def non_null(name: str, value: Any) -> None:
+    """Kafka's ConfigDef.NonNullValidator."""
+    if value is None:
+        raise config_error(name, None, "entry must be non null")

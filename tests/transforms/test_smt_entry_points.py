@@ -37,6 +37,11 @@ def test_all_expected_smts_are_registered() -> None:
         "TopicNameMatches",
         "RecordIsTombstone",
         "HasHeaderKey",
+        "HoistField$Key",
+        "HoistField$Value",
+        "TimestampRouter",
+        "InsertHeader",
+        "DropHeaders",
     }
 
 
