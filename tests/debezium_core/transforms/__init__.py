@@ -1,0 +1,1 @@
+"""Debezium SMT tests (issue 23)."""
