@@ -42,6 +42,11 @@ def test_all_expected_smts_are_registered() -> None:
         "TimestampRouter",
         "InsertHeader",
         "DropHeaders",
+        "ExtractField$Key",
+        "ExtractField$Value",
+        "SetSchemaMetadata$Key",
+        "SetSchemaMetadata$Value",
+        "ValueToKey",
     }
 
 
