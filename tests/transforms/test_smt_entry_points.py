@@ -47,6 +47,10 @@ def test_all_expected_smts_are_registered() -> None:
         "SetSchemaMetadata$Key",
         "SetSchemaMetadata$Value",
         "ValueToKey",
+        "HeaderFrom$Key",
+        "HeaderFrom$Value",
+        "Flatten$Key",
+        "Flatten$Value",
     }
 
 
