@@ -141,3 +141,26 @@ def schema_change() -> SourceRecord:
 def header(record: SourceRecord, name: str) -> Any:
     found = record.headers.last_with_name(name)
     return None if found is None else found.value
+
+
+def chain(config: dict[str, str]) -> Any:
+    """A transformation chain built as the runtime builds it, resolving plugins by discovery."""
+    from cdc.runtime.plugins import PluginKind, PluginRegistry
+    from cdc.transforms import build_transformation_chain
+
+    registry = PluginRegistry.discover()
+    kinds = {"transform": [PluginKind.TRANSFORMATION], "predicate": [PluginKind.PREDICATE]}
+    return build_transformation_chain(config, lambda kind, name: registry.resolve(name, kinds[kind]).cls)
+
+
+def assert_one_line_config_error(config: dict[str, str], key: str) -> str:
+    """Building the chain fails with one line naming `key` (`transforms.<alias>.<key>`)."""
+    import pytest
+
+    from cdc.api import ConfigException
+
+    with pytest.raises(ConfigException) as e:
+        chain(config)
+    assert e.value.name == key, str(e.value)
+    assert key in str(e.value) and "\n" not in str(e.value)
+    return str(e.value)
