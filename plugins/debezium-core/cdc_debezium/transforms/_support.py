@@ -158,3 +158,23 @@ def drop_struct_fields(value: Struct | None, schema: Schema | None, names: set[s
         updated = cache.put(key, builder.build())
     kept = [f.name for f in updated.fields]
     return updated, Struct.from_values(updated, struct_values(value, kept))
+
+
+_AVRO_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_AVRO_REST = _AVRO_FIRST | frozenset("0123456789.")
+SCHEMA_NAME_MODES = ("none", "avro", "avro_unicode")
+
+
+def adjust_schema_name(name: str, mode: str) -> str:
+    """Debezium's SchemaNameAdjuster for a schema fullname: `avro` turns invalid characters into `_`
+    (a leading digit keeps itself after the `_`), `avro_unicode` into `_uXXXX`; `none` keeps the name."""
+    if mode == "none" or not name:
+        return name
+
+    def replaced(c: str) -> str:
+        return "_" if mode == "avro" else f"_u{ord(c):04x}"
+
+    first = name[0]
+    out = [first] if first in _AVRO_FIRST else [replaced(first) + (first if first.isdigit() and mode == "avro" else "")]
+    out.extend(c if c in _AVRO_REST else replaced(c) for c in name[1:])
+    return "".join(out)
