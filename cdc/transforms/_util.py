@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from cdc.api.data import Schema, SchemaBuilder, Struct
+from cdc.api.data import Schema, SchemaBuilder, Struct, Type
 from cdc.api.errors import ConfigException, DataException
 from cdc.api.records import ConnectRecord, SinkRecord
 
@@ -43,6 +43,31 @@ def require_sink_record(record: ConnectRecord, purpose: str) -> SinkRecord:
     if not isinstance(record, SinkRecord):
         raise DataException(f"Only SinkRecord supported for [{purpose}], found: {class_name(record)}")
     return record
+
+
+def schemaless_type(value: object) -> Type | None:
+    """Kafka's ConnectSchema.schemaType(Class) for a Python value: None when Connect has no type for it.
+
+    Python ints are INT64 and floats FLOAT64 (Java's Long and Double); logical values
+    (date, time, datetime, Decimal) have no schemaless type, as in Kafka.
+    """
+    if isinstance(value, bool):
+        return Type.BOOLEAN
+    if isinstance(value, int):
+        return Type.INT64
+    if isinstance(value, float):
+        return Type.FLOAT64
+    if isinstance(value, str):
+        return Type.STRING
+    if isinstance(value, bytes | bytearray | memoryview):
+        return Type.BYTES
+    if isinstance(value, list | tuple):
+        return Type.ARRAY
+    if isinstance(value, Mapping):
+        return Type.MAP
+    if isinstance(value, Struct):
+        return Type.STRUCT
+    return None
 
 
 # -- schemas --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from cdc.transforms._util import (
     copy_schema_basics,
     require_map,
     require_struct,
+    schemaless_type,
 )
 
 DELIMITER = "delimiter"
@@ -49,27 +50,6 @@ _LEAF_TYPES = frozenset(
         Type.ARRAY,
     }
 )
-
-
-def _schemaless_type(value: object) -> Type | None:
-    """Kafka's ConnectSchema.schemaType(Class) for Python values: None when Connect has no type for it."""
-    if isinstance(value, bool):
-        return Type.BOOLEAN
-    if isinstance(value, int):
-        return Type.INT64
-    if isinstance(value, float):
-        return Type.FLOAT64
-    if isinstance(value, str):
-        return Type.STRING
-    if isinstance(value, bytes | bytearray | memoryview):
-        return Type.BYTES
-    if isinstance(value, list | tuple):
-        return Type.ARRAY
-    if isinstance(value, Mapping):
-        return Type.MAP
-    if isinstance(value, Struct):
-        return Type.STRUCT
-    return None
 
 
 def _leaf_schema(original: Schema, optional: bool, default: Any) -> Schema:
@@ -116,7 +96,7 @@ class Flatten(OperatingSide, Transformation[R], ABC):
             if item is None:
                 out[name] = None
                 continue
-            kind = _schemaless_type(item)
+            kind = schemaless_type(item)
             if kind is None:
                 raise DataException(
                     f"Flatten transformation was passed a value of type {class_name(item)} which is not "

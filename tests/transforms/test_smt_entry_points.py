@@ -51,6 +51,8 @@ def test_all_expected_smts_are_registered() -> None:
         "HeaderFrom$Value",
         "Flatten$Key",
         "Flatten$Value",
+        "Cast$Key",
+        "Cast$Value",
     }
 
 
