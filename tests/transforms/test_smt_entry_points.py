@@ -53,6 +53,8 @@ def test_all_expected_smts_are_registered() -> None:
         "Flatten$Value",
         "Cast$Key",
         "Cast$Value",
+        "TimestampConverter$Key",
+        "TimestampConverter$Value",
     }
 
 
