@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api.config import AbstractConfig, ConfigDef, ConfigType, Importance
-from cdc.api.errors import DataException
+from cdc.api.errors import ConfigException, DataException
 from cdc.api.transforms import Transformation
 from cdc.transforms._util import KeySide, OperatingSide, R, ValueSide, require_map, require_struct
 from cdc.transforms.field_path import FieldSyntaxVersion, SingleFieldPath
@@ -42,7 +42,13 @@ class ExtractField(OperatingSide, Transformation[R], ABC):
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = AbstractConfig(CONFIG_DEF, configs)
         self._original_path = config.get_string(FIELD) or ""
-        self._path = SingleFieldPath(self._original_path, FieldSyntaxVersion.from_config(config))
+        version = FieldSyntaxVersion.from_config(config)
+        try:
+            self._path = SingleFieldPath(self._original_path, version)
+        except ConfigException as e:  # an incomplete backtick pair: name the key
+            raise ConfigException(
+                f"Invalid value {self._original_path} for configuration {FIELD}: {e}", FIELD, self._original_path
+            ) from None
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT))
 
     def apply(self, record: R) -> R | None:
