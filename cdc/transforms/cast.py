@@ -20,10 +20,10 @@ from typing import Any
 
 from cdc.api.config import AbstractConfig, ConfigDef, ConfigType, Importance
 from cdc.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, is_logical
+from cdc.api.data._javafmt import to_float32
+from cdc.api.data.values import _format_temporal, _millis, java_to_string
 from cdc.api.errors import DataException
 from cdc.api.transforms import Transformation
-from cdc.converters._javafmt import to_float32
-from cdc.converters._values import _format_temporal, _millis, java_to_string
 from cdc.transforms._util import (
     KeySide,
     OperatingSide,

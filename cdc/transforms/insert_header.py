@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api.config import AbstractConfig, ConfigDef, ConfigType, Importance
+from cdc.api.data.values import parse_string
 from cdc.api.transforms import Transformation
-from cdc.converters._values import parse_string
 from cdc.transforms._util import R, non_null
 
 HEADER_FIELD = "header"

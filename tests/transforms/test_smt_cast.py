@@ -20,7 +20,7 @@ from cdc.api import (
     Timestamp,
     Type,
 )
-from cdc.converters._values import _format_temporal
+from cdc.api.data.values import _format_temporal
 from cdc.transforms.cast import CastKey, CastValue, cast_value
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
