@@ -183,6 +183,8 @@ class JavaDateFormat:
                 month = int(raw) if raw.isdigit() else _month_number(raw)
             elif c == "d":
                 day = int(raw)
+            elif c == "D":  # day of the year: counted from January 1st (lenient roll-over does the rest)
+                month, day = 1, int(raw)
             elif c in "Hk":
                 hour = int(raw) % 24
             elif c in "Kh":
@@ -197,7 +199,7 @@ class JavaDateFormat:
                 pm = raw.upper() == "PM"
             elif c in "zZX":
                 offset = _offset_minutes(raw)
-        if pm and (hour12 or hour < 12):
+        if pm and hour12:  # AM/PM only qualifies h/K; H and k are already hours of the day
             hour += 12
         # Lenient like SimpleDateFormat's default: out-of-range fields roll over into the next unit.
         months = year * 12 + month - 1
