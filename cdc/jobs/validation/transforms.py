@@ -13,7 +13,16 @@ from cdc.jobs.validation.problems import Collector
 
 _ENVELOPE = ("before", "after", "source", "op")
 # SMTs that replace the envelope with something else (Debezium's and Kafka's own).
-_RESHAPING = ("ExtractNewRecordState", "ExtractNewDocumentState", "UnwrapFromEnvelope", "Flatten", "HoistField")
+_RESHAPING = (
+    "ExtractNewRecordState",
+    "ExtractNewDocumentState",
+    "UnwrapFromEnvelope",
+    "Flatten",
+    "HoistField",
+    "EventRouter",
+)
+# Debezium's scripted Filter: its simple name is Kafka's Filter, but it has a condition, not a predicate.
+_EXPRESSION_FILTERS = ("io.debezium.transforms.Filter", "ExpressionFilter")
 _RESHAPING_VALUE = ("ExtractField", "ValueToKey", "Cast", "SetSchemaMetadata")
 
 
@@ -31,13 +40,22 @@ def check_transform_shapes(job: dict[str, Any], out: Collector) -> None:
         base, _, side = simple.partition("$")
         label = f"transform {t.get('name')!r} ({simple})"
         path: tuple[str | int, ...] = ("transforms", i)
-        if base in _RESHAPING or (base in _RESHAPING_VALUE and side != "Key"):
+        if str(t.get("type", "")).strip() in _EXPRESSION_FILTERS or simple == "ExpressionFilter":
+            out.warn(
+                path,
+                f"{label} drops the events its condition is false for, deletes and truncates included: a dropped "
+                "change leaves the target different from the source (`cdc verify` reports it); to leave out whole "
+                "tables use the source's table.exclude.list",
+            )
+        elif base in _RESHAPING or (base in _RESHAPING_VALUE and side != "Key"):
             out.add(
                 (*path, "type"),
                 f"{label} reshapes the Debezium change event, but the Spark sink needs the envelope as the "
                 "source writes it (before, after, source, op) to apply deletes, truncates and ordering; remove "
                 "it (the sink already writes rows, not envelopes)",
             )
+            if base == "ExtractNewRecordState":
+                _check_unwrap_deletes(t, path, label, out)
         elif base in ("ReplaceField", "MaskField") and side == "Key":
             out.add(
                 path,
@@ -85,6 +103,30 @@ def check_transform_shapes(job: dict[str, Any], out: Collector) -> None:
             )
         elif base == "Filter":
             _check_filter(t, path, label, out)
+
+
+def _check_unwrap_deletes(t: dict[str, Any], path: tuple[str | int, ...], label: str, out: Collector) -> None:
+    """ExtractNewRecordState's delete handling: `drop` (or the legacy keys' default) loses deletes."""
+    mode, legacy, legacy_tombstones = (
+        t.get("delete.tombstone.handling.mode"),
+        t.get("delete.handling.mode"),
+        t.get("drop.tombstones"),
+    )
+    if mode is not None and str(mode).strip():
+        key, setting = "delete.tombstone.handling.mode", str(mode).strip().lower()
+    elif legacy is not None or legacy_tombstones is not None:
+        # the legacy keys' delete.handling.mode defaults to drop
+        key = "delete.handling.mode" if legacy is not None else "drop.tombstones"
+        setting = str(legacy or "drop").strip().lower()
+    else:
+        return  # the default (tombstone) keeps deletes, as null values
+    if setting == "drop":
+        out.add(
+            (*path, key),
+            f"{label} drops delete events (delete handling: drop), so the target keeps every deleted row; set "
+            "delete.tombstone.handling.mode=rewrite (a delete becomes its before row with __deleted=true) or "
+            "tombstone",
+        )
 
 
 def _check_replace_value(t: dict[str, Any], path: tuple[str | int, ...], label: str, out: Collector) -> None:
