@@ -311,6 +311,7 @@ class ExtractNewRecordState(Transformation[R]):
         self._drop_fields_from_key = bool(config.get_boolean(DROP_FIELDS_FROM_KEY))
         self._keep_schema_compatible = bool(config.get_boolean(DROP_FIELDS_KEEP_SCHEMA_COMPATIBLE))
         self._schemas = SchemaCache(64)
+        self._present: dict[tuple[bool, Schema], list[tuple[FieldReference, Schema]]] = {}
 
     def config(self) -> ConfigDef:
         return CONFIG_DEF
@@ -362,17 +363,28 @@ class ExtractNewRecordState(Transformation[R]):
         return row
 
     # -- pieces -----------------------------------------------------------------------------
+    def _present_refs(self, headers: bool, envelope: Schema) -> list[tuple[FieldReference, Schema]]:
+        """The add.fields (or add.headers) entries this envelope schema has, with their schemas."""
+        key = (headers, envelope)
+        found = self._present.get(key)
+        if found is None:
+            refs = self._add_headers if headers else self._add_fields
+            found = [(ref, s) for ref in refs if (s := ref.schema(envelope)) is not None]
+            if len(self._present) >= 256:
+                self._present.clear()
+            self._present[key] = found
+        return found
+
     def _headers(self, record: R) -> Headers:
         headers = record.headers.duplicate()
         envelope = record.value
-        for ref in self._add_headers:
-            if envelope is None:
-                # A tombstone carries only the delete marker (Debezium adds op=d to tombstones).
+        if envelope is None:
+            # A tombstone carries only the delete marker (Debezium adds op=d to tombstones).
+            for ref in self._add_headers:
                 if ref.struct is None and ref.field == "op":
                     headers.add(ref.new_field, "d", Schema.STRING_SCHEMA)
-                continue
-            schema = ref.schema(envelope.schema)
-            if schema is not None:
+        else:
+            for ref, schema in self._present_refs(True, envelope.schema):
                 headers.add(ref.new_field, ref.value(envelope), schema)
         return headers
 
@@ -399,18 +411,16 @@ class ExtractNewRecordState(Transformation[R]):
         op = envelope.get_without_default("op") if envelope.schema.field("op") else None
         key = ("fields", value.schema, envelope.schema, op)
         schema = self._schemas.get(key)
-        present = [ref for ref in self._add_fields if ref.schema(envelope.schema) is not None]
+        present = self._present_refs(False, envelope.schema)
         if schema is None:
             builder = copy_schema_basics(value.schema, SchemaBuilder.struct())
             for field in value.schema.fields:
                 builder.field(field.name, field.schema)
-            for ref in present:
-                field_schema = ref.schema(envelope.schema)
-                assert field_schema is not None
+            for ref, field_schema in present:
                 builder.field(ref.new_field, field_schema)
             schema = self._schemas.put(key, builder.build())
         values = struct_values(value, [f.name for f in value.schema.fields])
-        values += [ref.value(envelope) for ref in present]
+        values += [ref.value(envelope) for ref, _ in present]
         return with_value(row, schema, Struct.from_values(schema, values))
 
     def _drop_fields(self, row: R) -> R:
