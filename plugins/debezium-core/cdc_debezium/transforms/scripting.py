@@ -56,7 +56,7 @@ def _language(name: str, value: Any) -> None:
             value,
             f"{value} scripts (Groovy, JavaScript, WebAssembly) cannot run in this Python runtime; set "
             f"{name}=cdc.expr and write the expression in its safe syntax, e.g. "
-            "value.op == 'u' && value.after.id > 2 (see the README's transforms section)",
+            "value.op == 'u' && value.after.id > 2 (see cdc.expr in plugins/debezium-core/README.md)",
         )
     raise config_error(name, value, "unknown expression language; use cdc.expr")
 
