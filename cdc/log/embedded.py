@@ -17,9 +17,9 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cdc.log._headers import decode_headers, encode_headers
 from cdc.log.base import (
@@ -36,8 +36,12 @@ from cdc.log.base import (
     TopicSpec,
     UnknownTopicError,
 )
+from cdc.log.embedded_locks import BusyTimeout, Deadline, FairLock, retry_busy
 from cdc.log.murmur2 import partition_for_key
 from cdc.log.private_files import make_private_dir, open_private_file, tighten
+from cdc.log.sqlite_copies import CopyWaitTimeout, connect_counted
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,9 @@ SCHEMA_VERSION = 1
 # good. SQLite truncates it to this when it restarts the WAL; twice the autocheckpoint point
 # (1000 pages of 16 KB) so a steady stream of writes never shrinks and regrows it.
 WAL_SIZE_LIMIT = 32 * 1024 * 1024
+# Records deleted per write transaction when retention (or delete_records) drops a range: a
+# week of records expiring at once must not hold the write lock past other writers' timeout.
+DELETE_CHUNK = 10_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS topics(
@@ -114,6 +121,12 @@ class EmbeddedLog(TopicLog):
 
     `synchronous` is SQLite's durability knob: FULL (default) survives power loss, NORMAL
     survives a process crash (kill -9) but may lose the last commits on power loss.
+
+    `busy_timeout_ms` bounds each operation's wait for a busy log (embedded_locks): the
+    process's writers queue in turn, and SQLite BUSY is waited out or retried until then.
+    Locks, always taken in this order: `_lock` (the log's own connection), a producer's
+    lock, `_write_lock` (one write transaction of this process at a time). Nothing inside a
+    write transaction takes `_lock`.
     """
 
     owner_applies_retention = True  # the worker's LogCleaner enforces retention.ms (Worker.start)
@@ -149,6 +162,7 @@ class EmbeddedLog(TopicLog):
         self.default_partitions = default_partitions
         self.busy_timeout_ms = busy_timeout_ms
         self._lock = threading.RLock()
+        self._write_lock = FairLock()
         self._conn = self.connect()
         for name in (DB_FILE, DB_FILE + "-wal", DB_FILE + "-shm"):
             tighten(self.state_dir / name)  # a log written by an older cdc, or with a wider mode
@@ -164,48 +178,108 @@ class EmbeddedLog(TopicLog):
 
     def _init_schema(self) -> None:
         with self._lock:
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise LogError(
-                    f"{self.path} was written by a newer cdc (log schema version {version}; this one reads up to "
-                    f"{SCHEMA_VERSION}); upgrade cdc, or choose another state.dir"
-                )
+            version = self.retrying(self._conn, lambda: self._schema_version(self._conn), "opening")
             if version == SCHEMA_VERSION:
                 return  # the usual open takes no write lock (`cdc status` beside a running worker)
-            # One write transaction, so two processes creating the file cannot interleave.
-            with _write_txn(self._conn) as conn:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            # One write transaction, so two processes creating the file cannot interleave; the
+            # version is read again inside it, as another process may have created it meanwhile.
+            self.write(self._conn, self._create_schema, "creating")
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int:
+        version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise LogError(
+                f"{self.path} was written by a newer cdc (log schema version {version}; this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade cdc, or choose another state.dir"
+            )
+        return version
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        if self._schema_version(conn) == SCHEMA_VERSION:
+            return
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def connect(self) -> sqlite3.Connection:
         """A new connection with the log's pragmas (one per client: sqlite3 objects are not shared)."""
+        deadline = Deadline(self.busy_timeout_ms / 1000)
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            conn = connect_counted(
+                self.path, self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
             )
-            # 16 KB pages keep records of up to ~4 KB (Debezium JSON with schemas is 1-3 KB) inside
-            # the b-tree; with SQLite's default 4 KB pages each overflows into a page of its own,
-            # which tripled the file size and the read and write time. Only a new, empty file
-            # takes the page size (before WAL mode is set); an existing log keeps its own.
-            conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+        except CopyWaitTimeout as e:
+            raise LogError(f"opening the embedded log {self.path} failed: {e}; see the Arrow reader") from e
         except sqlite3.Error as e:
+            raise _explain(e, self.path, "opening") from e
+        try:
+            # Switching a new file to WAL answers BUSY at once, without the busy handler, to all
+            # but one of the connections that try it together (a worker and its task processes
+            # starting on a new state.dir): retried (issue 19).
+            retry_busy(lambda: self._set_pragmas(conn), deadline, conn)
+        except BusyTimeout as e:
+            conn.close()
+            raise self._busy_error(e.waited_s, "opening") from e
+        except sqlite3.Error as e:
+            conn.close()
             raise _explain(e, self.path, "opening") from e
         return conn
 
+    def _set_pragmas(self, conn: sqlite3.Connection) -> None:
+        # 16 KB pages keep records of up to ~4 KB (Debezium JSON with schemas is 1-3 KB) inside
+        # the b-tree; with SQLite's default 4 KB pages each overflows into a page of its own,
+        # which tripled the file size and the read and write time. Only a new, empty file
+        # takes the page size (before WAL mode is set); an existing log keeps its own.
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+
+    # -- waiting for a busy log (embedded_locks) ----------------------------------------------
+    def write(self, conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], doing: str = "writing to") -> T:
+        """`body(conn)` in one write transaction (BEGIN IMMEDIATE ... COMMIT), after this process's
+        earlier writers. While SQLite answers BUSY the transaction is rolled back and `body` run
+        again whole, so it must only read and write through `conn`; after `busy_timeout_ms` a
+        LogError says what holds the log."""
+        deadline = Deadline(self.busy_timeout_ms / 1000)
+        if not self._write_lock.acquire(deadline.remaining()):
+            raise self._busy_error(deadline.waited(), doing)
+        try:
+            return retry_busy(lambda: _in_write_txn(conn, body), deadline, conn)
+        except BusyTimeout as e:
+            raise self._busy_error(e.waited_s, doing) from e
+        finally:
+            self._write_lock.release()
+
+    def retrying(self, conn: sqlite3.Connection, read: Callable[[], T], doing: str = "reading") -> T:
+        """`read()` (statements on `conn` outside a write transaction), retried while SQLite answers
+        BUSY, for up to `busy_timeout_ms`."""
+        try:
+            return retry_busy(read, Deadline(self.busy_timeout_ms / 1000), conn)
+        except BusyTimeout as e:
+            raise self._busy_error(e.waited_s, doing) from e
+
+    def _busy_error(self, waited_s: float, doing: str) -> LogError:
+        return LogError(
+            f"{doing} the embedded log {self.path} failed: it stayed locked for {waited_s:.1f} s "
+            f"(busy timeout {self.busy_timeout_ms} ms) by a long write transaction, most likely of another process "
+            f"(a sqlite3 shell, a second worker on the same state.dir?): find it with `fuser {self.path}`"
+        )
+
     # -- metadata ----------------------------------------------------------------------------
     def meta(self, topic: str, conn: sqlite3.Connection | None = None) -> _Meta | None:
+        """The topic's partition count and policy (cached once seen). With `conn`, read through it
+        (a producer inside its write transaction: taking `_lock` there could deadlock)."""
         m = self._meta.get(topic)
         if m is not None:
             return m
-        with self._lock:
-            row = (
-                (conn or self._conn).execute("SELECT partitions, config FROM topics WHERE name=?", (topic,)).fetchone()
-            )
+        query = "SELECT partitions, config FROM topics WHERE name=?"
+        if conn is not None:
+            row = conn.execute(query, (topic,)).fetchone()
+        else:
+            with self._lock:
+                row = self.retrying(self._conn, lambda: self._conn.execute(query, (topic,)).fetchone())
         if row is None:
             return None
         m = _Meta(row[0], "compact" in json.loads(row[1]).get("cleanup.policy", "delete"))
@@ -229,24 +303,24 @@ class EmbeddedLog(TopicLog):
         return True
 
     def create_topics(self, specs: Sequence[TopicSpec]) -> list[str]:
-        created: list[str] = []
-        with self._lock, _write_txn(self._conn):
-            for spec in specs:
-                if self._create_in_txn(self._conn, spec):
-                    created.append(spec.name)
-        return created
+        with self._lock:
+            return self.write(self._conn, lambda conn: [s.name for s in specs if self._create_in_txn(conn, s)])
 
     def list_topics(self) -> dict[str, TopicDescription]:
         with self._lock:
-            rows = self._conn.execute("SELECT name, partitions, config FROM topics ORDER BY name").fetchall()
+            rows = self.retrying(
+                self._conn,
+                lambda: self._conn.execute("SELECT name, partitions, config FROM topics ORDER BY name").fetchall(),
+            )
         return {
             name: TopicDescription(name, parts, json.loads(cfg), internal=name.startswith("__"))
             for name, parts, cfg in rows
         }
 
     def describe_topic(self, name: str) -> TopicDescription | None:
+        query = "SELECT partitions, config FROM topics WHERE name=?"
         with self._lock:
-            row = self._conn.execute("SELECT partitions, config FROM topics WHERE name=?", (name,)).fetchone()
+            row = self.retrying(self._conn, lambda: self._conn.execute(query, (name,)).fetchone())
         return TopicDescription(name, row[0], json.loads(row[1])) if row else None
 
     def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -257,31 +331,35 @@ class EmbeddedLog(TopicLog):
 
     def _offsets(self, tps: Iterable[TopicPartition], column: str) -> dict[TopicPartition, int]:
         out: dict[TopicPartition, int] = {}
+        query = f"SELECT {column} FROM partitions WHERE topic=? AND partition=?"
         with self._lock:
             for tp in tps:
-                row = self._conn.execute(
-                    f"SELECT {column} FROM partitions WHERE topic=? AND partition=?", (tp.topic, tp.partition)
-                ).fetchone()
+                row = self.retrying(self._conn, lambda tp=tp: self._conn.execute(query, tp).fetchone())
                 if row is None:
                     raise UnknownTopicError(f"unknown topic partition {tp.topic}-{tp.partition}")
                 out[tp] = row[0]
         return out
 
     def delete_records(self, before: Mapping[TopicPartition, int]) -> None:
-        with self._lock, _write_txn(self._conn):
-            for tp, offset in before.items():
-                self._conn.execute(
-                    "UPDATE partitions SET start_offset=MAX(start_offset, MIN(?, next_offset)) "
-                    "WHERE topic=? AND partition=?",
-                    (offset, tp.topic, tp.partition),
-                )
-                self._conn.execute(
-                    "DELETE FROM records WHERE topic=? AND partition=? AND offset<?", (tp.topic, tp.partition, offset)
-                )
-                self._conn.execute(
-                    "DELETE FROM compacted_keys WHERE topic=? AND partition=? AND offset<?",
-                    (tp.topic, tp.partition, offset),
-                )
+        """Kafka's Admin.deleteRecords: move each partition's start to the offset (never back, never
+        past its end). The starts move in one transaction; the records below them then go
+        `DELETE_CHUNK` at a time, a transaction each, so other writers wait for one chunk at most.
+        Records a crash left below a start go with the partition's next deletion."""
+
+        def move(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE partitions SET start_offset=MAX(start_offset, MIN(?, next_offset)) "
+                "WHERE topic=? AND partition=?",
+                [(offset, tp.topic, tp.partition) for tp, offset in before.items()],
+            )
+
+        with self._lock:
+            self.write(self._conn, move)
+        for tp in before:
+            more = True
+            while more:
+                with self._lock:
+                    more = self.write(self._conn, lambda conn, tp=tp: _delete_chunk_below_start(conn, tp))
 
     def enforce_retention(self, now_ms: int | None = None) -> int:
         """Apply `retention.ms` of delete-policy topics by moving their start offsets; returns the
@@ -301,29 +379,10 @@ class EmbeddedLog(TopicLog):
             retention = int(desc.config.get("retention.ms", 7 * 24 * 3600 * 1000))
             if retention < 0:
                 continue
-            before: dict[TopicPartition, int] = {}
-            with self._lock, _write_txn(self._conn):
-                for p in range(desc.partitions):
-                    key = (desc.name, p)
-                    start, end = self._conn.execute(
-                        "SELECT start_offset, next_offset FROM partitions WHERE topic=? AND partition=?", key
-                    ).fetchone()
-                    self._conn.execute(
-                        "INSERT OR REPLACE INTO retention_marks(topic, partition, at_ms, offset) VALUES (?,?,?,?)",
-                        (*key, now_ms, end),
-                    )
-                    expired, at_ms = self._conn.execute(
-                        "SELECT MAX(offset), MAX(at_ms) FROM retention_marks "
-                        "WHERE topic=? AND partition=? AND at_ms<=?",
-                        (*key, now_ms - retention),
-                    ).fetchone()
-                    if expired is None:
-                        continue
-                    self._conn.execute(  # older marks say less than this one
-                        "DELETE FROM retention_marks WHERE topic=? AND partition=? AND at_ms<?", (*key, at_ms)
-                    )
-                    if expired > start:
-                        before[TopicPartition(*key)] = expired
+            with self._lock:
+                before = self.write(
+                    self._conn, lambda conn, desc=desc, retention=retention: _mark(conn, desc, now_ms, retention)
+                )
             if before:
                 self.delete_records(before)
             moved += len(before)
@@ -334,7 +393,9 @@ class EmbeddedLog(TopicLog):
         """The range as Arrow batches, read through its own connection (cdc.log.embedded_arrow)."""
         from cdc.log.embedded_arrow import read_arrow
 
-        return read_arrow(self.path, self.busy_timeout_ms, topic, partition, start, end, headers=headers)
+        return read_arrow(
+            self.path, self.busy_timeout_ms, topic, partition, start, end, headers=headers, connect=self.connect
+        )
 
     def producer(self, transactional_id: str | None = None, **overrides: str) -> EmbeddedProducer:
         return EmbeddedProducer(self, int(overrides.get("batch.num.messages", 10_000)))
@@ -370,8 +431,54 @@ def _check_topic_name(name: str) -> None:
         )
 
 
+def _mark(conn: sqlite3.Connection, desc: TopicDescription, now_ms: int, retention: int) -> dict[TopicPartition, int]:
+    """Mark each partition's end with `now_ms`; the partitions with expired records, and where
+    their start moves to (EmbeddedLog.enforce_retention)."""
+    before: dict[TopicPartition, int] = {}
+    for p in range(desc.partitions):
+        key = (desc.name, p)
+        start, end = conn.execute(
+            "SELECT start_offset, next_offset FROM partitions WHERE topic=? AND partition=?", key
+        ).fetchone()
+        conn.execute(
+            "INSERT OR REPLACE INTO retention_marks(topic, partition, at_ms, offset) VALUES (?,?,?,?)",
+            (*key, now_ms, end),
+        )
+        expired, at_ms = conn.execute(
+            "SELECT MAX(offset), MAX(at_ms) FROM retention_marks WHERE topic=? AND partition=? AND at_ms<=?",
+            (*key, now_ms - retention),
+        ).fetchone()
+        if expired is None:
+            continue
+        conn.execute(  # older marks say less than this one
+            "DELETE FROM retention_marks WHERE topic=? AND partition=? AND at_ms<?", (*key, at_ms)
+        )
+        if expired > start:
+            before[TopicPartition(*key)] = expired
+    return before
+
+
+def _delete_chunk_below_start(conn: sqlite3.Connection, tp: TopicPartition) -> bool:
+    """Delete up to DELETE_CHUNK offsets of the records below the partition's start; True if more remain."""
+    row = conn.execute("SELECT start_offset FROM partitions WHERE topic=? AND partition=?", tp).fetchone()
+    lowest = conn.execute("SELECT MIN(offset) FROM records WHERE topic=? AND partition=?", tp).fetchone()[0]
+    if row is None or lowest is None or lowest >= row[0]:
+        return False
+    upto = min(row[0], lowest + DELETE_CHUNK)
+    conn.execute("DELETE FROM records WHERE topic=? AND partition=? AND offset<?", (*tp, upto))
+    conn.execute("DELETE FROM compacted_keys WHERE topic=? AND partition=? AND offset<?", (*tp, upto))
+    return upto < row[0]
+
+
+def _in_write_txn(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+    with _write_txn(conn):
+        return body(conn)
+
+
 class _write_txn:
-    """BEGIN IMMEDIATE ... COMMIT: take the write lock up front so two writers never deadlock."""
+    """BEGIN IMMEDIATE ... COMMIT: take the write lock up front so two writers never deadlock
+    (a read transaction upgraded to a write gets SQLITE_BUSY at once, without waiting, when
+    another connection committed since it began)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -498,7 +605,10 @@ class EmbeddedProducer(LogProducer):
                 p[6](rec, None)
 
     def _append(self, pending: list[_Pending]) -> list[LogRecord]:
-        conn = self._conn
+        """The records in one write transaction, with their offsets (run again whole if the log was busy)."""
+        return self._log.write(self._conn, lambda conn: self._append_in_txn(conn, pending), "appending to")
+
+    def _append_in_txn(self, conn: sqlite3.Connection, pending: list[_Pending]) -> list[LogRecord]:
         stored: list[LogRecord] = []
         rows: list[tuple | None] = []
         batch_keys: dict[tuple[str, int, bytes], int] = {}
@@ -506,65 +616,62 @@ class EmbeddedProducer(LogProducer):
         # Topics auto-created by this transaction: kept out of the log's shared metadata cache
         # until committed, since a rollback undoes them (a cached one would then break appends).
         created: dict[str, _Meta] = {}
-        with _write_txn(conn):
-            next_offsets: dict[tuple[str, int], int] = {}
-            for topic, partition, key, value, headers, ts, _cb in pending:
-                meta = created.get(topic) or self._log.meta(topic, conn)
-                if meta is None:
-                    if not self._log.auto_create_topics:
-                        raise UnknownTopicError(
-                            f"topic {topic!r} does not exist and embedded auto-creation is off; create it first"
-                        )
-                    self._log._create_in_txn(conn, TopicSpec(topic, self._log.default_partitions))
-                    meta = created[topic] = _Meta(self._log.default_partitions, compacted=False)
-                if partition is None:
-                    if meta.partitions == 1:
-                        partition = 0  # skip hashing: pure-Python murmur2 is ~20% of append time
-                    elif key is not None:
-                        partition = partition_for_key(key, meta.partitions)
-                    else:
-                        partition = next(self._round_robin) % meta.partitions
-                elif not 0 <= partition < meta.partitions:
-                    raise LogError(
-                        f"topic {topic!r} has {meta.partitions} partitions; partition {partition} is invalid"
+        next_offsets: dict[tuple[str, int], int] = {}
+        for topic, partition, key, value, headers, ts, _cb in pending:
+            meta = created.get(topic) or self._log.meta(topic, conn)
+            if meta is None:
+                if not self._log.auto_create_topics:
+                    raise UnknownTopicError(
+                        f"topic {topic!r} does not exist and embedded auto-creation is off; create it first"
                     )
-                tpk = (topic, partition)
-                offset = next_offsets.get(tpk)
-                if offset is None:
-                    offset = conn.execute(
-                        "SELECT next_offset FROM partitions WHERE topic=? AND partition=?", tpk
-                    ).fetchone()[0]
-                next_offsets[tpk] = offset + 1
-                if meta.compacted and key is not None:
-                    # Compaction on write: only the newest record per key is kept.
-                    ck = (topic, partition, key)
-                    if ck in batch_keys:
-                        rows[batch_keys[ck]] = None
-                    else:
-                        old = conn.execute(
-                            "SELECT offset FROM compacted_keys WHERE topic=? AND partition=? AND key=?", ck
-                        ).fetchone()
-                        if old is not None:
-                            conn.execute(
-                                "DELETE FROM records WHERE topic=? AND partition=? AND offset=?",
-                                (topic, partition, old[0]),
-                            )
-                    batch_keys[ck] = len(rows)
-                    compacted.append((topic, partition, key, offset))
-                rows.append((topic, partition, offset, ts, key, value, encode_headers(headers)))
-                stored.append(LogRecord(topic, partition, offset, key, value, headers, ts))
+                self._log._create_in_txn(conn, TopicSpec(topic, self._log.default_partitions))
+                meta = created[topic] = _Meta(self._log.default_partitions, compacted=False)
+            if partition is None:
+                if meta.partitions == 1:
+                    partition = 0  # skip hashing: pure-Python murmur2 is ~20% of append time
+                elif key is not None:
+                    partition = partition_for_key(key, meta.partitions)
+                else:
+                    partition = next(self._round_robin) % meta.partitions
+            elif not 0 <= partition < meta.partitions:
+                raise LogError(f"topic {topic!r} has {meta.partitions} partitions; partition {partition} is invalid")
+            tpk = (topic, partition)
+            offset = next_offsets.get(tpk)
+            if offset is None:
+                offset = conn.execute(
+                    "SELECT next_offset FROM partitions WHERE topic=? AND partition=?", tpk
+                ).fetchone()[0]
+            next_offsets[tpk] = offset + 1
+            if meta.compacted and key is not None:
+                # Compaction on write: only the newest record per key is kept.
+                ck = (topic, partition, key)
+                if ck in batch_keys:
+                    rows[batch_keys[ck]] = None
+                else:
+                    old = conn.execute(
+                        "SELECT offset FROM compacted_keys WHERE topic=? AND partition=? AND key=?", ck
+                    ).fetchone()
+                    if old is not None:
+                        conn.execute(
+                            "DELETE FROM records WHERE topic=? AND partition=? AND offset=?",
+                            (topic, partition, old[0]),
+                        )
+                batch_keys[ck] = len(rows)
+                compacted.append((topic, partition, key, offset))
+            rows.append((topic, partition, offset, ts, key, value, encode_headers(headers)))
+            stored.append(LogRecord(topic, partition, offset, key, value, headers, ts))
+        conn.executemany(
+            "INSERT INTO records(topic, partition, offset, timestamp, key, value, headers) VALUES (?,?,?,?,?,?,?)",
+            [r for r in rows if r is not None],
+        )
+        if compacted:
             conn.executemany(
-                "INSERT INTO records(topic, partition, offset, timestamp, key, value, headers) VALUES (?,?,?,?,?,?,?)",
-                [r for r in rows if r is not None],
+                "INSERT OR REPLACE INTO compacted_keys(topic, partition, key, offset) VALUES (?,?,?,?)", compacted
             )
-            if compacted:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO compacted_keys(topic, partition, key, offset) VALUES (?,?,?,?)", compacted
-                )
-            conn.executemany(
-                "UPDATE partitions SET next_offset=? WHERE topic=? AND partition=?",
-                [(n, t, p) for (t, p), n in next_offsets.items()],
-            )
+        conn.executemany(
+            "UPDATE partitions SET next_offset=? WHERE topic=? AND partition=?",
+            [(n, t, p) for (t, p), n in next_offsets.items()],
+        )
         return stored
 
     def close(self) -> None:
@@ -623,18 +730,18 @@ class EmbeddedReader(LogReader):
         if not active:
             return []
         out: list[LogRecord] = []
+        query = (
+            "SELECT offset, timestamp, key, value, headers FROM records "
+            "WHERE topic=? AND partition=? AND offset>=? ORDER BY offset LIMIT ?"
+        )
         # Rotate the starting partition so one busy partition cannot starve the others.
         self._rr = (self._rr + 1) % len(active)
         for tp in active[self._rr :] + active[: self._rr]:
             room = max_records - len(out)
             if room <= 0:
                 break
-            pos = self._positions[tp]
-            rows = self._conn.execute(
-                "SELECT offset, timestamp, key, value, headers FROM records "
-                "WHERE topic=? AND partition=? AND offset>=? ORDER BY offset LIMIT ?",
-                (tp.topic, tp.partition, pos, room),
-            ).fetchall()
+            params = (tp.topic, tp.partition, self._positions[tp], room)
+            rows = self._log.retrying(self._conn, lambda params=params: self._conn.execute(query, params).fetchall())
             for offset, ts, key, value, headers in rows:
                 out.append(LogRecord(tp.topic, tp.partition, offset, key, value, decode_headers(headers), ts))
             if rows:
@@ -709,19 +816,21 @@ class EmbeddedGroupConsumer(GroupConsumer):
         return self._reader.assignment()
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        with _write_txn(self._conn):
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO consumer_offsets(grp, topic, partition, offset) VALUES (?,?,?,?)",
-                [(self._group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
-            )
+        rows = [(self._group, tp.topic, tp.partition, off) for tp, off in offsets.items()]
+        self._log.write(
+            self._conn,
+            lambda conn: conn.executemany(
+                "INSERT OR REPLACE INTO consumer_offsets(grp, topic, partition, offset) VALUES (?,?,?,?)", rows
+            ),
+            "committing offsets to",
+        )
 
     def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         out: dict[TopicPartition, int | None] = {}
+        query = "SELECT offset FROM consumer_offsets WHERE grp=? AND topic=? AND partition=?"
         for tp in tps:
-            row = self._conn.execute(
-                "SELECT offset FROM consumer_offsets WHERE grp=? AND topic=? AND partition=?",
-                (self._group, tp.topic, tp.partition),
-            ).fetchone()
+            params = (self._group, tp.topic, tp.partition)
+            row = self._log.retrying(self._conn, lambda params=params: self._conn.execute(query, params).fetchone())
             out[tp] = row[0] if row else None
         return out
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from cdc.log import TopicPartition, TopicSpec, decode_headers
 from cdc.log.embedded import EmbeddedLog
 from cdc.log.kafka import KafkaLog
+from cdc.log.sqlite_copies import SQLITE_COPIES
 
 blobs = st.one_of(st.none(), st.binary(max_size=300))
 headers = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=20))), max_size=3)
@@ -18,12 +19,19 @@ records = st.lists(st.tuples(blobs, blobs, headers), min_size=1, max_size=60)
 
 
 @settings(max_examples=40, deadline=None)
-@given(records=records, bounds=st.tuples(st.integers(0, 70), st.integers(0, 70)), batch_rows=st.integers(1, 25))
+@given(
+    records=records,
+    bounds=st.tuples(st.integers(0, 70), st.integers(0, 70)),
+    batch_rows=st.integers(1, 25),
+    log_open=st.booleans(),
+)
 def test_read_arrow_returns_the_records_of_the_range(
     records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
     bounds: tuple[int, int],
     batch_rows: int,
+    log_open: bool,
 ) -> None:
+    """Either library: ADBC when nothing else in the process has the log open, else sqlite3 (sqlite_copies)."""
     start, end = sorted(bounds)
     with tempfile.TemporaryDirectory() as d:
         log = EmbeddedLog(Path(d), synchronous="NORMAL")
@@ -40,6 +48,10 @@ def test_read_arrow_returns_the_records_of_the_range(
             reader.close()
             from cdc.log.embedded_arrow import read_arrow
 
+            if not log_open:
+                log.close()
+            with SQLITE_COPIES.adbc(log.path) as adbc_allowed:
+                assert adbc_allowed is not log_open
             batches = list(read_arrow(log.path, 1000, "t", 0, start, end, headers=True, batch_rows=batch_rows))
         finally:
             log.close()
