@@ -47,11 +47,17 @@ def stop_on_first(
         except Exception:  # the event is still named by its position; this error must not hide it
             logger.debug("cannot read the record key of the poison event", exc_info=True)
     cause = " ".join(str(r["__error"]).split())
+    # A cause that knows its own fix (a keyless table) says it; otherwise the producer is at fault.
+    fix = (
+        ""
+        if "Fix:" in cause
+        else (
+            " Fix: fix the producer, or set errors.tolerance=all with errors.deadletterqueue.path (a table) or "
+            "errors.deadletterqueue.topic.name (a topic) to route such events there and keep going"
+        )
+    )
     raise PoisonEventError(
-        f"{where}{key}: poison event at {r['topic']}-{r['partition']}@{r['offset']}: {cause}. "
-        "Fix: fix the producer, or set errors.tolerance=all with errors.deadletterqueue.path (a table) or "
-        "errors.deadletterqueue.topic.name (a topic) to route such events there and keep going; "
-        f"{RUN_AGAIN}."
+        f"{where}{key}: poison event at {r['topic']}-{r['partition']}@{r['offset']}: {cause}.{fix}; {RUN_AGAIN}."
     )
 
 

@@ -96,7 +96,11 @@ def _decode_one(des: Deserializer, topic: str, key: bytes | None, value: bytes |
     except DeserializeError as e:
         return (None, op, seq, ts, None, str(e)), False
     if k is None:
-        error = f"topic {topic}: op={op} event without a record key; tables need a primary key or message.key.columns"
+        error = (
+            f"topic {topic}: op={op} event without a record key; the sink applies changes by key. Fix: give the "
+            "table a primary key, or name its key columns in the source's message.key.columns and take a new "
+            "snapshot, or leave the table out of the job"
+        )
         return (None, op, seq, ts, None, error), False
     row = env.get("before") if op == "d" else env.get("after")
     if op != "d" and not isinstance(row, dict):
