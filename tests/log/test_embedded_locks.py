@@ -214,3 +214,68 @@ def test_an_arrow_read_beside_open_connections_loses_nothing(tmp_path: Path) -> 
     reader.close()
     log.close()
     assert values == [b"first %d" % i for i in range(50)] + [b"second %d" % i for i in range(50)] + [b"other process"]
+
+
+def test_a_transaction_retried_after_busy_stores_its_records_and_offsets_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BUSY in the middle of a transaction: rolled back and run again whole, so the records and
+    the offset covering them are stored once, at dense offsets, and each callback fires once."""
+    from cdc.log.embedded import EmbeddedProducer
+
+    original = EmbeddedProducer._append_in_txn
+    busy_left = [2]
+
+    def busy_after_writing(self: EmbeddedProducer, conn: sqlite3.Connection, pending: list) -> list:
+        stored = original(self, conn, pending)  # everything written, not committed
+        if busy_left[0]:
+            busy_left[0] -= 1
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = 5  # type: ignore[attr-defined]
+            raise error
+        return stored
+
+    monkeypatch.setattr(EmbeddedProducer, "_append_in_txn", busy_after_writing)
+    log = EmbeddedLog(tmp_path)
+    producer = log.producer()
+    delivered: list[int] = []
+    producer.begin_transaction()
+    for i in range(5):
+        producer.send("data", b"%d" % i, on_delivery=lambda r, e: delivered.append(r.offset))
+    producer.send("offsets", b'{"n": 5}', key=b"task")
+    producer.commit_transaction()
+    assert busy_left == [0] and delivered == [0, 1, 2, 3, 4]
+    ends = log.end_offsets([TopicPartition("data", 0), TopicPartition("offsets", 0)])
+    assert list(ends.values()) == [5, 1]
+    reader = log.reader()
+    reader.assign({TopicPartition("data", 0): 0})
+    assert [(r.offset, r.value) for r in reader.poll(100, timeout=0)] == [(i, b"%d" % i) for i in range(5)]
+    reader.close()
+    producer.close()
+    log.close()
+
+
+def test_retention_deletes_in_chunks_and_finishes_what_a_crash_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cdc.log.embedded as embedded
+
+    monkeypatch.setattr(embedded, "DELETE_CHUNK", 7)
+    log = EmbeddedLog(tmp_path)
+    producer = log.producer()
+    for i in range(50):
+        producer.send("t", b"%d" % i)
+    producer.flush()
+    tp = TopicPartition("t", 0)
+
+    def stored() -> list[int]:
+        return [o for (o,) in log._conn.execute("SELECT offset FROM records WHERE topic='t' ORDER BY offset")]
+
+    log.delete_records({tp: 30})
+    assert log.beginning_offsets([tp]) == {tp: 30} and stored() == list(range(30, 50))
+    # A crash after the start moved, before its chunks went: the next deletion takes them too.
+    log._conn.execute("UPDATE partitions SET start_offset=40 WHERE topic='t'")
+    log.delete_records({tp: 45})
+    assert log.beginning_offsets([tp]) == {tp: 45} and stored() == list(range(45, 50))
+    producer.close()
+    log.close()
