@@ -12,6 +12,7 @@ from cdc.jobs.verify.compare import TableResult, compare
 from cdc.jobs.verify.normalize import Column
 from cdc.jobs.verify.source import SourceReader, SourceTable, filters, open_source
 from cdc.jobs.verify.target import TargetReader, open_target, table_name
+from cdc_debezium.key_columns import KeyColumns
 
 _MAPPED = re.compile(r"^column\.(mask\.with\.\d+\.chars|mask\.hash\..+|truncate\.to\.\d+\.chars)$")
 
@@ -29,17 +30,6 @@ def _mapped_columns(config: dict[str, str]) -> list[re.Pattern[str]]:
     for key, value in config.items():
         if _MAPPED.match(key):
             out.extend(_regex(p, key) for p in value.split(",") if p.strip())
-    return out
-
-
-def _message_keys(config: dict[str, str]) -> list[tuple[re.Pattern[str], list[str]]]:
-    """`message.key.columns`: `<table regex>:<col>,<col>;…`."""
-    out: list[tuple[re.Pattern[str], list[str]]] = []
-    for part in (config.get("message.key.columns") or "").split(";"):
-        if ":" in part:
-            table, cols = part.rsplit(":", 1)
-            keys = [c.strip() for c in cols.split(",") if c.strip()]
-            out.append((_regex(table, "message.key.columns"), keys))
     return out
 
 
@@ -124,10 +114,11 @@ class Verifier:
         spec = self.specs.get(table.qualified)
         if spec is not None and spec.keys:
             return list(spec.keys)
-        for pattern, cols in _message_keys(self.config):
-            if pattern.fullmatch(table.qualified):
-                return cols
-        return self.source.primary_key(table)
+        # The connector's own reading of the setting: MySQL matches table names case-insensitively.
+        chosen = KeyColumns.parse(
+            self.config.get("message.key.columns"), case_sensitive=self.source.family == "postgres"
+        ).for_table(table.qualified)
+        return list(chosen) if chosen is not None else self.source.primary_key(table)
 
     def verify_table(self, table: SourceTable, max_diffs: int) -> TableResult:
         target = self.target_table(table)
