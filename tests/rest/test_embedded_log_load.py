@@ -47,23 +47,25 @@ def _burn(stop: Any) -> None:
 
 
 def _inspect(state_dir: str, stop: Any, errors: Any) -> None:
-    """Another process on the same log, again and again: open it, list topics and offsets, read
-    every load topic through the Arrow reader, close it."""
+    """Another process on the same log, again and again: open it, list topics and offsets, close it,
+    and read every load topic through the Arrow reader (ADBC, as the Spark source's executors do)."""
+    from cdc.log.embedded_arrow import read_arrow
+
     while not stop.is_set():
         try:
             log = EmbeddedLog(state_dir)
             try:
+                ranges = []
                 for name, desc in log.list_topics().items():
-                    if not name.startswith("load."):
-                        continue
-                    for p in range(desc.partitions):
-                        tp = TopicPartition(name, p)
-                        end = log.end_offsets([tp])[tp]
-                        start = log.beginning_offsets([tp])[tp]
-                        rows = sum(b.num_rows for b in log.read_arrow(name, p, start, end))
-                        assert rows == end - start, f"{tp}: {rows} rows in [{start}, {end})"
+                    if name.startswith("load."):
+                        for p in range(desc.partitions):
+                            tp = TopicPartition(name, p)
+                            ranges.append((tp, log.beginning_offsets([tp])[tp], log.end_offsets([tp])[tp]))
             finally:
                 log.close()
+            for tp, start, end in ranges:
+                rows = sum(b.num_rows for b in read_arrow(log.path, 60_000, tp.topic, tp.partition, start, end))
+                assert rows == end - start, f"{tp}: {rows} rows in [{start}, {end})"
         except Exception:
             errors.put(traceback.format_exc())
         time.sleep(0.05)
