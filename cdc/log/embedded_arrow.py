@@ -35,6 +35,23 @@ if TYPE_CHECKING:
 BATCH_ROWS = 10_000
 
 
+class RecordsDeletedError(LogError):
+    """Records of the range were deleted (retention, delete-records) before they were read.
+
+    Each batch is read in a snapshot of its own, so retention may move the partition's start
+    past the next batch while a range is being read. The log's start is read with every batch;
+    a start beyond the batch's first wanted offset means records in between may be gone
+    unread. `position` is that first wanted offset, `start` the partition's start then.
+    """
+
+    def __init__(self, topic: str, partition: int, position: int, start: int) -> None:
+        self.topic, self.partition, self.position, self.start = topic, partition, position, start
+        super().__init__(
+            f"{topic}-{partition}: offsets from {position} were deleted from the embedded log (its start is now "
+            f"{start}) while they were being read"
+        )
+
+
 def arrow_schema(headers: bool = False) -> pa.Schema:
     """The batches' schema: `offset`, `timestamp_ms`, `key`, `value` (null keys and values stay
     null), and with `headers` the record's headers in the log's encoding (`decode_headers`)."""
@@ -77,14 +94,16 @@ def read_arrow(
         try:
             with copies.adbc(path) as use_adbc:
                 if use_adbc:
-                    batch = retry_busy(lambda q=query: _adbc_batch(path, busy_timeout_ms, q), deadline)
+                    batch, log_start = retry_busy(lambda q=query: _adbc_batch(path, busy_timeout_ms, q), deadline)
             if not use_adbc:
-                batch = _sqlite3_batch(connect, query, deadline)
+                batch, log_start = _sqlite3_batch(connect, query, deadline)
         except BusyTimeout as e:
             raise LogError(
                 f"reading {topic}-{partition} of the embedded log {path} failed: it stayed locked for "
                 f"{e.waited_s:.1f} s (busy timeout {busy_timeout_ms} ms); find what holds it with `fuser {path}`"
             ) from e
+        if log_start > position:  # read after the batch: any deletion that reached it shows here
+            raise RecordsDeletedError(topic, partition, position, log_start)
         if batch.num_rows:
             yield batch
         if batch.num_rows < batch_rows:
@@ -99,6 +118,12 @@ class _Query:
         self.headers, self.limit = headers, limit
         self.params = (topic, partition, position, end, limit)
 
+    START_SQL = "SELECT start_offset FROM partitions WHERE topic=? AND partition=?"
+
+    @property
+    def start_params(self) -> tuple[str, int]:
+        return self.params[0], self.params[1]
+
     def sql(self, nullable_as_flags: bool) -> str:
         if nullable_as_flags:  # ADBC: one inferred type per column, so no NULL blobs
             columns = "offset, timestamp, COALESCE(key, x''), key IS NULL, COALESCE(value, x''), value IS NULL"
@@ -112,8 +137,9 @@ class _Query:
         )
 
 
-def _adbc_batch(path: Path, busy_timeout_ms: int, query: _Query) -> pa.RecordBatch:
-    """The batch through an ADBC connection that is closed again before this returns."""
+def _adbc_batch(path: Path, busy_timeout_ms: int, query: _Query) -> tuple[pa.RecordBatch, int]:
+    """The batch through an ADBC connection that is closed again before this returns, and the
+    partition's start offset read after it."""
     import adbc_driver_sqlite.dbapi as adbc
     import pyarrow as pa
     from adbc_driver_sqlite import StatementOptions
@@ -127,13 +153,16 @@ def _adbc_batch(path: Path, busy_timeout_ms: int, query: _Query) -> pa.RecordBat
             cur.adbc_statement.set_options(**{StatementOptions.BATCH_ROWS.value: str(query.limit)})
             cur.execute(query.sql(nullable_as_flags=True), query.params)
             table = cur.fetch_arrow_table()
+            cur.execute(_Query.START_SQL, query.start_params)
+            found = cur.fetchone()
         finally:
             cur.close()
     finally:
         conn.close()
     schema = arrow_schema(query.headers)
+    log_start = int(found[0]) if found else 0
     if table.num_rows == 0:
-        return _empty(schema)
+        return _empty(schema), log_start
     columns = [table.column(i).combine_chunks() for i in range(table.num_columns)]
     arrays = [
         columns[0].cast(pa.int64()),
@@ -143,11 +172,14 @@ def _adbc_batch(path: Path, busy_timeout_ms: int, query: _Query) -> pa.RecordBat
     ]
     if query.headers:
         arrays.append(columns[6].cast(pa.binary()))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), log_start
 
 
-def _sqlite3_batch(connect: Callable[[], sqlite3.Connection], query: _Query, deadline: Deadline) -> pa.RecordBatch:
-    """The batch through a `sqlite3` connection of the log, closed again before this returns."""
+def _sqlite3_batch(
+    connect: Callable[[], sqlite3.Connection], query: _Query, deadline: Deadline
+) -> tuple[pa.RecordBatch, int]:
+    """The batch through a `sqlite3` connection of the log, closed again before this returns, and
+    the partition's start offset read after it."""
     import pyarrow as pa
 
     conn = connect()
@@ -155,13 +187,15 @@ def _sqlite3_batch(connect: Callable[[], sqlite3.Connection], query: _Query, dea
         rows = retry_busy(
             lambda: conn.execute(query.sql(nullable_as_flags=False), query.params).fetchall(), deadline, conn
         )
+        found = retry_busy(lambda: conn.execute(_Query.START_SQL, query.start_params).fetchone(), deadline, conn)
     finally:
         conn.close()
     schema = arrow_schema(query.headers)
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
-    return pa.RecordBatch.from_arrays(
+    batch = pa.RecordBatch.from_arrays(
         [pa.array(col, type=field.type) for col, field in zip(columns, schema, strict=True)], schema=schema
     )
+    return batch, int(found[0]) if found else 0
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:

@@ -67,3 +67,27 @@ def test_capabilities_are_flags_of_the_log() -> None:
     """Callers ask the log what it can do (retention, history topics, Arrow ranges), not its type."""
     assert EmbeddedLog.owner_applies_retention and EmbeddedLog.keeps_history_topics and EmbeddedLog.arrow_ranges
     assert not (KafkaLog.owner_applies_retention or KafkaLog.keeps_history_topics or KafkaLog.arrow_ranges)
+
+
+def test_retention_reaching_the_range_while_it_is_read_is_reported(tmp_path: Path) -> None:
+    """Each batch is its own snapshot: records deleted between two batches must not vanish unread."""
+    from cdc.log.embedded_arrow import RecordsDeletedError, read_arrow
+
+    log = EmbeddedLog(tmp_path, synchronous="NORMAL")
+    try:
+        log.create_topics([TopicSpec("t", 1)])
+        p = log.producer()
+        for i in range(10):
+            p.send("t", b"v%d" % i, key=b"k", partition=0)
+        p.flush(10)
+        p.close()
+        batches = read_arrow(log.path, 1000, "t", 0, 0, 10, batch_rows=3)
+        assert next(batches).column("offset").to_pylist() == [0, 1, 2]
+        log.delete_records({TopicPartition("t", 0): 7})  # retention while the reader holds a batch
+        try:
+            next(batches)
+            raise AssertionError("offsets 3 to 6 vanished unread without an error")
+        except RecordsDeletedError as e:
+            assert (e.position, e.start) == (3, 7)
+    finally:
+        log.close()

@@ -220,3 +220,32 @@ def test_null_and_empty_keys_and_values_survive_the_arrow_read(tmp_path: Path) -
     headers = [h for b in batches for h in b.column("headers").to_pylist()]
     assert headers[-2] == [{"key": "h", "value": None}] and headers[0] == []
     assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(len(sent)))
+
+
+def test_retention_during_a_read_is_data_loss_not_a_silent_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Spark task's range read batch by batch: retention reaching it mid-read stops the task
+    (failOnDataLoss=true) or skips to what is left with a warning (false), as before the read."""
+    from functools import partial
+
+    from cdc.log import TopicPartition, embedded_arrow
+    from cdc_spark.source import offsets as off
+
+    # Batches of 10 records, so that retention can land between two of them.
+    monkeypatch.setattr(embedded_arrow, "read_arrow", partial(embedded_arrow.read_arrow, batch_rows=10))
+    t = Table("shop.inv.items")
+    for fail in ("true", "false"):
+        state = str(tmp_path / f"state-{fail}")
+        with EmbeddedLog(state) as log:
+            produce(log, t.topic, [t.event("c", i, {"name": "a"}, i) for i in range(1, 31)])
+        options = SourceOptions.parse({"state.dir": state, "topics": t.topic, "failOnDataLoss": fail})
+        batches = read_range(TopicPartitionRange(t.topic, 0, 0, 30, options))
+        assert next(batches).column("offset").to_pylist() == list(range(10))
+        with EmbeddedLog(state) as log:
+            log.delete_records({TopicPartition(t.topic, 0): 20})
+        if fail == "true":
+            with pytest.raises(off.DataLossError, match="offsets 10 to 19"):
+                list(batches)
+        else:
+            assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(20, 30))

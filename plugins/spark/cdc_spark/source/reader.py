@@ -17,6 +17,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from cdc.log import TopicLog, TopicPartition, decode_headers
+from cdc.log.embedded_arrow import RecordsDeletedError
 from cdc_spark.source import offsets as off
 from cdc_spark.source.options import SourceOptions
 
@@ -205,27 +206,46 @@ def _available(r: TopicPartitionRange, log: TopicLog) -> TopicPartitionRange:
 
 
 def _read_embedded(r: TopicPartitionRange, log: TopicLog) -> Iterator[pa.RecordBatch]:
-    """The log's own Arrow range reader (`TopicLog.read_arrow`), with this source's columns."""
+    """The log's own Arrow range reader (`TopicLog.read_arrow`), with this source's columns.
+
+    Retention that reaches the range while it is read (RecordsDeletedError) is data loss, as
+    before the read: stop (failOnDataLoss=true) or skip to what is left with a warning.
+    """
     with_headers = r.options.include_headers
     schema = ARROW_SCHEMA.append(HEADERS_ARROW) if with_headers else ARROW_SCHEMA
-    try:
-        batches = log.read_arrow(r.topic, r.partition, r.start, r.end, headers=with_headers)
-    finally:
-        log.close()  # the reader holds its own connection
-    for batch in batches:
-        n = batch.num_rows
-        arrays = [
-            pa.array([r.topic] * n, pa.string()),
-            pa.array([r.partition] * n, pa.int32()),
-            batch.column("offset"),
-            batch.column("key"),
-            batch.column("value"),
-            batch.column("timestamp_ms"),
-        ]
-        if with_headers:
-            raw_headers = batch.column("headers").to_pylist()
-            arrays.append(_headers_array([decode_headers(h) for h in raw_headers]))
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+    # The reader opens a connection per batch; the log's own one closes first, so that ADBC's
+    # copy of SQLite may read the file (cdc.log.sqlite_copies).
+    log.close()
+    start = r.start
+    while start < r.end:
+        try:
+            for batch in log.read_arrow(r.topic, r.partition, start, r.end, headers=with_headers):
+                yield _with_columns(r, batch, schema, with_headers)
+                start = batch.column("offset")[batch.num_rows - 1].as_py() + 1
+            return
+        except RecordsDeletedError as e:
+            tp = TopicPartition(r.topic, r.partition)
+            error = off.DataLossError(tp, e.position, min(e.start, r.end))
+            if r.options.fail_on_data_loss:
+                raise error from None
+            logger.warning("%s (failOnDataLoss=false: reading on from offset %d)", error, min(e.start, r.end))
+            start = min(e.start, r.end)
+
+
+def _with_columns(r: TopicPartitionRange, batch: pa.RecordBatch, schema: pa.Schema, headers: bool) -> pa.RecordBatch:
+    n = batch.num_rows
+    arrays = [
+        pa.array([r.topic] * n, pa.string()),
+        pa.array([r.partition] * n, pa.int32()),
+        batch.column("offset"),
+        batch.column("key"),
+        batch.column("value"),
+        batch.column("timestamp_ms"),
+    ]
+    if headers:
+        raw_headers = batch.column("headers").to_pylist()
+        arrays.append(_headers_array([decode_headers(h) for h in raw_headers]))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _read_log(r: TopicPartitionRange, log: TopicLog) -> Iterator[pa.RecordBatch]:
