@@ -170,6 +170,10 @@ class PostgresConnection:
             else:
                 self.conn.execute(f"CREATE PUBLICATION {_ident(name)}")
             return []
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
+            # Another connector on this database created it between the check and here (the
+            # catalog's unique index decides): use it as one that existed.
+            return self.ensure_publication(name, mode, tables)
         except psycopg.errors.InsufficientPrivilege as e:
             raise PostgresConnectorError(
                 f"cannot create publication {name!r}: {str(e).strip()}; FOR ALL TABLES needs a superuser. "
