@@ -15,6 +15,7 @@ CORS headers). They are what a REST API on a developer's machine needs against a
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import re
 import socket
@@ -234,6 +235,7 @@ class BodyLimitMiddleware:
             return
         length = _header(scope, b"content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.max_bytes:
+            await _drain(receive)
             await self._refuse()(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -247,6 +249,8 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
+                if message.get("more_body", False):
+                    await _drain(receive)
                 await self._refuse()(scope, receive, send)
                 return
             chunks.append(chunk)
@@ -254,6 +258,34 @@ class BodyLimitMiddleware:
                 break
         body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         await self.app(scope, _replay([body], receive), send)
+
+
+# What a refused body may still send before the 413: read and dropped, so that the client, still
+# sending, reads the answer. Closing on unread data makes the kernel reset the connection, and
+# the client then loses the 413 it was sent (nginx's "lingering close"). Past these bounds the
+# connection is closed anyway.
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
+DRAIN_MAX_SECONDS = 10.0
+
+
+async def _drain(receive: Receive) -> None:
+    """Read and drop the rest of a request body, within DRAIN_MAX_BYTES and DRAIN_MAX_SECONDS."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_MAX_SECONDS
+    dropped = 0
+    while dropped < DRAIN_MAX_BYTES:
+        left = deadline - loop.time()
+        if left <= 0:
+            return
+        try:
+            message = await asyncio.wait_for(receive(), left)
+        except TimeoutError:
+            return
+        if message["type"] != "http.request":
+            return
+        dropped += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:
