@@ -7,41 +7,15 @@ Debezium's own tests assert without a converter in between.
 from __future__ import annotations
 
 import itertools
-import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from cdc.api import OffsetStorageReader, SourceRecord, Struct
+from cdc.api import SourceRecord, Struct
 from cdc_postgres.task import PostgresConnectorTask
+from tests.support.task_context import MemoryOffsets, TaskContext
 
 _slots = itertools.count(1)
-
-
-class MemoryOffsets(OffsetStorageReader):
-    def __init__(self) -> None:
-        self.stored: dict[str, dict[str, Any]] = {}
-
-    def offsets(self, partitions: list[Mapping[str, Any]]) -> list[dict[str, Any] | None]:
-        return [self.stored.get(json.dumps(dict(p), sort_keys=True)) for p in partitions]
-
-    def put(self, partition: Mapping[str, Any], offset: dict[str, Any]) -> None:
-        # Round-trip through JSON, as the real offset store does.
-        self.stored[json.dumps(dict(partition), sort_keys=True)] = json.loads(json.dumps(offset))
-
-
-class _Context:
-    def __init__(self, props: dict[str, str], offsets: MemoryOffsets) -> None:
-        self._props, self._offsets = props, offsets
-
-    def configs(self) -> dict[str, str]:
-        return dict(self._props)
-
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return self._offsets
-
-    def transaction_context(self) -> None:
-        return None
 
 
 def connector_props(db: Any, **extra: str) -> dict[str, str]:
@@ -70,7 +44,7 @@ class TaskRunner:
         self.offsets = offsets if offsets is not None else MemoryOffsets()
         self.records: list[SourceRecord] = []
         self.task = PostgresConnectorTask()
-        self.task.initialize(_Context(props, self.offsets))  # type: ignore[arg-type]
+        self.task.initialize(TaskContext(props, self.offsets))  # type: ignore[arg-type]
 
     def __enter__(self) -> TaskRunner:
         self.task.start(dict(self.props))
