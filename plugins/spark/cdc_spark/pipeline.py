@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from cdc_spark.apply import ChangeApplier, SinkConfig, SinkConfigError
+from cdc_spark.checkpoint import clear_unplanned_leftovers
 from cdc_spark.source import SourceOptions, register
 
 
@@ -43,6 +44,7 @@ def start_query(
             options["unavailable.value.placeholder"] = applier.config.unavailable_value_placeholder
         if applier.config.schemas_enable is not None and "schemas.enable" not in lowered:
             options["schemas.enable"] = str(applier.config.schemas_enable).lower()
+    clear_unplanned_leftovers(checkpoint)  # a run killed before its first batch must not wedge this one
     raw = spark.readStream.format("cdc").options(**options).load()
     writer = raw.writeStream.foreachBatch(applier).option("checkpointLocation", checkpoint)
     if name:
