@@ -32,6 +32,15 @@ SOURCE_EVENT_POSITION = "SourceEventPosition"  # the source offset of the last e
 LAST_EVENT_TS = "LastEventTs"  # source time (epoch ms) of the last event; ours
 # PostgreSQL: WAL the replication slot keeps from recycling (pg_current_wal_lsn() - restart_lsn).
 RETAINED_WAL_BYTES = "RetainedWalBytes"
+NUMBER_OF_COMMITTED_TRANSACTIONS = "NumberOfCommittedTransactions"
+QUEUE_TOTAL_CAPACITY = "QueueTotalCapacity"
+QUEUE_REMAINING_CAPACITY = "QueueRemainingCapacity"
+SNAPSHOT_STARTED_TS = "SnapshotStartedTs"  # epoch ms; SnapshotDurationInSeconds is derived when read; ours
+SNAPSHOT_ENDED_TS = "SnapshotEndedTs"  # epoch ms, None while running; ours
+LAST_EVENT_PROCESSED_TS = "LastEventProcessedTs"  # when the last event was handed over (epoch ms); ours
+# What the source has not read yet: the database's log position minus the reader's (binlog bytes,
+# WAL bytes), sampled by the connector every few seconds; ours.
+BYTES_BEHIND_SOURCE = "BytesBehindSource"
 
 
 class TaskMetrics:

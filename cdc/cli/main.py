@@ -35,6 +35,7 @@ from cdc.config.files import load_connector_config
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, TopicPartition
 from cdc.rest.server import RestBindError, RestServer
 from cdc.runtime.plugins import PluginKind, PluginRegistry
+from cdc.runtime.prometheus.server import start_metrics_server
 from cdc.runtime.standalone import StandaloneHerder
 from cdc.runtime.traces import redact
 from cdc.runtime.transport import cluster_id, open_log, open_offset_store, open_status_store
@@ -98,6 +99,7 @@ def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> No
             rest.bind()  # a taken port fails here, before any connector starts (as Kafka's worker exits)
         except RestBindError as e:
             fail(str(e))
+        metrics = start_metrics_server(config, herder)  # metrics.port, if set
         herder.start()
         try:
             rest.start()
@@ -117,6 +119,8 @@ def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> No
             while not stop.wait(0.5):
                 herder.tick()
         finally:
+            if metrics is not None:
+                metrics.stop()
             rest.stop()
             herder.stop()
             transformer.close()
@@ -149,6 +153,7 @@ def worker_command(worker_properties: str) -> None:
             rest.start()
         except RestBindError as e:
             fail(str(e))
+        metrics = start_metrics_server(config, herder)  # metrics.port, if set
         # Kafka Connect names a distributed worker by its advertised REST host:port, so other
         # workers can reach the worker a status record names.
         worker.worker_id = worker.reporter.worker_id = rest.advertised_url.split("://", 1)[-1]
@@ -160,6 +165,8 @@ def worker_command(worker_properties: str) -> None:
             while not stop.wait(0.5):
                 pass
         finally:
+            if metrics is not None:
+                metrics.stop()
             herder.stop()
             rest.stop()
             transformer.close()

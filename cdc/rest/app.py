@@ -19,6 +19,7 @@ from cdc.rest.http_compat import JerseyCompatMiddleware
 from cdc.rest.resources.connector_plugins import connector_plugins_router
 from cdc.rest.resources.connectors import connectors_router
 from cdc.rest.resources.loggers import loggers_router
+from cdc.rest.resources.metrics import metrics_router
 from cdc.rest.resources.root import root_router
 from cdc.runtime.herder import Herder
 
@@ -34,11 +35,14 @@ def create_app(
     TLS context for requests forwarded to https workers (cdc.rest.tls.client_context).
     The security guards are cdc.rest.server.install_security's."""
     app = FastAPI(title=title, version=__version__, docs_url="/docs", redoc_url=None)
-    app.add_middleware(JerseyCompatMiddleware, exempt=frozenset({"/docs", "/docs/oauth2-redirect", "/openapi.json"}))
+    app.add_middleware(
+        JerseyCompatMiddleware, exempt=frozenset({"/docs", "/docs/oauth2-redirect", "/openapi.json", "/metrics"})
+    )
     install_error_handlers(app)
     install_forwarding(app, forward_ssl)
     app.include_router(root_router(cluster_id))
     app.include_router(connector_plugins_router(herder))
     app.include_router(connectors_router(herder))
     app.include_router(loggers_router())
+    app.include_router(metrics_router(herder))
     return app

@@ -60,6 +60,7 @@ class WorkerTask(ABC):
         self.failure: BaseException | None = None
         self.active_topics: set[str] = set()
         self.metrics = TaskMetrics()
+        self.meter: object | None = None  # the worker's cdc.runtime.task_meters meter of the plugin's calls
         self._metrics_next = 0.0
         self._metrics_due = False
         self._metrics_last: str | None = None

@@ -22,6 +22,7 @@ from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.sink_task import WorkerSinkTask
 from cdc.runtime.source_task import TopicCreator, WorkerSourceTask
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
+from cdc.runtime.task_meters import meter_sink, meter_source
 from cdc.runtime.traces import ResolvedSecrets, redact, sanitize_trace
 from cdc.runtime.validation import ConnectorValidator
 from cdc.runtime.worker_config import WorkerConfig
@@ -208,6 +209,11 @@ class Worker:
                 dlq_topic=parsed["errors.deadletterqueue.topic.name"] or None,
                 dlq_context_headers=parsed["errors.deadletterqueue.context.headers.enable"],
             )
+        # Kafka Connect's poll/read/put counters (cdc.runtime.task_meters), read by the /metrics scrape.
+        if isinstance(worker_task, WorkerSourceTask):
+            worker_task.meter = meter_source(task)
+        elif isinstance(worker_task, WorkerSinkTask):
+            worker_task.meter = meter_sink(task, worker_task.consumer)
         self.tasks[id] = worker_task
         worker_task.start(paused)
         return worker_task

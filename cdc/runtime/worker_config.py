@@ -359,6 +359,23 @@ WORKER_CONFIG_DEF = (
         "security.protocol). Kafka Connect's class names for the three are accepted too.",
     )
     .define("worker.id", ConfigType.STRING, None, None, Importance.LOW, "Name reported in status (default host:pid).")
+    .define(
+        "metrics.port",
+        ConfigType.INT,
+        None,
+        Range.between(0, 65535),
+        Importance.LOW,
+        "cdc: also serve the Prometheus metrics (GET /metrics on the REST listener) on this port, without the "
+        "REST API's auth, for scrapers and for `cdc run`, which has no REST API. Unset: not served. 0 picks a port.",
+    )
+    .define(
+        "metrics.host",
+        ConfigType.STRING,
+        "127.0.0.1",
+        None,
+        Importance.LOW,
+        "cdc: the address metrics.port listens on; 0.0.0.0 for every interface.",
+    )
 )
 
 

@@ -34,12 +34,17 @@ class SnapshotProgress:
     running: bool = False
     completed: bool = False
 
+    started_ms: int | None = None
+    ended_ms: int | None = None
+
     def begin(self, total_tables: int) -> None:
         """A data snapshot of `total_tables` tables starts."""
         self.total_tables, self.running, self.completed = total_tables, True, False
+        self.started_ms, self.ended_ms = int(time.time() * 1000), None
 
     def complete(self) -> None:
         self.running, self.completed = False, True
+        self.ended_ms = int(time.time() * 1000)
 
     def start_table(self, table: str, estimate: int) -> None:
         self.tables[table] = TableProgress(table, max(0, estimate))
@@ -73,4 +78,6 @@ class SnapshotProgress:
             m.REMAINING_TABLE_COUNT: max(0, self.total_tables - done),
             m.ROWS_SCANNED: {t: p.rows for t, p in tables.items()},
             m.ROWS_ESTIMATED: {t: p.estimate for t, p in tables.items()},
+            m.SNAPSHOT_STARTED_TS: self.started_ms,
+            m.SNAPSHOT_ENDED_TS: self.ended_ms,
         }

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.api import ConnectException, SourceRecord, SourceTask, Struct, TaskMetrics
+from cdc.api import metrics as m
 from cdc_debezium.heartbeat import Heartbeat
-from cdc_debezium.metrics import StreamingMetrics
+from cdc_debezium.metrics import SourceLag, StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.transaction import TransactionMonitor
@@ -50,6 +51,12 @@ def _source_ts_ms(record: SourceRecord) -> int | None:
         return None
     source = value.get("source")
     return source.get("ts_ms") if isinstance(source, Struct) else None
+
+
+def _transaction_key(record: SourceRecord) -> tuple[Any, Any] | None:
+    """A transaction's binlog file and the position of its BEGIN (the offset's `file`/`pos`)."""
+    offset = record.source_offset
+    return (offset.get("file"), offset.get("pos")) if offset else None
 
 
 class MySqlConnectorTask(SourceTask):
@@ -101,7 +108,8 @@ class MySqlConnectorTask(SourceTask):
             self.dispatcher.on_heartbeat = lambda: self._heartbeat_action(query)
         self.progress = SnapshotProgress(log)
         self.streaming: MySqlStreamingChangeEventSource | None = None
-        self.stream_metrics = StreamingMetrics(_source_ts_ms)
+        self.stream_metrics = StreamingMetrics(_source_ts_ms, _transaction_key)
+        self.source_lag = SourceLag(self._binlog_bytes_behind)
         self._snapshot_tail = 0  # snapshot records still buffered when streaming starts: not streaming events
         TaskMetrics.of(self.context).register(self._metrics)
         # Snapshot and streaming run as one generator driven by poll() on the runtime's task thread.
@@ -379,11 +387,29 @@ class MySqlConnectorTask(SourceTask):
     def _metrics(self) -> dict[str, Any]:
         """Debezium's snapshot and streaming metrics, computed only when the runtime publishes."""
         out = self.progress.metrics()
+        queue_size = self.config.max_queue_size
+        out[m.QUEUE_TOTAL_CAPACITY] = queue_size
+        out[m.QUEUE_REMAINING_CAPACITY] = max(0, queue_size - len(self.dispatcher.buffer))
         streaming = self.streaming
         if streaming is not None:
             connected = getattr(streaming, "_reader", None) is not None  # None while reconnecting
             out.update(self.stream_metrics.values(connected))
+            out[m.BYTES_BEHIND_SOURCE] = self.source_lag.value()
         return out
+
+    def _binlog_bytes_behind(self) -> int | None:
+        """The server's binlog end minus the reader's position, across binlog files (SHOW BINARY LOGS)."""
+        streaming = self.streaming
+        reader = getattr(streaming, "_reader", None) if streaming is not None else None
+        file, pos = getattr(reader, "log_file", None), getattr(reader, "log_pos", None)
+        if not file or pos is None:
+            return None
+        head_file, head_pos = self.connection.master_status()
+        if head_file == file:
+            return head_pos - int(pos)
+        sizes = {str(r["Log_name"]): int(r["File_size"]) for r in self.connection.query("SHOW BINARY LOGS")}
+        between = sum(size for name, size in sizes.items() if file < name < head_file)
+        return max(0, sizes.get(file, int(pos)) - int(pos)) + between + head_pos
 
     def status(self) -> dict[str, Any]:
         """Snapshot progress and buffer depth, for logs and the task status trace."""

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 
 from cdc.api import ConnectException, SourceRecord, SourceTask, TaskMetrics
+from cdc.api import metrics as m
 from cdc.api.metrics import RETAINED_WAL_BYTES
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.metrics import StreamingMetrics
@@ -40,6 +41,12 @@ def _source_ts_ms(record: SourceRecord) -> int | None:
     return ts // 1000 if ts else None
 
 
+def _transaction_key(record: SourceRecord) -> Any:
+    """The record's transaction: its txId, else its commit LSN (the offset's `lsn_commit`)."""
+    offset = record.source_offset
+    return (offset.get("txId") or offset.get("lsn_commit")) if offset else None
+
+
 def slot_in_use(slot_name: str, pid: int | None, retries: int, delay_ms: int) -> PostgresConnectorError:
     holder = f"process {pid}" if pid else "another connection"
     return PostgresConnectorError(
@@ -64,9 +71,10 @@ class PostgresConnectorTask(SourceTask):
         )
         self.stop_event = threading.Event()
         self.progress = SnapshotProgress(log)
-        self.stream_metrics = StreamingMetrics(_source_ts_ms)
+        self.stream_metrics = StreamingMetrics(_source_ts_ms, _transaction_key)
         self._wal_conn: PostgresConnection | None = None
         self._wal_bytes: int | None = None
+        self._wal_behind: int | None = None
         self._wal_next = 0.0
         TaskMetrics.of(self.context).register(self._metrics)
         stored = PostgresOffsetContext.from_offset(self.context.offset_storage_reader().offset(self.partition))
@@ -452,6 +460,10 @@ class PostgresConnectorTask(SourceTask):
         if streaming is not None:
             out.update(self.stream_metrics.values(streaming.connected))
         out[RETAINED_WAL_BYTES] = self._retained_wal()
+        if streaming is not None:
+            out[m.BYTES_BEHIND_SOURCE] = self._wal_behind
+        out[m.QUEUE_TOTAL_CAPACITY] = self.queue.max_queue_size
+        out[m.QUEUE_REMAINING_CAPACITY] = max(0, self.queue.max_queue_size - len(self.queue))
         return out
 
     def _retained_wal(self) -> int | None:
@@ -464,10 +476,20 @@ class PostgresConnectorTask(SourceTask):
             if self._wal_conn is None:
                 self._wal_conn = PostgresConnection(self.dsn, connect_timeout=5)
             self._wal_bytes = self._wal_conn.retained_wal_bytes(self.config.slot_name)
+            self._wal_behind = self._unread_wal(self._wal_conn)
         except (psycopg.Error, ConnectException) as e:  # e.g. a server restart: try again next time
             log.debug("reading the retained WAL of slot %s failed: %s", self.config.slot_name, e)
             self._close_wal_conn()
         return self._wal_bytes
+
+    def _unread_wal(self, conn: PostgresConnection) -> int | None:
+        """pg_current_wal_lsn() minus what the replication stream received (keepalives included)."""
+        streaming = getattr(self, "streaming", None)
+        received = getattr(streaming, "last_received_lsn", 0) if streaming is not None else 0
+        if not received:
+            return None
+        row = conn.conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint").fetchone()
+        return max(0, int(row[0]) - int(received)) if row and row[0] is not None else None
 
     def _close_wal_conn(self) -> None:
         conn, self._wal_conn = self._wal_conn, None
