@@ -1,0 +1,169 @@
+"""`AvroData`: Connect schemas and values to and from Avro, with Confluent's AvroData settings.
+
+Settings (Confluent's AvroDataConfig names): `connect.meta.data` (true), `enhanced.avro.schema.support`
+(false: Avro enums read as strings keep their symbols as parameters either way; with it, such
+strings are written back as enums), `scrub.invalid.names` (false), `allow.optional.map.keys`
+(false), the cache size `schemas.cache.config` (1000), and Debezium's `schema.name.adjustment.mode`
+/ `field.name.adjustment.mode` (none) for names Avro refuses.
+
+Encoding is fastavro's (compiled): each Avro schema is parsed once with its `logicalType`
+properties removed, so fastavro moves plain ints and bytes and the Connect logical conversions
+(Kafka's Decimal, Date, Time, Timestamp) are the only ones applied. The registered text keeps them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import fastavro
+
+from cdc.api.data import Schema
+from cdc.api.errors import DataException
+from cdc.converters.avro import avro_schema, from_connect, to_connect
+from cdc.converters.avro.names import NameRules
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A bounded map; the least recently used entry goes first."""
+
+    __slots__ = ("_data", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        v = self._data.get(key)
+        if v is not None:
+            self._data.move_to_end(key)
+        return v
+
+    def put(self, key: K, value: V) -> None:
+        if self._size <= 0:
+            return
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSchema:
+    """A Connect schema ready to write: its Avro text (what is registered) and value writer."""
+
+    text: str
+    avro: Any  # the parsed JSON
+    full_name: str | None  # record (or enum) full name, for RecordNameStrategy; else the Avro type
+    codec: Any  # fastavro's parsed schema
+    write: from_connect.Write
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSchema:
+    """An Avro writer schema ready to read: the Connect schema and the datum reader."""
+
+    schema: Schema
+    codec: Any
+    read: to_connect.Read | None
+
+
+def strip_logical_types(node: Any) -> Any:
+    """The schema JSON without `logicalType`: fastavro then reads and writes the physical values."""
+    if isinstance(node, list):
+        return [strip_logical_types(n) for n in node]
+    if isinstance(node, dict):
+        return {k: strip_logical_types(v) for k, v in node.items() if k != "logicalType"}
+    return node
+
+
+def parse_codec(avro: Any) -> Any:
+    try:
+        return fastavro.parse_schema(strip_logical_types(avro), _write_hint=False, _force=True)
+    except Exception as e:  # fastavro raises SchemaParseException, ValueError, KeyError...
+        raise DataException(f"AvroConverter: invalid Avro schema: {type(e).__name__}: {e}") from e
+
+
+class AvroData:
+    """Confluent's AvroData: the schema and value mapping, with converted schemas cached."""
+
+    def __init__(
+        self,
+        connect_meta_data: bool = True,
+        enhanced_schema_support: bool = False,
+        scrub_invalid_names: bool = False,
+        allow_optional_map_keys: bool = False,
+        schema_name_adjustment_mode: str = "none",
+        field_name_adjustment_mode: str = "none",
+        cache_size: int = 1000,
+    ) -> None:
+        self.meta = connect_meta_data
+        self.enhanced = enhanced_schema_support
+        self.optional_map_keys = allow_optional_map_keys
+        self.rules = NameRules(schema_name_adjustment_mode, field_name_adjustment_mode, scrub_invalid_names)
+        self._writes: LRU[Schema, WriteSchema] = LRU(cache_size)
+        self._reads: LRU[tuple[str, int | None], ReadSchema] = LRU(cache_size)
+
+    # -- Connect -> Avro ---------------------------------------------------------------------------
+    def from_connect_schema(self, schema: Schema) -> Any:
+        """The Avro schema (parsed JSON) of a Connect schema."""
+        return self.writer(schema).avro
+
+    def writer(self, schema: Schema) -> WriteSchema:
+        """Everything needed to write values of `schema` (cached per schema)."""
+        cached = self._writes.get(schema)
+        if cached is not None:
+            return cached
+        conv = from_connect.Conversion(self.rules, self.meta, self.enhanced, self.optional_map_keys)
+        node = conv.convert(schema)
+        avro = avro_schema.to_jsonable(node)
+        text = json.dumps(avro, separators=(",", ":"), ensure_ascii=False)
+        named = node.branches[-1] if isinstance(node, avro_schema.Union) else node
+        full_name = named.full_name if isinstance(named, avro_schema.Named) else _type_name(avro)
+        entry = WriteSchema(text, avro, full_name, parse_codec(avro), from_connect.compile_writer(schema, conv))
+        self._writes.put(schema, entry)
+        return entry
+
+    def from_connect_data(self, schema: Schema, value: Any) -> Any:
+        """The datum (for fastavro, with this module's codec schema) of a Connect value."""
+        return self.writer(schema).write(value)
+
+    # -- Avro -> Connect ---------------------------------------------------------------------------
+    def reader(self, text: str, version: int | None = None) -> ReadSchema:
+        """Everything needed to read data written with Avro schema `text` (cached per text and version)."""
+        key = (text, version)
+        cached = self._reads.get(key)
+        if cached is not None:
+            return cached
+        try:
+            avro = json.loads(text)
+        except ValueError as e:
+            raise DataException(f"AvroConverter: the registry's schema is not JSON: {e}") from e
+        schema = self.to_connect_schema(avro, version)
+        entry = ReadSchema(schema, parse_codec(avro), to_connect.compile_reader(schema))
+        self._reads.put(key, entry)
+        return entry
+
+    def to_connect_schema(self, avro: Any, version: int | None = None) -> Schema:
+        """The Connect schema of an Avro schema (parsed JSON); `version` is used when it carries none."""
+        return to_connect.AvroToConnect(self.meta).convert(avro, version)
+
+    def to_connect_data(self, schema: Schema, datum: Any) -> Any:
+        read = to_connect.compile_reader(schema)
+        return datum if read is None else read(datum)
+
+
+def _type_name(avro: Any) -> str:
+    if isinstance(avro, str):
+        return avro
+    if isinstance(avro, list):
+        return _type_name(next((b for b in avro if b != "null"), "null"))
+    return str(avro.get("type"))
