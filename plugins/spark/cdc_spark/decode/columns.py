@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_spark.decode import unwrapped
 from cdc_spark.decode.envelope import EnvelopeReader
 from cdc_spark.decode.fast import read_ndjson
 from cdc_spark.decode.flatbatch import META_ARROW, FlatBatch, merge_columns
@@ -118,20 +119,30 @@ def _groups_by_id(ids: pa.Array, values: pa.Array, schemas: Mapping[int, str]) -
 
 
 def _read_group(payloads: pa.Array, ops: pa.Array, schema: Any) -> dict[str, tuple[pa.Array, _Column]] | None:
-    fields = (envelope_row_schema(schema) or {}).get("fields") or []
+    flat = isinstance(schema, dict) and not unwrapped.is_envelope_schema(schema)
+    row_schema = unwrapped.row_schema(schema) if flat else envelope_row_schema(schema)
+    fields = (row_schema or {}).get("fields") or []
     plans = {f.get("field"): _plan(f) for f in fields}
     if not plans or any(p is None for p in plans.values()):
         return None
     row = pa.struct([(name, p.read) for name, p in plans.items()])  # type: ignore[union-attr]
-    table = read_ndjson(payloads, pa.schema([("before", row), ("after", row)]), threads=True)
-    if table is None:
+    if flat:  # a row flattened by ExtractNewRecordState: the columns are the value's own fields
+        table = read_ndjson(payloads, pa.schema(list(row)), threads=True)
+        columns = None if table is None else [c.combine_chunks() for c in table.columns]
+        picks = None if columns is None else list(zip(columns, columns, strict=True))
+    else:
+        table = read_ndjson(payloads, pa.schema([("before", row), ("after", row)]), threads=True)
+        picks = None
+        if table is not None:
+            before = table.column("before").combine_chunks().flatten()
+            after = table.column("after").combine_chunks().flatten()
+            picks = list(zip(before, after, strict=True))
+    if picks is None:
         return None
     deleted = pc.equal(ops, "d")
-    before = table.column("before").combine_chunks().flatten()
-    after = table.column("after").combine_chunks().flatten()
     out = {}
-    for i, (name, plan) in enumerate(plans.items()):
-        picked = pc.if_else(deleted, before[i], after[i])
+    for (name, plan), (old, new) in zip(plans.items(), picks, strict=True):
+        picked = new if old is new else pc.if_else(deleted, old, new)
         try:
             out[name] = (plan.finish(picked), plan)  # type: ignore[union-attr]
         except (pa.ArrowInvalid, ValueError, TypeError):

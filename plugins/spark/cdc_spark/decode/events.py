@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_spark.decode import fast, schemas, sequence
+from cdc_spark.decode import fast, schemas, sequence, unwrapped
 from cdc_spark.decode._json import canonical
 from cdc_spark.decode.deserializer import DeserializeError, Deserializer, JsonDeserializer
 from cdc_spark.decode.unavailable import Placeholder
@@ -69,21 +69,20 @@ def _decode_one(des: Deserializer, topic: str, key: bytes | None, value: bytes |
         env = des.value(topic, value)
     except DeserializeError as e:
         return (None, None, None, None, None, str(e)), False
-    if not isinstance(env, dict) or "op" not in env:
-        return (
-            None,
-            None,
-            None,
-            None,
-            None,
-            f"topic {topic}: the value is not a Debezium change event (no 'op')",
-        ), False
-    op = env.get("op")
+    flat = isinstance(env, dict) and not unwrapped.is_envelope(env)
+    if flat:  # a row flattened by ExtractNewRecordState: its add.fields carry op and position
+        try:
+            op, source = unwrapped.event(env)
+        except unwrapped.UnwrapError as e:
+            return (None, None, None, None, None, f"topic {topic}: {e}"), False
+    elif isinstance(env, dict):
+        op, source = env.get("op"), env.get("source")
+    else:
+        return (None, None, None, None, None, f"topic {topic}: {_not_an_event(env)}"), False
     if op in SKIPPED_OPS:
         return None, False
     if op not in OPS:
         return (None, op, None, None, None, f"topic {topic}: unknown op {op!r} (expected one of c, u, r, d, t)"), False
-    source = env.get("source")
     try:
         seq = sequence.from_source(source)
     except (sequence.SequenceError, ValueError, TypeError) as e:
@@ -102,11 +101,21 @@ def _decode_one(des: Deserializer, topic: str, key: bytes | None, value: bytes |
             "snapshot, or leave the table out of the job"
         )
         return (None, op, seq, ts, None, error), False
-    row = env.get("before") if op == "d" else env.get("after")
+    row = env if flat else env.get("before") if op == "d" else env.get("after")
     if op != "d" and not isinstance(row, dict):
         return (None, op, seq, ts, None, f"topic {topic}: op={op} event has no 'after' row"), False
     end = op == "r" and isinstance(source, dict) and source.get("snapshot") in SNAPSHOT_END_MARKERS
     return (canonical_key(k), op, seq, ts, op == "d", None), end
+
+
+def _not_an_event(value: Any) -> str:
+    if value is None:  # JsonConverter's null payload under a kept schema
+        return (
+            "the value is null under a value schema, as ExtractNewRecordState writes a delete under "
+            "delete.tombstone.handling.mode=tombstone: the delete has no source position, so the sink cannot order "
+            f"it; {unwrapped.advice()}"
+        )
+    return "the value is not a Debezium change event (no 'op')"
 
 
 def keep_latest(table: pa.Table, placeholder: Placeholder | None = None) -> pa.Table:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from cdc_spark.decode import unwrapped
 from cdc_spark.decode.columns import flatten_enveloped
 from cdc_spark.decode.envelope import EnvelopeReader
 from cdc_spark.decode.flatbatch import META_ARROW, META_COLUMNS, ColumnTypeConflict, FlatBatch, merge_columns
@@ -66,7 +67,7 @@ def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:
         if group is None:
             group = _RowGroup(schema)
             groups[id(schema) if schema is not None else 0] = group
-        data = dict((env.get("before") if op == "d" else env.get("after")) or {})
+        data = _row(env, op)
         if group.exact_decimals and any(isinstance(data.get(n), float) for n in group.exact_decimals):
             data = _exact_numbers(value, op, data, group.exact_decimals)
         key = json.loads(key_text)
@@ -100,7 +101,7 @@ class _RowGroup:
     """The rows of one schema version (or of schemaless records) and how to type their columns."""
 
     def __init__(self, schema: Any) -> None:
-        row_schema = envelope_row_schema(schema) if schema is not None else None
+        row_schema = _row_schema(schema) if schema is not None else None
         self.fields: dict[str, dict[str, Any]] = {f["field"]: f for f in (row_schema or {}).get("fields", [])}
         self.types: dict[str, tuple[pa.DataType | None, Convert]] = field_types(row_schema)
         # Decimals written as JSON numbers (decimal.format=NUMERIC) must not pass through a float.
@@ -123,10 +124,23 @@ class _RowGroup:
         return out
 
 
+def _row(env: Any, op: str) -> dict[str, Any]:
+    """The row of an envelope (`before` for deletes, else `after`) or of a flattened row (unwrapped.py)."""
+    if isinstance(env, dict) and not unwrapped.is_envelope(env):
+        return unwrapped.row_of(env)
+    return dict((env.get("before") if op == "d" else env.get("after")) or {})
+
+
+def _row_schema(schema: Any) -> dict[str, Any] | None:
+    if isinstance(schema, dict) and schema.get("fields") and not unwrapped.is_envelope_schema(schema):
+        return unwrapped.row_schema(schema)
+    return envelope_row_schema(schema)
+
+
 def _exact_numbers(value: bytes, op: str, data: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """The row again, its decimal fields parsed as Decimal (a float would round them to 17 digits)."""
     node = json.loads(value, parse_float=decimal.Decimal)
     if isinstance(node, dict) and node.keys() == {"schema", "payload"}:
         node = node["payload"]
-    exact = (node.get("before") if op == "d" else node.get("after")) or {}
+    exact = _row(node, op)
     return {**data, **{n: exact.get(n) for n in names if n in exact}}
