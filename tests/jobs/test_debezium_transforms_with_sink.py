@@ -41,12 +41,20 @@ def test_unwrap_dropping_deletes_is_refused_naming_the_key(keys: str, where: str
 
 
 @pytest.mark.parametrize(
-    "keys", ["", ", 'delete.tombstone.handling.mode': rewrite", ", 'delete.handling.mode': rewrite"]
+    "keys",
+    [
+        "'delete.tombstone.handling.mode': rewrite",
+        "'delete.handling.mode': rewrite",
+        "'drop.tombstones': 'false', 'delete.handling.mode': rewrite",
+    ],
 )
-def test_unwrap_keeping_deletes_has_only_the_envelope_problem(keys: str) -> None:
-    errors, _ = check(f"  - {{name: unwrap, type: io.debezium.transforms.ExtractNewRecordState{keys}}}")
-    assert not [e for e in errors if "drops delete events" in e]
-    assert any("reshapes" in e for e in errors)
+def test_unwrap_with_rewritten_deletes_and_positions_is_accepted(keys: str) -> None:
+    """The sink applies unwrapped rows that carry op and the source position (tests/jobs/test_unwrap_validation.py)."""
+    errors, _ = check(
+        "  - {name: unwrap, type: io.debezium.transforms.ExtractNewRecordState, "
+        f"'add.fields': 'op,source.file,source.pos,source.row,source.sequence,source.snapshot', {keys}}}"
+    )
+    assert errors == []
 
 
 def test_outbox_router_reshapes_the_event() -> None:

@@ -124,7 +124,6 @@ def test_insert_field_key_per_event_is_refused_static_warns() -> None:
         ("{name: v, type: org.apache.kafka.connect.transforms.ReplaceField$Value, renames: 'after:row'}", ".renames"),
         ("{name: v, type: org.apache.kafka.connect.transforms.MaskField$Value, fields: after}", ".fields"),
         ("{name: v, type: org.apache.kafka.connect.transforms.MaskField$Value, fields: price}", ".fields"),
-        ("{name: v, type: io.debezium.transforms.ExtractNewRecordState}", ".type"),
     ],
 )
 def test_envelope_breaking_smts_are_refused(smt: str, where: str) -> None:
