@@ -236,7 +236,7 @@ class EventRouter(Transformation[R]):
             else:
                 partition = event.get(extra.field)
 
-        empty = payload is None or (isinstance(payload, str) and not payload.strip())
+        empty = payload is None or (isinstance(payload, str) and _java_blank(payload))
         if empty and self._tombstone_on_empty:
             value_schema, value = None, None
         elif self._only_payload:
@@ -332,6 +332,12 @@ class EventRouter(Transformation[R]):
 
     def close(self) -> None:
         self._schemas = SchemaCache(10_000)
+
+
+def _java_blank(text: str) -> bool:
+    """Debezium's `payload.toString().trim().isEmpty()`: Java's trim() strips only chars up to
+    U+0020, so a no-break or ideographic space is content (Python's strip() would remove it)."""
+    return all(c <= " " for c in text)
 
 
 def _schema_name(original: str | None, routed: str) -> str:
