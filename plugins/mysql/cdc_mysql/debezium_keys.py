@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api import ConfigDef, ConfigException, ConfigType, ConfigValue, Importance, Range, ValidString
+from cdc_debezium.signals import config as signal_config
 from cdc_mysql.custom_converters import CustomConverters
 from cdc_mysql.schema_options import (
     FIELD_NAME_ADJUSTMENT_MODE,
@@ -60,8 +61,7 @@ _DEFAULT_STRATEGY_NAMES = {
 PROCESSING_MODES = ("fail", "warn", "skip", "ignore")
 CONVERTING_MODES = ("fail", "warn", "skip")
 
-_NO_INCREMENTAL = "there are no incremental snapshots (use a one-off connector with snapshot.mode=initial_only)"
-_NO_SIGNALS = "signals are not read"
+_NO_INCREMENTAL = "an incremental snapshot re-reads no chunk after a schema change"
 _HISTORY_KAFKA = "the Kafka schema history uses its own defaults"
 _BUILT_IN_MODES = "only the built-in snapshot.mode values exist"
 
@@ -80,7 +80,7 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "binlog.net.read.timeout": (None, "the server's net_read_timeout applies"),
     "min.row.count.to.stream.results": ("1000", "every snapshot SELECT streams its rows"),
     "binlog.buffer.size": ("0", "events are emitted as they are read, without a look-ahead buffer"),
-    "read.only": ("false", "the connector never writes to the database anyway (no signal table, no watermarks)"),
+    "read.only": ("false", "incremental snapshots write their watermarks to signal.data.collection"),
     "gtid.ignore.on.recovery": ("true", "the stored GTID set is kept as the offset has it"),
     "ddl.parser.type": ("antlr", "DDL is not parsed: tables come from the binlog's table map and information_schema"),
     "sourceinfo.struct.maker": (None, "the source block is Debezium's default MySQL one"),
@@ -100,12 +100,7 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "snapshot.scan.all.columns.force": ("false", "the snapshot selects every column"),
     "snapshot.tables.order.by.row.count": ("disabled", "tables are snapshotted in name order"),
     "query.fetch.size": ("0", "snapshot.fetch.size sets the rows per fetch"),
-    "incremental.snapshot.chunk.size": ("1024", _NO_INCREMENTAL),
     "incremental.snapshot.allow.schema.changes": ("false", _NO_INCREMENTAL),
-    "incremental.snapshot.watermarking.strategy": ("insert_insert", _NO_INCREMENTAL),
-    "signal.data.collection": (None, _NO_SIGNALS),
-    "signal.poll.interval.ms": ("5000", _NO_SIGNALS),
-    "signal.enabled.channels": ("source", _NO_SIGNALS),
     "notification.enabled.channels": (None, "no notifications are sent"),
     "notification.sink.topic.name": (None, "no notifications are sent"),
     # events and records
@@ -289,6 +284,7 @@ def define(d: ConfigDef) -> ConfigDef:
         Importance.LOW,
         "<db>.<table> names whose snapshot runs the SELECT in snapshot.select.statement.overrides.<db>.<table>.",
     )
+    signal_config.define(d)  # signal.* and incremental.snapshot.*: cdc_mysql/incremental.py
     known = set(d.names())
     for key, (_default, instead) in RECOGNISED.items():
         if key not in known:

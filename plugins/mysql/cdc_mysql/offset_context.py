@@ -34,6 +34,8 @@ class MySqlOffsetContext:
     server_identity: str | None = None
     # The open transaction's metadata keys of a stored offset (provide.transaction.metadata), read on resume.
     transaction: dict[str, Any] = field(default_factory=dict)
+    # A running incremental snapshot's keys (cdc_debezium.signals.incremental); empty otherwise.
+    incremental: dict[str, Any] = field(default_factory=dict)
 
     def offset(self, event: int | None = None, row: int | None = None) -> dict[str, Any]:
         """The offset dict; `event`/`row` override the skip counts for one record."""
@@ -55,6 +57,8 @@ class MySqlOffsetContext:
             out["epoch"] = self.epoch
         if self.server_identity:
             out["server_identity"] = self.server_identity
+        if self.incremental:
+            out.update(self.incremental)
         return out
 
     def completed(self) -> MySqlOffsetContext:

@@ -111,6 +111,8 @@ class MySqlStreamingChangeEventSource:
         self.use_gtid_start = use_gtid_start and bool(offset.gtids)
         self.gtid_set = gtids.parse(offset.gtids, is_mariadb)
         self.gtid_filter = config.gtid_filter
+        # Which tables' row events are decoded; an incremental snapshot adds its signal table.
+        self.captures_table = config.captures_table
         if offset.transaction and dispatcher.transactions is not None:
             # Resuming inside a transaction whose BEGIN was already emitted.
             dispatcher.transactions.restore(offset.transaction)
@@ -315,7 +317,7 @@ class MySqlStreamingChangeEventSource:
         source_info = self.source_info
         # Room for the largest burst one row can add (BEGIN, delete, tombstone, create).
         max_buffer = max(1, self.config.max_queue_size - 4)
-        captures = self.config.captures_table
+        captures = self.captures_table
         decode_rows = self.row_decoders.rows
         change, buffer = dispatcher.change, dispatcher.buffer
         from_values, source_schema, row_index = Struct.from_values, source_info.schema, source_info.row_index

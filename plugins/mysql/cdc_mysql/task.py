@@ -20,6 +20,7 @@ from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.metrics import SourceLag, StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.progress import SnapshotProgress
+from cdc_debezium.signals.config import SignalConfig
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_mysql import __version__
 from cdc_mysql.config import MySqlConnectorConfig
@@ -29,6 +30,7 @@ from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.gtid import MariaDbGtidSet
 from cdc_mysql.gtid import contains as gtid_contains
 from cdc_mysql.history import SchemaHistory, open_history
+from cdc_mysql.incremental import MySqlIncrementalSnapshot
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
@@ -107,6 +109,14 @@ class MySqlConnectorTask(SourceTask):
             query = config.heartbeat_action_query
             self.dispatcher.on_heartbeat = lambda: self._heartbeat_action(query)
         self.progress = SnapshotProgress(log)
+        # Signals and incremental snapshots: None (and nothing of them runs) unless a signal channel is enabled.
+        signal_config = SignalConfig.from_props(props, config.topic_prefix)
+        self.signals: MySqlIncrementalSnapshot | None = None
+        if signal_config.active:
+            self.signals = MySqlIncrementalSnapshot(
+                config, signal_config, connection, self.schema, self.source_info, self.dispatcher, self.is_mariadb,
+                self.context, stored,
+            )  # fmt: skip
         self.streaming: MySqlStreamingChangeEventSource | None = None
         self.stream_metrics = StreamingMetrics(_source_ts_ms, _transaction_key)
         self.source_lag = SourceLag(self._binlog_bytes_behind)
@@ -227,6 +237,8 @@ class MySqlConnectorTask(SourceTask):
             config, self.connection, self.schema, self.source_info, self.dispatcher, offset, self.is_mariadb,
             self.stop_event, use_gtid_start=use_gtid,
         )  # fmt: skip
+        if self.signals is not None:
+            self.signals.attach(self.streaming)
         yield from self.streaming.execute()
 
     def _delay(self, ms: int, key: str, what: str) -> Iterator[None]:
@@ -338,8 +350,11 @@ class MySqlConnectorTask(SourceTask):
             raise error
         limit = self.config.max_batch_size
         deadline = time.monotonic() + self.poll_interval_s
+        signals = self.signals if self.streaming is not None else None
         while self._events is not None and len(dispatcher.buffer) < limit and not self.stop_event.is_set():
             try:
+                if signals is not None:
+                    signals.tick()
                 next(self._events)
             except StopIteration:
                 self._events = None
@@ -381,6 +396,8 @@ class MySqlConnectorTask(SourceTask):
         stop.set()
         if self.streaming is not None:
             self.streaming.close()
+        if self.signals is not None:
+            self.signals.close()
         self.history.close()
         self.connection.close()
 

@@ -1,0 +1,94 @@
+"""The `signal.*` and `incremental.snapshot.*` settings (Debezium's CommonConnectorConfig names and defaults)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.api import ConfigDef, ConfigException, ConfigType, Importance
+
+ENABLED_CHANNELS = "signal.enabled.channels"
+DATA_COLLECTION = "signal.data.collection"
+SIGNAL_FILE = "signal.file"
+KAFKA_TOPIC = "signal.kafka.topic"
+POLL_INTERVAL_MS = "signal.poll.interval.ms"
+CHUNK_SIZE = "incremental.snapshot.chunk.size"
+WATERMARKING = "incremental.snapshot.watermarking.strategy"
+CHANNELS = ("source", "kafka", "file")
+STRATEGIES = ("insert_insert", "insert_delete")
+
+
+@dataclass(frozen=True)
+class SignalConfig:
+    channels: tuple[str, ...]
+    data_collection: str | None
+    file: str
+    kafka_topic: str
+    poll_interval_s: float
+    chunk_size: int
+    watermarking: str
+
+    @property
+    def active(self) -> bool:
+        """Whether any channel is on: `source` needs signal.data.collection, as in Debezium."""
+        return bool(self.source or "file" in self.channels or "kafka" in self.channels)
+
+    @property
+    def source(self) -> bool:
+        return "source" in self.channels and bool(self.data_collection)
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any], topic_prefix: str) -> SignalConfig:
+        def get(key: str, default: str) -> str:
+            value = props.get(key)
+            return default if value is None or str(value).strip() == "" else str(value).strip()
+
+        channels = tuple(c.strip().lower() for c in get(ENABLED_CHANNELS, "source").split(",") if c.strip())
+        unknown = [c for c in channels if c not in CHANNELS]
+        if unknown:
+            raise ConfigException(
+                f"{ENABLED_CHANNELS}: unknown channel {unknown[0]!r}; use a comma-separated list of "
+                + ", ".join(CHANNELS),
+                ENABLED_CHANNELS,
+                props.get(ENABLED_CHANNELS),
+            )
+        strategy = get(WATERMARKING, "insert_insert").lower()
+        if strategy not in STRATEGIES:
+            raise ConfigException(
+                f"{WATERMARKING}={strategy} is not one of {', '.join(STRATEGIES)}", WATERMARKING, strategy
+            )
+        try:
+            chunk = int(get(CHUNK_SIZE, "1024"))
+            poll_ms = int(get(POLL_INTERVAL_MS, "5000"))
+        except ValueError as e:
+            raise ConfigException(f"{CHUNK_SIZE} and {POLL_INTERVAL_MS} must be integers ({e})") from None
+        if chunk < 1:
+            raise ConfigException(f"{CHUNK_SIZE}={chunk}: must be at least 1", CHUNK_SIZE, chunk)
+        return cls(
+            channels=channels,
+            data_collection=props.get(DATA_COLLECTION) or None,
+            file=get(SIGNAL_FILE, "file-signals.txt"),
+            kafka_topic=get(KAFKA_TOPIC, f"{topic_prefix}-signal"),
+            poll_interval_s=max(poll_ms, 0) / 1000,
+            chunk_size=chunk,
+            watermarking=strategy,
+        )
+
+
+def define(d: ConfigDef) -> ConfigDef:
+    """Adds the signal and incremental snapshot keys to a connector's ConfigDef (values checked in from_props)."""
+    docs = {
+        ENABLED_CHANNELS: ("source", "Signal channels: source (the signal.data.collection table), kafka, file."),
+        DATA_COLLECTION: (None, "The signal table (<db>.<table> or <schema>.<table>): columns id, type, data."),
+        SIGNAL_FILE: ("file-signals.txt", "The file channel's file: one JSON signal per line; emptied once read."),
+        KAFKA_TOPIC: (None, "The kafka channel's topic (default <topic.prefix>-signal), keyed by topic.prefix."),
+        POLL_INTERVAL_MS: ("5000", "How often the file and kafka channels are read."),
+        CHUNK_SIZE: ("1024", "Rows per incremental snapshot chunk."),
+        WATERMARKING: ("insert_insert", "Incremental snapshot watermarks: insert_insert or insert_delete."),
+    }
+    known = set(d.names())
+    for key, (default, doc) in docs.items():
+        if key not in known:
+            d.define(key, ConfigType.STRING, default, None, Importance.LOW, doc)
+    return d

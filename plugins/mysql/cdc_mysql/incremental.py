@@ -1,0 +1,383 @@
+"""MySqlIncrementalSnapshot: signals and the DBLog incremental snapshot for MySQL/MariaDB.
+
+Debezium's SignalBasedIncrementalSnapshotChangeEventSource (MySQL flavour): chunks of
+`incremental.snapshot.chunk.size` rows in primary-key order, each read between a low and a
+high watermark written to the signal table (`signal.data.collection`), with the
+`insert_insert` or `insert_delete` strategy. The binlog stream sees the watermarks: a
+streamed change to a buffered key inside the window drops that key's row, and at the high
+watermark the rest is emitted as `op: r` with `source.snapshot: incremental`.
+
+Chunk queries let the database compare keys in its own collation and type order, with a row
+constructor: `WHERE (k1, k2) > (%s, %s) AND (k1, k2) <= (%s, %s) ORDER BY k1, k2 LIMIT n`.
+
+How it plugs in (only when a signal channel is enabled; otherwise nothing of this runs):
+the streaming source decodes the signal table too (`captures`), the dispatcher's `change`
+is wrapped (`attach`), and the task calls `tick()` from `poll()` to poll the file/kafka
+channels and start the next chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pymysql
+
+from cdc.api import Struct
+from cdc_debezium.envelope import Operation
+from cdc_debezium.signals import record as signal_types
+from cdc_debezium.signals.channels import open_channels
+from cdc_debezium.signals.config import SignalConfig
+from cdc_debezium.signals.incremental import OFFSET_KEYS, Collection, IncrementalSnapshotContext
+from cdc_debezium.signals.processor import SignalProcessor
+from cdc_debezium.signals.record import SignalRecord
+from cdc_debezium.source_info import SnapshotRecord
+from cdc_mysql.catalog import read_tables
+from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.connection import MySqlConnection
+from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.offset_context import MySqlOffsetContext
+from cdc_mysql.schema import MySqlSchema, TableSchema
+from cdc_mysql.snapshot import captured_tables
+from cdc_mysql.source_info import SourceInfo
+
+log = logging.getLogger(__name__)
+
+
+def _q(ident: str) -> str:
+    return "`" + ident.replace("`", "``") + "`"
+
+
+def _split(table_id: str) -> tuple[str, str]:
+    db, _, name = table_id.partition(".")
+    return db, name
+
+
+def key_of(ts: TableSchema, row: dict[str, Any]) -> Any:
+    """The message key's values, hashable: what a streamed change and a chunk row are matched by."""
+    key = ts.key(row)
+    if key is None:
+        return None
+    values = tuple(key._values)
+    try:
+        hash(values)
+    except TypeError:
+        return repr(values)
+    return values
+
+
+class MySqlIncrementalSnapshot:
+    """Signals (source, file, kafka channels) and the incremental snapshot of one MySQL task."""
+
+    def __init__(
+        self,
+        config: MySqlConnectorConfig,
+        signals: SignalConfig,
+        connection: MySqlConnection,
+        schema: MySqlSchema,
+        source_info: SourceInfo,
+        dispatcher: EventDispatcher,
+        is_mariadb: bool,
+        task_context: Any,
+        stored: dict[str, Any] | None,
+    ) -> None:
+        self.config = config
+        self.signals = signals
+        self.connection = connection
+        self.schema = schema
+        self.source_info = source_info
+        self.dispatcher = dispatcher
+        self.is_mariadb = is_mariadb
+        self.ctx = IncrementalSnapshotContext.load(stored)
+        self.offset: MySqlOffsetContext | None = None
+        self.processor = SignalProcessor(self, lambda: self.offset.offset() if self.offset else None)
+        self.channels = open_channels(signals, task_context, config.topic_prefix)
+        table = signals.data_collection
+        self.signal_table = table.lower() if table else None
+        self._conn: pymysql.connections.Connection | None = None
+        self._next_poll = 0.0
+        self._forward: Callable[..., None] = dispatcher.change
+        self.rows_emitted = 0
+        self.chunks = 0
+        if self.ctx.running:
+            log.info(
+                "Resuming the incremental snapshot of %s after key %s",
+                ", ".join(c.id for c in self.ctx.collections), self.ctx.last_key,
+            )  # fmt: skip
+
+    # -- wiring ------------------------------------------------------------------------------
+    def attach(self, streaming: Any) -> None:
+        """Hooks into the streaming source before it starts: the signal table is decoded, changes pass here."""
+        self.offset = streaming.offset
+        self._sync()
+        base = streaming.captures_table
+        if self.signal_table is not None:
+            streaming.captures_table = lambda db, t: base(db, t) or f"{db}.{t}".lower() == self.signal_table
+        self.dispatcher.change = self._change  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        for channel in self.channels:
+            closer = getattr(channel, "close", None)
+            if closer is not None:
+                closer()
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception as e:
+                log.debug("closing the incremental snapshot connection: %s", e)
+            self._conn = None
+
+    def _sync(self) -> None:
+        if self.offset is not None:
+            self.offset.incremental = self.ctx.offset()
+
+    # -- the stream's changes ----------------------------------------------------------------
+    def _change(
+        self,
+        op: Operation,
+        ts: TableSchema,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        source: Struct,
+        offset: dict[str, Any],
+        tx_id: str | None,
+    ) -> None:
+        table_id = ts.table.id
+        ctx = self.ctx
+        if self.signal_table is not None and table_id.lower() == self.signal_table:
+            self._signal_row(op, before, after, source, offset)
+            if not self.config.captures_table(ts.table.db, ts.table.name):
+                return
+        elif ctx.window_open and (current := ctx.current) is not None and current.id.lower() == table_id.lower():
+            if before is not None:
+                ctx.deduplicate(key_of(ts, before))
+            if after is not None:
+                ctx.deduplicate(key_of(ts, after))
+        self._forward(op, ts, before, after, source, offset, tx_id)
+
+    def _signal_row(
+        self,
+        op: Operation,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        source: Struct,
+        offset: dict[str, Any],
+    ) -> None:
+        ctx = self.ctx
+        if op == Operation.DELETE and before is not None:
+            if (
+                self.signals.watermarking == "insert_delete"
+                and ctx.chunk_id
+                and _text(before, 0) == f"{ctx.chunk_id}-open"
+            ):
+                self._close_window(source, offset)
+            return
+        if op != Operation.CREATE or after is None:
+            return
+        signal_id, kind = _text(after, 0) or "", _text(after, 1) or ""
+        if kind == signal_types.WINDOW_OPEN:
+            if ctx.chunk_id and signal_id == f"{ctx.chunk_id}-open":
+                ctx.window_open = True
+            return
+        if kind == signal_types.WINDOW_CLOSE:
+            if ctx.chunk_id and signal_id == f"{ctx.chunk_id}-close":
+                self._close_window(source, offset)
+            return
+        if "source" in self.signals.channels:
+            self.processor.process(SignalRecord(signal_id, kind, _text(after, 2), "source"))
+
+    def _close_window(self, source: Struct, offset: dict[str, Any]) -> None:
+        ctx = self.ctx
+        if not ctx.window_open:
+            log.warning(
+                "Incremental snapshot chunk %s: high watermark without a low one; reading it again", ctx.chunk_id
+            )
+            ctx.forget_chunk()
+            return
+        # Every row but the last carries the offset from before this chunk: a task stopped after part of
+        # the chunk is durable reads the whole chunk again; the last row's offset moves past it.
+        before = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
+        before.update(ctx.offset())
+        rows = ctx.close_window()
+        self._sync()
+        after = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
+        after.update(ctx.offset())
+        file, pos, row = source.get("file"), source.get("pos"), source.get("row")
+        ts_ms = int(time.time() * 1000)
+        last = len(rows) - 1
+        for i, (ts, values) in enumerate(rows):
+            src = self.source_info.struct(
+                ts_ms=ts_ms, db=ts.table.db, table=ts.table.name, server_id=0, file=file, pos=pos, row=row,
+                snapshot=SnapshotRecord.INCREMENTAL,
+            )  # fmt: skip
+            self.dispatcher.read(ts, values, src, after if i == last else before)
+        self.rows_emitted += len(rows)
+        self.chunks += 1
+        if not ctx.running:
+            log.info("Incremental snapshot completed (%d rows in %d chunks)", self.rows_emitted, self.chunks)
+
+    # -- SnapshotControl (the signal actions) ------------------------------------------------
+    def captured_collections(self) -> list[str]:
+        return [f"{db}.{t}" for db, t in captured_tables(self._db(), self.config)]
+
+    def add_collections(self, collections: list[Collection], signal_id: str) -> None:
+        if self.signal_table is None:
+            log.warning(
+                "Signal %r: an incremental snapshot needs signal.data.collection (the table its watermarks are "
+                "written to); set it and send the signal again; ignored",
+                signal_id,
+            )
+            return
+        added = self.ctx.add(collections, signal_id)
+        self._sync()
+        log.info(
+            "Signal %r: incremental snapshot of %s queued%s",
+            signal_id, ", ".join(c.id for c in added) or "(already queued)",
+            "" if not self.ctx.paused else " (paused: send resume-snapshot)",
+        )  # fmt: skip
+
+    def stop_collections(self, ids: set[str] | None, signal_id: str) -> None:
+        dropped = self.ctx.remove(ids)
+        self._sync()
+        log.info("Signal %r: incremental snapshot of %s stopped", signal_id, ", ".join(dropped) or "nothing")
+
+    def pause(self, signal_id: str) -> None:
+        self.ctx.paused = True
+        log.info("Signal %r: incremental snapshot paused", signal_id)
+
+    def resume(self, signal_id: str) -> None:
+        self.ctx.paused = False
+        log.info("Signal %r: incremental snapshot resumed", signal_id)
+
+    # -- polled work ---------------------------------------------------------------------------
+    def tick(self) -> None:
+        """From the task's poll loop: read the polled channels every signal.poll.interval.ms; start the
+        next chunk when none is in flight."""
+        if self.channels:
+            now = time.monotonic()
+            if now >= self._next_poll:
+                self._next_poll = now + self.signals.poll_interval_s
+                for channel in self.channels:
+                    for signal in channel.read():
+                        self.processor.process(signal)
+        ctx = self.ctx
+        if ctx.running and not ctx.paused and ctx.chunk_id is None:
+            self._read_chunk()
+
+    def _db(self) -> pymysql.connections.Connection:
+        if self._conn is None or not self._conn.open:
+            self._conn = self.connection.connect(autocommit=True)
+            with self._conn.cursor() as cur:
+                cur.execute("SET SESSION time_zone = '+00:00'")
+        return self._conn
+
+    def _table_schema(self, table_id: str) -> TableSchema | None:
+        found = read_tables(self._db(), [_split(table_id)], self.is_mariadb)
+        if not found:
+            return None
+        table, meta = found[0]
+        self.schema.set_meta(table, meta)
+        return self.schema.schema_for(table)
+
+    def _read_chunk(self) -> None:
+        ctx = self.ctx
+        current = ctx.current
+        assert current is not None
+        try:
+            ts = self._table_schema(current.id)
+        except pymysql.err.MySQLError as e:
+            log.warning("Incremental snapshot of %s skipped: its definition cannot be read (%s)", current.id, e)
+            ts = None
+        if ts is None:
+            log.warning("Incremental snapshot of %s skipped: the table does not exist", current.id)
+            self._done_with(current)
+            return
+        key_names = [name for name, _ in ts.key_columns]
+        order = [current.surrogate_key] if current.surrogate_key else key_names
+        if not key_names or not order:
+            log.warning(
+                "Incremental snapshot of %s skipped: the table has no primary key; set message.key.columns for it "
+                "(and a surrogate-key in the signal) to snapshot it incrementally",
+                current.id,
+            )
+            self._done_with(current)
+            return
+        db, name = _split(current.id)
+        table = f"{_q(db)}.{_q(name)}"
+        cols = ", ".join(_q(c) for c in order)
+        cond = f" AND ({current.condition})" if current.condition else ""
+        conn = self._db()
+        try:
+            with conn.cursor() as cur:
+                if ctx.maximum_key is None:
+                    desc = ", ".join(f"{_q(c)} DESC" for c in order)
+                    cur.execute(f"SELECT {cols} FROM {table} WHERE 1=1{cond} ORDER BY {desc} LIMIT 1")
+                    top = cur.fetchone()
+                    if top is None:
+                        log.info("Incremental snapshot of %s: the table is empty", current.id)
+                        self._done_with(current)
+                        return
+                    ctx.maximum_key = tuple(top)
+                    self._sync()
+                chunk_id = str(uuid.uuid4())
+                self._watermark(cur, chunk_id, "open", current.id)
+                marks = ", ".join(["%s"] * len(order))
+                where, args = f"({cols}) <= ({marks})", list(ctx.maximum_key)
+                if ctx.last_key is not None:
+                    where, args = f"({cols}) > ({marks}) AND {where}", [*ctx.last_key, *args]
+                asc = ", ".join(_q(c) for c in order)
+                size = self.signals.chunk_size
+                cur.execute(f"SELECT * FROM {table} WHERE {where}{cond} ORDER BY {asc} LIMIT {size}", args)
+                names = [d[0] for d in cur.description or ()]
+                fetched = cur.fetchall()
+                self._watermark(cur, chunk_id, "close", current.id)
+        except pymysql.err.MySQLError as e:
+            log.warning("Incremental snapshot chunk of %s failed (%s); retrying", current.id, e)
+            self._reset_connection()
+            ctx.forget_chunk()
+            return
+        rows: dict[Any, Any] = {}
+        end = None
+        for values in fetched:
+            row = dict(zip(names, values, strict=False))
+            rows[key_of(ts, row)] = (ts, row)
+            end = tuple(row[c] for c in order)
+        ctx.start_chunk(chunk_id, rows, end, len(fetched) >= size)
+
+    def _watermark(self, cur: Any, chunk_id: str, which: str, table_id: str) -> None:
+        """Writes the low (`open`) or high (`close`) watermark to the signal table."""
+        assert self.signal_table is not None
+        db, name = _split(self.signals.data_collection or "")
+        signal_table = f"{_q(db)}.{_q(name)}"
+        if which == "close" and self.signals.watermarking == "insert_delete":
+            cur.execute(f"DELETE FROM {signal_table} WHERE {_q('id')} = %s", (f"{chunk_id}-open",))
+            return
+        kind = signal_types.WINDOW_OPEN if which == "open" else signal_types.WINDOW_CLOSE
+        meta = json.dumps({f"{which}WindowTimestamp": time.time(), "dataCollectionId": table_id})
+        cur.execute(f"INSERT INTO {signal_table} VALUES (%s, %s, %s)", (f"{chunk_id}-{which}", kind, meta))
+
+    def _reset_connection(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception as e:
+                log.debug("closing the incremental snapshot connection: %s", e)
+        self._conn = None
+
+    def _done_with(self, current: Collection) -> None:
+        if self.ctx.current is current:
+            self.ctx.next_collection()
+        self._sync()
+
+
+def _text(row: dict[str, Any], index: int) -> str | None:
+    """The signal table's columns are read by position (id, type, data), as Debezium does."""
+    values = list(row.values())
+    if index >= len(values) or values[index] is None:
+        return None
+    v = values[index]
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
