@@ -62,25 +62,26 @@ def _type_list(types: tuple[Type, ...]) -> str:
     return "[" + ", ".join(t.name for t in types) + "]"
 
 
-def parse_spec(mappings: list[str]) -> dict[str, Type]:
-    """`field:type,...` or a single `type`, as Kafka's Cast.parseFieldTypes reads it."""
+def parse_spec(mappings: list[str], key: str = SPEC) -> dict[str, Type]:
+    """`field:type,...` or a single `type`, as Kafka's Cast.parseFieldTypes reads it; errors name
+    `key` (the full `transforms.<alias>.spec` when the connector's ConfigDef validates it)."""
     if not mappings:
-        raise config_error(SPEC, mappings, "Must specify at least one field to cast.")
+        raise config_error(key, mappings, "Must specify at least one field to cast.")
     casts: dict[str, Type] = {}
     for mapping in mappings:
         parts = mapping.split(":")
         while len(parts) > 1 and not parts[-1]:  # Java's split drops trailing empty strings
             parts.pop()
         if len(parts) > 2:
-            raise config_error(SPEC, mappings, f"Invalid cast mapping: {mapping}; use field:type or a single type")
+            raise config_error(key, mappings, f"Invalid cast mapping: {mapping}; use field:type or a single type")
         field, type_name = ("", parts[0]) if len(parts) == 1 else (parts[0].strip(), parts[1])
         try:
             target = Type[type_name.strip().upper()]
         except KeyError:
-            raise config_error(SPEC, mappings, f"Invalid type found in casting spec: {type_name.strip()}") from None
+            raise config_error(key, mappings, f"Invalid type found in casting spec: {type_name.strip()}") from None
         if target not in _OUTPUT_TYPES:
             raise config_error(
-                SPEC,
+                key,
                 mappings,
                 f"Cast transformation does not support casting to {target.name}; supported types are "
                 + _type_list(_OUTPUT_TYPES),
@@ -88,7 +89,7 @@ def parse_spec(mappings: list[str]) -> dict[str, Type]:
         casts[field if len(parts) == 2 else _WHOLE_VALUE] = target
     if _WHOLE_VALUE in casts and len(mappings) > 1:
         raise config_error(
-            SPEC,
+            key,
             mappings,
             "Cast transformations that specify a type to cast the entire value to may only specify a single cast "
             "in their spec",
@@ -97,7 +98,7 @@ def parse_spec(mappings: list[str]) -> dict[str, Type]:
 
 
 def _validate_spec(name: str, value: Any) -> None:
-    parse_spec(list(value or ()))
+    parse_spec(list(value or ()), name)
 
 
 CONFIG_DEF = (
