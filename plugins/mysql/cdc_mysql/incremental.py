@@ -100,6 +100,7 @@ class MySqlIncrementalSnapshot:
         self.signal_table = table.lower() if table else None
         self._conn: pymysql.connections.Connection | None = None
         self._next_poll = 0.0
+        self._retry_at = 0.0
         self._forward: Callable[..., None] = dispatcher.change
         self.rows_emitted = 0
         self.chunks = 0
@@ -265,7 +266,7 @@ class MySqlIncrementalSnapshot:
                     for signal in channel.read():
                         self.processor.process(signal)
         ctx = self.ctx
-        if ctx.running and not ctx.paused and ctx.chunk_id is None:
+        if ctx.running and not ctx.paused and ctx.chunk_id is None and time.monotonic() >= self._retry_at:
             self._read_chunk()
 
     def _db(self) -> pymysql.connections.Connection:
@@ -331,14 +332,25 @@ class MySqlIncrementalSnapshot:
                     where, args = f"({cols}) > ({marks}) AND {where}", [*ctx.last_key, *args]
                 asc = ", ".join(_q(c) for c in order)
                 size = self.signals.chunk_size
-                cur.execute(f"SELECT * FROM {table} WHERE {where}{cond} ORDER BY {asc} LIMIT {size}", args)
+                query = f"SELECT * FROM {table} WHERE {where}{cond.replace('%', '%%')} ORDER BY {asc} LIMIT {size}"
+                cur.execute(query, args)
                 names = [d[0] for d in cur.description or ()]
                 fetched = cur.fetchall()
                 self._watermark(cur, chunk_id, "close", current.id)
-        except pymysql.err.MySQLError as e:
-            log.warning("Incremental snapshot chunk of %s failed (%s); retrying", current.id, e)
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as e:
+            log.warning("Incremental snapshot chunk of %s failed (%s); retrying in 1 s", current.id, e)
             self._reset_connection()
             ctx.forget_chunk()
+            self._retry_at = time.monotonic() + 1.0
+            return
+        except pymysql.err.MySQLError as e:
+            # Debezium's TABLE_SCAN_COMPLETED with status SQL_EXCEPTION: the table is skipped.
+            log.warning(
+                "Incremental snapshot of %s skipped: its chunk query failed (%s); check the signal's "
+                "additional-conditions filter and the table",
+                current.id, e,
+            )  # fmt: skip
+            self._done_with(current)
             return
         rows: dict[Any, Any] = {}
         end = None

@@ -42,6 +42,8 @@ class SignalRecord:
             parsed = json.loads(self.data)
         except ValueError as e:
             raise SignalError(f"{self.describe()}: data is not valid JSON ({e}); ignored") from None
+        if parsed is None:
+            return {}
         if not isinstance(parsed, dict):
             raise SignalError(f"{self.describe()}: data must be a JSON object, got {type(parsed).__name__}; ignored")
         return parsed
