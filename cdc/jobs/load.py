@@ -16,6 +16,7 @@ from cdc.jobs.validation.environment import (
     check_cluster,
     check_dsn,
     check_kafka_clients,
+    check_kafka_reachable,
     check_reachable,
     check_state_dir,
 )
@@ -23,8 +24,14 @@ from cdc.jobs.validation.problems import Collector, JobError, JobProblem
 from cdc.jobs.validation.providers import resolve_references
 from cdc.jobs.validation.routes import check_topic_routes
 from cdc.jobs.validation.schema import check_schema, job_schema
-from cdc.jobs.validation.sink import check_sink
-from cdc.jobs.validation.source import check_source, check_source_name, debezium_source
+from cdc.jobs.validation.sink import check_sink, check_sink_tables
+from cdc.jobs.validation.source import (
+    captured_tables,
+    check_source,
+    check_source_connection,
+    check_source_name,
+    debezium_source,
+)
 from cdc.jobs.validation.transforms import check_transform_shapes
 from cdc.jobs.validation.yaml_text import parse_job_yaml, read_job_text
 
@@ -70,6 +77,11 @@ def validate_job_text(
                 check_topic_routes(data, out, registry)
     if not out.problems and check_connectivity:
         check_reachable(data, out)
+        if not out.problems and not inspect_only:  # reachable: the connector's own checks on the live database
+            check_source_connection(data, out, registry)
+            if not out.problems and (captured := captured_tables(data, registry)) is not None:
+                check_sink_tables(data, captured, out)
+        check_kafka_reachable(data, out)
     if out.problems:
         return None, out.problems + out.warnings
     return (

@@ -120,3 +120,21 @@ def check_state_dir(job: dict[str, Any], out: Collector) -> None:
         ("transport", "state.dir"),
         f"cannot use {str(state_dir)!r} as state.dir: {problem}; choose a writable directory",
     )
+
+
+def check_kafka_reachable(job: dict[str, Any], out: Collector) -> None:
+    """transport=kafka: a broker at bootstrap.servers answers, with the job's security settings,
+    within the inspection commands' bound (KafkaLog.probe, the check `cdc status` runs too)."""
+    transport = job.get("transport") or {}
+    if transport.get("type") != "kafka":
+        return
+    from cdc.log.base import INSPECTION_REACH_TIMEOUT, LogError
+    from cdc.runtime.transport import open_log
+    from cdc.runtime.worker_config import WorkerConfig
+
+    spec = JobSpec(job["name"], job["source"], [], transport)
+    try:
+        with open_log(WorkerConfig(spec.worker_config())) as log_:
+            log_.probe(INSPECTION_REACH_TIMEOUT)
+    except (LogError, ConfigException) as e:
+        out.add(("transport", "bootstrap.servers"), str(e))

@@ -62,3 +62,50 @@ def debezium_source(job: dict[str, Any]) -> bool:
     """A MySQL/MariaDB or PostgreSQL connector: Debezium's events and topic names."""
     cls = str(job["source"].get("connector.class", ""))
     return source_family(CONNECTOR_ALIASES.get(cls.lower(), cls)) is not None
+
+
+def _live_connector(job: dict[str, Any], registry: Any) -> tuple[Any, dict[str, str]] | None:
+    """The source connector (a fresh instance) and its config, when it checks a live connection
+    (`validate_connection`, as Debezium's connectors do in Connector.validate); else None."""
+    from cdc.runtime.plugins import CONNECTOR_KINDS
+
+    spec = JobSpec(job["name"], job["source"], job.get("transforms") or [], job.get("transport") or {})
+    config = spec.connector_config()
+    try:
+        cls = registry.resolve(config["connector.class"], CONNECTOR_KINDS, "source.connector.class").cls
+    except ConfigException:
+        return None  # check_source reported it
+    connector = cls()
+    return (connector, config) if callable(getattr(connector, "validate_connection", None)) else None
+
+
+def check_source_connection(job: dict[str, Any], out: Collector, registry: Any) -> bool:
+    """The connector's own checks against the live database (credentials, binlog settings, grants,
+    wal_level, slot, publication), one problem per key with the connector's message; secrets
+    never shown. True when there was nothing to report."""
+    from cdc.runtime.traces import redact
+    from cdc.runtime.validation import ConnectorValidator
+
+    found = _live_connector(job, registry)
+    if found is None:
+        return True
+    connector, config = found
+    secrets = ConnectorValidator(registry).secret_values(config)
+    clean = True
+    for value in connector.validate_connection(config):
+        for error in value.errors:
+            out.add(("source", value.name), " ".join(redact(error, secrets).split()))
+            clean = False
+    return clean
+
+
+def captured_tables(job: dict[str, Any], registry: Any) -> list[str] | None:
+    """What the source captures now (`<db>.<table>` or `<schema>.<table>`), asked of the connector
+    (`matching_collections`, Debezium's getMatchingCollections); None when it cannot say."""
+    found = _live_connector(job, registry)
+    if found is None or not callable(getattr(found[0], "matching_collections", None)):
+        return None
+    try:
+        return list(found[0].matching_collections(found[1]))
+    except Exception:  # a refused login: check_source_connection reported it
+        return None

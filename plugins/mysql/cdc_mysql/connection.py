@@ -44,6 +44,33 @@ def tls_refusal(config: MySqlConnectorConfig, message: str) -> str | None:
     return config.tls.refusal(config.hostname, message)
 
 
+# The key a refused login points at, by MySQL error code, and the fix the message gives.
+_ANY_KEY = "Check database.hostname, database.port, database.user and database.password"
+LOGIN_FIXES = {
+    "database.password": "Check database.password (and database.user)",
+    "database.user": "Check database.user: it has no access to that database",
+    "database.hostname": "Check database.hostname and database.port, and that the server is running",
+}
+_LOGIN_KEYS = {1045: "database.password", 1044: "database.user", 2003: "database.hostname", 2005: "database.hostname"}
+
+
+def login_key(config: MySqlConnectorConfig, e: pymysql.err.OperationalError) -> str:
+    """The config key a refused login points at: the TLS mode when TLS refused it, else by error code."""
+    if tls_refusal(config, error_text(e)):
+        return "database.ssl.mode"
+    code = e.args[0] if e.args else None
+    return _LOGIN_KEYS.get(code, "database.hostname") if isinstance(code, int) else "database.hostname"
+
+
+def binlog_status_grant_advice(user: str, code: int, message: str) -> str:
+    """SHOW MASTER STATUS refused: the REPLICATION CLIENT (MariaDB 10.5+: BINLOG MONITOR) grant is missing."""
+    return (
+        f"The server refused to report its binlog position to {user!r} (MySQL error {code}: {message}): the user "
+        f"lacks the REPLICATION CLIENT privilege. Run GRANT REPLICATION CLIENT ON *.* TO '{user}'@'%'; (MariaDB "
+        f"10.5+: GRANT BINLOG MONITOR ON *.* TO '{user}'@'%';) or set database.user to a user that has it"
+    )
+
+
 class MySqlConnection:
     def __init__(self, config: MySqlConnectorConfig) -> None:
         self.config = config
@@ -79,9 +106,7 @@ class MySqlConnection:
         if advice := tls_refusal(c, message):
             return ConnectException(f"{where} ({short_reason(message)}): {advice}")
         hint = c.tls.access_denied_hint() if code in ACCESS_DENIED else ""
-        return ConnectException(
-            f"{where}: {e}. Check database.hostname, database.port, database.user and database.password{hint}"
-        )
+        return ConnectException(f"{where}: {e}. {LOGIN_FIXES.get(login_key(c, e), _ANY_KEY)}{hint}")
 
     @property
     def conn(self) -> pymysql.connections.Connection:
@@ -170,7 +195,13 @@ class MySqlConnection:
         from pymysqlreplication import BinLogStreamReader
         from pymysqlreplication.event import RotateEvent
 
-        file, pos = self.master_status()
+        try:
+            file, pos = self.master_status()
+        except pymysql.err.OperationalError as e:
+            code = e.args[0] if e.args else None
+            if code in ACCESS_DENIED:
+                raise ConnectException(binlog_status_grant_advice(self.config.user, code, error_text(e))) from None
+            raise
         reader = BinLogStreamReader(
             connection_settings=self.settings(),
             server_id=self.config.server_id,

@@ -47,3 +47,15 @@ class MySqlConnector(SourceConnector):
 
     def validate(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
         return cfg.validate(connector_configs)
+
+    def validate_connection(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
+        """Debezium's validateConnection: log in and run the task's start-up guards (cdc_mysql.validation)."""
+        from cdc_mysql.validation import validate_connection
+
+        return validate_connection(connector_configs)
+
+    def matching_collections(self, connector_configs: Mapping[str, str]) -> list[str]:
+        """`<db>.<table>` of every table the config captures (Debezium's getMatchingCollections)."""
+        from cdc_mysql.validation import matching_collections
+
+        return matching_collections(connector_configs)

@@ -15,29 +15,51 @@ class PostgresConnectorError(ConnectException):
     """A condition the user must fix; the message says how."""
 
 
-# libpq/server wording → the key to fix; anything else may be any of the connection keys.
+# libpq/server wording → the key to fix and the advice; anything else may be any of the connection keys.
 _CONNECT_CAUSES = (
-    ('database "', "does not exist", "check database.dbname"),
-    ('role "', "does not exist", "check database.user"),
-    ("password authentication failed", "", "check database.password (and database.user)"),
-    ("no password supplied", "", "set database.password"),
-    ("sslmode", "", "set database.sslmode to disable, allow, prefer, require, verify-ca or verify-full"),
-    ("no pg_hba.conf entry", "", "allow this host and user in the server's pg_hba.conf, or change database.user"),
+    ('database "', "does not exist", "database.dbname", "check database.dbname"),
+    ('role "', "does not exist", "database.user", "check database.user"),
+    ("password authentication failed", "", "database.password", "check database.password (and database.user)"),
+    ("no password supplied", "", "database.password", "set database.password"),
+    (
+        "sslmode",
+        "",
+        "database.sslmode",
+        "set database.sslmode to disable, allow, prefer, require, verify-ca or verify-full",
+    ),
+    (
+        "no pg_hba.conf entry",
+        "",
+        "database.user",
+        "allow this host and user in the server's pg_hba.conf, or change database.user",
+    ),
 )
+
+
+def connect_cause(message: str) -> tuple[str, str]:
+    """(the config key a failed connection points at, the advice): the TLS keys when TLS refused it."""
+    if fix := tls.advice(message):
+        return "database.sslmode", fix
+    for first, second, key, advice in _CONNECT_CAUSES:
+        if first in message and second in message:
+            return key, advice
+    return "database.hostname", "check database.hostname, database.port, database.user and database.password"
 
 
 def connect_advice(message: str) -> str:
     """Which config key a failed connection points at (the TLS keys when TLS refused it)."""
-    if fix := tls.advice(message):
-        return fix
-    for first, second, advice in _CONNECT_CAUSES:
-        if first in message and second in message:
-            return advice
-    return "check database.hostname, database.port, database.user and database.password"
+    return connect_cause(message)[1]
 
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def missing_publication(name: str) -> str:
+    return (
+        f"publication {name!r} does not exist and publication.autocreate.mode=disabled; create it with "
+        f"CREATE PUBLICATION {_ident(name)} FOR TABLE …; or set publication.autocreate.mode=filtered"
+    )
 
 
 class PostgresConnection:
@@ -63,13 +85,55 @@ class PostgresConnection:
             )
 
     def check_replication_privilege(self) -> None:
-        user, rep, sup = self.conn.execute(
-            "SELECT rolname, rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user"
+        """REPLICATION (or superuser), or on Amazon RDS/Aurora membership of rds_replication."""
+        user, rep, sup, rds = self.conn.execute(
+            "SELECT r.rolname, r.rolreplication, r.rolsuper, EXISTS (SELECT 1 FROM pg_roles g WHERE "
+            "g.rolname = 'rds_replication' AND pg_has_role(r.oid, g.oid, 'member')) "
+            "FROM pg_roles r WHERE r.rolname = current_user"
         ).fetchone()
-        if not (rep or sup):
+        if not (rep or sup or rds):
             raise PostgresConnectorError(
                 f"user {user!r} lacks the REPLICATION attribute needed to stream changes; run "
-                f"ALTER ROLE {_ident(user)} REPLICATION; (or connect as a role that has it)"
+                f"ALTER ROLE {_ident(user)} REPLICATION; (on Amazon RDS: GRANT rds_replication TO {_ident(user)};) "
+                "or connect as a role that has it"
+            )
+
+    def check_slot_available(self, name: str) -> None:
+        """The slot is free to read, or there is room to create it (max_replication_slots)."""
+        slot = self.slot(name)
+        if slot is not None:
+            if slot[1]:
+                holder = f"process {slot[3]}" if slot[3] else "another connection"
+                raise PostgresConnectorError(
+                    f"replication slot {name!r} is in use by {holder}: another connector or client is reading it "
+                    "(or this job's own run, if it is running now). Give this connector its own slot.name, or stop "
+                    f"the other reader (SELECT pg_terminate_backend({slot[3] or '<active_pid>'}); ends it)"
+                )
+            return
+        used, limit = self.conn.execute(
+            "SELECT count(*), current_setting('max_replication_slots')::int FROM pg_replication_slots"
+        ).fetchone()
+        if used >= limit:
+            raise PostgresConnectorError(
+                f"replication slot {name!r} does not exist yet, and all max_replication_slots={limit} slots of the "
+                "server are taken: drop an unused one (SELECT pg_drop_replication_slot('<name>'); see "
+                "pg_replication_slots) or raise max_replication_slots in postgresql.conf and restart PostgreSQL"
+            )
+
+    def check_publication(self, name: str, mode: str, oids: list[int]) -> None:
+        """Under publication.autocreate.mode=disabled nothing creates or fills the publication: it must
+        exist (the message ensure_publication gives at start) and carry every captured table."""
+        if mode != "disabled":
+            return
+        if not self.conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone():
+            raise PostgresConnectorError(missing_publication(name))
+        missing = self.unpublished_tables(name, oids)
+        if missing:
+            raise PostgresConnectorError(
+                f"publication {name!r} does not carry the captured table(s) {', '.join(missing)}, so PostgreSQL "
+                f"sends none of their changes, and publication.autocreate.mode=disabled does not add them. Run "
+                f"ALTER PUBLICATION {_ident(name)} ADD TABLE {', '.join(missing)}; or exclude them with "
+                "table.exclude.list, or set publication.autocreate.mode=filtered"
             )
 
     def check_streaming_support(self) -> None:
@@ -157,10 +221,7 @@ class PostgresConnection:
                 return [f"{s}.{t}" for s, t in tables if (s, t) not in before]
             return []
         if mode == "disabled":
-            raise PostgresConnectorError(
-                f"publication {name!r} does not exist and publication.autocreate.mode=disabled; create it with "
-                f"CREATE PUBLICATION {_ident(name)} FOR TABLE …; or set publication.autocreate.mode=filtered"
-            )
+            raise PostgresConnectorError(missing_publication(name))
         try:
             if mode == "all_tables":
                 self.conn.execute(f"CREATE PUBLICATION {_ident(name)} FOR ALL TABLES")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from cdc.api import ConfigDef, ConfigValue, SourceConnector, Task
 from cdc_postgres import __version__
@@ -36,3 +37,16 @@ class PostgresConnector(SourceConnector):
 
     def validate(self, connector_configs: dict[str, str]) -> list[ConfigValue]:  # type: ignore[override]
         return validate(connector_configs)
+
+    def validate_connection(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
+        """Debezium's validateConnection: log in, run the task's start-up guards, and look at the slot and
+        publication (cdc_postgres.validation)."""
+        from cdc_postgres.validation import validate_connection
+
+        return validate_connection(connector_configs)
+
+    def matching_collections(self, connector_configs: Mapping[str, str]) -> list[str]:
+        """`<schema>.<table>` of every table the config captures (Debezium's getMatchingCollections)."""
+        from cdc_postgres.validation import matching_collections
+
+        return matching_collections(connector_configs)

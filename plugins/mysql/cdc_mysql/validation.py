@@ -1,0 +1,110 @@
+"""The connector's checks against the live server, per config key, before anything runs.
+
+Mirrors Debezium's `BinlogConnector.validateConnection` (reached through Kafka Connect's
+`Connector.validate(config)`): a login with the connector's own settings (TLS included), then
+the guards the task runs at start (`MySqlConnection.check_binlog_settings` and
+`check_binlog_access`, the same code and messages), plus the snapshot's lock grants that the
+task would find wanting only once the snapshot starts. `cdc validate` calls it through
+`MySqlConnector.validate_connection`; the REST validate endpoint does not (it stays offline,
+as Kafka Connect's does for connectors without a connection check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pymysql
+
+from cdc.api import ConfigException, ConfigValue, ConnectException
+from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.connection import MySqlConnection, login_key
+from cdc_mysql.snapshot import captured_tables
+
+# A guard's failure names a server setting, not a config key: it is reported on the server's key.
+SERVER_KEY = "database.hostname"
+
+
+def validate_connection(props: Mapping[str, str]) -> list[ConfigValue]:
+    """Per-key errors of logging in and of the start-up guards; empty when the task would start."""
+    try:
+        config = MySqlConnectorConfig(dict(props))
+    except ConfigException:
+        return []  # the offline validation reports it, naming its key
+    values: dict[str, ConfigValue] = {}
+
+    def add(key: str, message: str) -> None:
+        values.setdefault(key, ConfigValue(key, props.get(key))).add_error_message(message)
+
+    connection = MySqlConnection(config)
+    try:
+        try:
+            connection.query("SELECT 1")  # the login
+        except ConnectException as e:
+            cause = e.__cause__
+            add(login_key(config, cause) if isinstance(cause, pymysql.err.OperationalError) else SERVER_KEY, str(e))
+            return list(values.values())
+        try:
+            connection.check_binlog_settings()
+        except ConnectException as e:
+            add(SERVER_KEY, str(e))
+        else:  # the binlog dump is asked for only of a server that writes a usable binlog
+            try:
+                connection.check_binlog_access()
+            except ConnectException as e:
+                add("database.user", str(e))
+        if problem := lock_grant_problem(connection, config):
+            add("database.user", problem)
+    except pymysql.err.MySQLError as e:
+        add(SERVER_KEY, f"the server failed a check query: {e}")
+    finally:
+        connection.close()
+    return list(values.values())
+
+
+def matching_collections(props: Mapping[str, str]) -> list[str]:
+    """`<db>.<table>` of every table the include/exclude lists capture now (Debezium's
+    `getMatchingCollections`), as the snapshot lists them; a refused login raises ConnectException."""
+    config = MySqlConnectorConfig(dict(props))
+    connection = MySqlConnection(config)
+    try:
+        return [f"{db}.{table}" for db, table in captured_tables(connection.conn, config)]
+    finally:
+        connection.close()
+
+
+def _privileges(connection: MySqlConnection) -> tuple[set[str], dict[str, set[str]]]:
+    """The current user's global privileges and its per-database ones (information_schema, upper case)."""
+    grantee = connection.query(
+        "SELECT CONCAT(\"'\", SUBSTRING_INDEX(CURRENT_USER(), '@', 1), \"'@'\", "
+        "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), \"'\") AS g"
+    )[0]["g"]
+    rows = connection.query(
+        "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = %s", (grantee,)
+    )
+    glob = {str(r["PRIVILEGE_TYPE"]).upper() for r in rows}
+    per_db: dict[str, set[str]] = {}
+    for r in connection.query(
+        "SELECT TABLE_SCHEMA, PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = %s", (grantee,)
+    ):
+        per_db.setdefault(str(r["TABLE_SCHEMA"]), set()).add(str(r["PRIVILEGE_TYPE"]).upper())
+    return glob, per_db
+
+
+def lock_grant_problem(connection: MySqlConnection, config: MySqlConnectorConfig) -> str | None:
+    """snapshot.locking.mode=minimal takes FLUSH TABLES WITH READ LOCK (RELOAD) or, refused that,
+    read locks on the captured tables (LOCK TABLES): with neither grant the snapshot fails at its
+    start (SnapshotStart._lock_tables). Debezium's docs list both, with SELECT, for the user."""
+    if config.locking_mode != "minimal" or config.snapshot_mode == "never":
+        return None
+    glob, per_db = _privileges(connection)
+    if "RELOAD" in glob or "LOCK TABLES" in glob:
+        return None
+    dbs = sorted({db for db, _ in captured_tables(connection.conn, config)})
+    if all("LOCK TABLES" in per_db.get(db, set()) for db in dbs):
+        return None
+    user = config.user
+    return (
+        f"{user!r} has neither RELOAD nor LOCK TABLES, and snapshot.locking.mode=minimal needs one of them to read "
+        f"the binlog position under a lock: run GRANT RELOAD ON *.* TO '{user}'@'%'; (or GRANT LOCK TABLES on the "
+        "captured databases), or set snapshot.locking.mode=none"
+    )
