@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from cdc.api.data import Schema, Struct, Type
+from cdc.api.data import Schema, Struct, Time, Timestamp, Type
 
 
 def plain(schema: Schema, value: Any) -> Any:
@@ -58,3 +58,24 @@ def confluent_encode(registry: Any, schema_str: str, topic: str, value: Any, is_
     """confluent-kafka's own AvroSerializer (TopicNameStrategy, auto-register)."""
     field = MessageField.KEY if is_key else MessageField.VALUE
     return AvroSerializer(registry, schema_str)(value, SerializationContext(topic, field))
+
+
+def connect_millis(schema: Schema, value: Any) -> Any:
+    """`value` with Kafka Connect's Time and Timestamp at their own precision, milliseconds (Kafka's
+    Time/Timestamp.fromLogical drop the rest in every converter, JsonConverter's included)."""
+    if value is None:
+        return None
+    logical = {L.LOGICAL_NAME: L for L in (Time, Timestamp)}.get(schema.name or "")
+    if logical is not None:
+        return logical.to_logical(schema, logical.from_logical(schema, value))
+    if schema.type is Type.STRUCT:
+        return Struct.from_values(
+            schema, [connect_millis(f.schema, value.get_without_default(f.name)) for f in schema.fields]
+        )
+    if schema.type is Type.ARRAY:
+        assert schema.value_schema is not None
+        return [connect_millis(schema.value_schema, v) for v in value]
+    if schema.type is Type.MAP:
+        assert schema.key_schema is not None and schema.value_schema is not None
+        return {connect_millis(schema.key_schema, k): connect_millis(schema.value_schema, v) for k, v in value.items()}
+    return value
