@@ -19,11 +19,13 @@ from cdc.api.errors import RetriableException
 from cdc.api.history import HistoryLog
 from cdc.api.metrics import TaskMetrics
 from cdc.api.records import SourceRecord
+from cdc.api.signals import SignalLog
 from cdc.api.source import RecordMetadata, SourceTask
 from cdc.api.storage import Converter, HeaderConverter, OffsetStorageReader
 from cdc.log.base import LogProducer, LogRecord, TopicLog, TopicSpec
 from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage
 from cdc.runtime.history_log import TopicHistoryLog
+from cdc.runtime.signal_log import TopicSignalLog
 from cdc.runtime.submitted_records import SubmittedRecord, SubmittedRecords
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageWriter
@@ -39,10 +41,12 @@ class SourceTaskContextImpl:
         reader: OffsetStorageReader,
         metrics: TaskMetrics | None = None,
         history: Callable[[str], HistoryLog | None] | None = None,
+        signals: Callable[[str, str], SignalLog | None] | None = None,
     ) -> None:
         self._configs = configs
         self._reader = reader
         self._history = history
+        self._signals = signals
         self._metrics = metrics if metrics is not None else TaskMetrics()
 
     def configs(self) -> dict[str, str]:
@@ -59,6 +63,9 @@ class SourceTaskContextImpl:
 
     def metrics(self) -> TaskMetrics:
         return self._metrics
+
+    def signal_log(self, topic: str, group_id: str) -> SignalLog:
+        return TopicSignalLog(self._log, topic, group_id, self._replication)
 
 
 class TopicCreator:
@@ -87,6 +94,10 @@ class TopicCreator:
         if not self._log.keeps_history_topics:
             return None
         return TopicHistoryLog(self._log, topic, self._replication)
+
+    def signal_log(self, topic: str, group_id: str) -> SignalLog | None:
+        """A signal topic of the worker's log (Debezium's kafka signal channel; cdc/runtime/signal_log.py)."""
+        return self._signals(topic, group_id) if self._signals is not None else None
 
 
 class WorkerSourceTask(WorkerTask):
@@ -135,7 +146,11 @@ class WorkerSourceTask(WorkerTask):
     def execute(self) -> None:
         self.task.initialize(
             SourceTaskContextImpl(
-                self.task_config, self.offset_reader, self.metrics, history=self.topic_creator.history_log
+                self.task_config,
+                self.offset_reader,
+                self.metrics,
+                history=self.topic_creator.history_log,
+                signals=self.topic_creator.signal_log,
             )
         )
         self.task.start(dict(self.task_config))

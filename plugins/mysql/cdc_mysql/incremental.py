@@ -32,7 +32,13 @@ from cdc_debezium.envelope import Operation
 from cdc_debezium.signals import record as signal_types
 from cdc_debezium.signals.channels import open_channels
 from cdc_debezium.signals.config import SignalConfig
-from cdc_debezium.signals.incremental import OFFSET_KEYS, Collection, IncrementalSnapshotContext
+from cdc_debezium.signals.incremental import (
+    COLLECTIONS,
+    OFFSET_KEYS,
+    PRIMARY_KEY,
+    Collection,
+    IncrementalSnapshotContext,
+)
 from cdc_debezium.signals.processor import SignalProcessor
 from cdc_debezium.signals.record import SignalRecord
 from cdc_debezium.source_info import SnapshotRecord
@@ -158,6 +164,11 @@ class MySqlIncrementalSnapshot:
                 ctx.deduplicate(key_of(ts, before))
             if after is not None:
                 ctx.deduplicate(key_of(ts, after))
+        state = self.offset.incremental if self.offset is not None else {}
+        if offset.get(PRIMARY_KEY) != state.get(PRIMARY_KEY) or offset.get(COLLECTIONS) != state.get(COLLECTIONS):
+            # The state moved on inside this rows event (a window closed): later rows carry the new one.
+            offset = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
+            offset.update(state)
         self._forward(op, ts, before, after, source, offset, tx_id)
 
     def _signal_row(
