@@ -64,8 +64,9 @@ class SourceTaskContextImpl:
     def metrics(self) -> TaskMetrics:
         return self._metrics
 
-    def signal_log(self, topic: str, group_id: str) -> SignalLog:
-        return TopicSignalLog(self._log, topic, group_id, self._replication)
+    def signal_log(self, topic: str, group_id: str) -> SignalLog | None:
+        """A signal topic of the worker's log (Debezium's kafka signal channel; cdc/runtime/signal_log.py)."""
+        return self._signals(topic, group_id) if self._signals is not None else None
 
 
 class TopicCreator:
@@ -95,9 +96,8 @@ class TopicCreator:
             return None
         return TopicHistoryLog(self._log, topic, self._replication)
 
-    def signal_log(self, topic: str, group_id: str) -> SignalLog | None:
-        """A signal topic of the worker's log (Debezium's kafka signal channel; cdc/runtime/signal_log.py)."""
-        return self._signals(topic, group_id) if self._signals is not None else None
+    def signal_log(self, topic: str, group_id: str) -> SignalLog:
+        return TopicSignalLog(self._log, topic, group_id, self._replication)
 
 
 class WorkerSourceTask(WorkerTask):
