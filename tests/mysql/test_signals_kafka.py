@@ -1,7 +1,7 @@
 """The kafka signal channel: signals on a topic of the worker's embedded log, read through the runtime's SignalLog.
 
-The task gets the reader from its context (`SourceTaskContext.signal_log`), as a plugin does in the
-worker; here the context is the tests' in-process one with the runtime's TopicSignalLog added.
+The task gets the reader from its context (`SourceTaskContext.signal_log`), the runtime's own
+SourceTaskContextImpl and TopicCreator as WorkerSourceTask builds them.
 """
 
 from __future__ import annotations
@@ -15,19 +15,10 @@ import pytest
 
 from cdc.log.embedded import EmbeddedLog
 from cdc.runtime.signal_log import TopicSignalLog
+from cdc.runtime.source_task import SourceTaskContextImpl, TopicCreator
 from tests.mysql.harness import MemoryOffsets, TaskRunner, connector_props, execute
 from tests.mysql.incremental_support import create_signal_table, incremental_reads, signal_props
 from tests.rig import MariaDbServer
-from tests.support.task_context import TaskContext
-
-
-class LogTaskContext(TaskContext):
-    def __init__(self, props: dict[str, str], offsets: MemoryOffsets, log_: EmbeddedLog) -> None:
-        super().__init__(props, offsets)
-        self.log = log_
-
-    def signal_log(self, topic: str, group_id: str) -> TopicSignalLog:
-        return TopicSignalLog(self.log, topic, group_id)
 
 
 def _send(log_: EmbeddedLog, key: str, signal_id: str, kind: str, data: Any) -> None:
@@ -48,7 +39,9 @@ def _runner(server: MariaDbServer, log_: EmbeddedLog, offsets: MemoryOffsets) ->
         signal__poll__interval__ms="100", **signal_props(server),
     )  # fmt: skip
     run = TaskRunner(props, offsets)
-    run.task.initialize(LogTaskContext(props, offsets, log_))  # type: ignore[arg-type]
+    # The runtime's own context and topic creator, as WorkerSourceTask builds them.
+    context = SourceTaskContextImpl(props, offsets, signals=TopicCreator(log_, None, -1).signal_log)
+    run.task.initialize(context)
     return run
 
 
