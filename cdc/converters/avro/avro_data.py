@@ -6,9 +6,10 @@ strings are written back as enums), `scrub.invalid.names` (false), `allow.option
 (false), the cache size `schemas.cache.config` (1000), and Debezium's `schema.name.adjustment.mode`
 / `field.name.adjustment.mode` (none) for names Avro refuses.
 
-Encoding is fastavro's (compiled): each Avro schema is parsed once with its `logicalType`
-properties removed, so fastavro moves plain ints and bytes and the Connect logical conversions
-(Kafka's Decimal, Date, Time, Timestamp) are the only ones applied. The registered text keeps them.
+Encoding is fastavro's (compiled): each Avro schema is parsed once, reduced to its structure
+(codec_schema), so fastavro moves plain ints and bytes and the Connect logical conversions
+(Kafka's Decimal, Date, Time, Timestamp) are the only ones applied. The registered text keeps
+every property.
 """
 
 from __future__ import annotations
@@ -76,18 +77,42 @@ class ReadSchema:
     read: to_connect.Read | None
 
 
-def strip_logical_types(node: Any) -> Any:
-    """The schema JSON without `logicalType`: fastavro then reads and writes the physical values."""
+_STRUCTURE = {
+    "record": ("type", "name", "namespace", "fields"),
+    "error": ("type", "name", "namespace", "fields"),
+    "enum": ("type", "name", "namespace", "symbols"),
+    "fixed": ("type", "name", "namespace", "size"),
+    "array": ("type", "items"),
+    "map": ("type", "values"),
+}
+
+
+def codec_schema(node: Any) -> Any:
+    """The schema's structure only, for fastavro: no `logicalType` (fastavro then moves the physical
+    values and the Connect logical conversions are the only ones applied), no `connect.*`, docs or
+    defaults, and `{"type": "long", ...}` as `"long"` (which fastavro writes and reads faster)."""
     if isinstance(node, list):
-        return [strip_logical_types(n) for n in node]
-    if isinstance(node, dict):
-        return {k: strip_logical_types(v) for k, v in node.items() if k != "logicalType"}
-    return node
+        return [codec_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    t = node.get("type")
+    keys = _STRUCTURE.get(t) if isinstance(t, str) else None
+    if keys is None:
+        return codec_schema(t)  # a primitive with properties, or a type given as {"type": <schema>}
+    out: dict[str, Any] = {k: node[k] for k in keys if k in node}
+    if "fields" in out:
+        out["fields"] = [{"name": f["name"], "type": codec_schema(f["type"])} for f in out["fields"]]
+    if "items" in out:
+        out["items"] = codec_schema(out["items"])
+    if "values" in out:
+        out["values"] = codec_schema(out["values"])
+    return out
 
 
 def parse_codec(avro: Any) -> Any:
+    """fastavro's parsed schema (parsed once: schemaless_writer would parse an unmarked one per call)."""
     try:
-        return fastavro.parse_schema(strip_logical_types(avro), _write_hint=False, _force=True)
+        return fastavro.parse_schema(codec_schema(avro))
     except Exception as e:  # fastavro raises SchemaParseException, ValueError, KeyError...
         raise DataException(f"AvroConverter: invalid Avro schema: {type(e).__name__}: {e}") from e
 

@@ -96,6 +96,7 @@ class AvroConverter(Converter):
             )
         if not self._injected:
             self._registry = None
+        self._cache_size = cache_size
         self._ids: LRU[tuple[str, str], int] = LRU(cache_size)  # (subject, schema text) -> id
         self._readers: LRU[int, ReadSchema] = LRU(cache_size)  # schema id -> reader
 
@@ -103,8 +104,8 @@ class AvroConverter(Converter):
         """Use `registry` instead of a client for schema.registry.url (the embedded transport's own)."""
         self._registry = registry
         self._injected = True
-        self._ids = LRU(len(self._ids) or 1000)
-        self._readers = LRU(len(self._readers) or 1000)
+        self._ids = LRU(self._cache_size)  # ids of another registry mean nothing here
+        self._readers = LRU(self._cache_size)
 
     @property
     def registry_location(self) -> str:
@@ -167,7 +168,7 @@ class AvroConverter(Converter):
             latest = self._call(
                 lambda: registry.get_latest_version(subject), f"reading the latest schema of subject {subject}", topic
             )
-            if latest.schema.schema_str != writer.text:
+            if _json(latest.schema.schema_str) != writer.avro:
                 if self.latest_compatibility_strict:
                     raise DataException(
                         f"AvroConverter: the latest schema of subject {subject} (version {latest.version}, id"

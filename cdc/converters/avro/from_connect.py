@@ -26,7 +26,7 @@ import decimal
 from collections.abc import Callable
 from typing import Any
 
-from cdc.api.data import Field, Schema, Struct, Type
+from cdc.api.data import Schema, Struct, Type
 from cdc.api.data.logical import Date, Decimal, Time, Timestamp
 from cdc.api.errors import DataException
 from cdc.converters.avro.avro_schema import (
@@ -399,19 +399,42 @@ def _compile_required(schema: Schema, conv: Conversion) -> Write:
 
 def _struct_writer(schema: Schema, conv: Conversion) -> Write:
     record = schema.name or "struct"
-    parts: list[tuple[str, Field, Write]] = [
-        (conv.rules.field(f.name, record), f, compile_writer(f.schema, conv)) for f in schema.fields
-    ]
+    # per field: Avro name, index, value writer (None: as is), optional, default, union branch
+    entries: list[tuple[str, int, Write | None, bool, Any, str | None]] = []
+    for f in schema.fields:
+        fs = f.schema
+        inner: Write | None = _compile_required(fs, conv)
+        branch = branch_name(fs, conv) if fs.optional else None
+        entries.append(
+            (
+                conv.rules.field(f.name, record),
+                f.index,
+                None if inner is _identity else inner,
+                fs.optional,
+                fs.default_value,
+                branch,
+            )
+        )
 
     def write(v: Any) -> dict[str, Any]:
         if not isinstance(v, Struct):
             raise DataException(f"AvroConverter: {record} expects a Struct, got {type(v).__name__}")
-        try:
-            return {name: w(v.get(f)) for name, f, w in parts}
-        except DataException as e:
-            if str(e).startswith("AvroConverter: null value for required schema"):
-                field = next((f.name for _, f, _ in parts if v.get(f) is None and not f.schema.optional), "?")
-                raise DataException(f"AvroConverter: field {field!r} of {record} is required but null") from None
-            raise
+        values = v._values  # the hot path reads the slots; a null takes the default, as Struct.get
+        out: dict[str, Any] = {}
+        for name, i, inner, optional, default, branch in entries:
+            x = values[i]
+            if x is None:
+                x = default
+                if x is None:
+                    if not optional:
+                        raise DataException(
+                            f"AvroConverter: field {schema.fields[i].name!r} of {record} is required but null"
+                        )
+                    out[name] = None
+                    continue
+            if inner is not None:
+                x = inner(x)
+            out[name] = x if branch is None else (branch, x)
+        return out
 
     return write
