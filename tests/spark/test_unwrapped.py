@@ -210,3 +210,24 @@ def test_unwrapped_changes_reach_delta_in_sequence_order(spark: Any, data: st.Da
     assert {r["id"]: r["qty"] for r in rows if not r["__deleted"]} == _model(events)
     for row in rows[:1]:  # the position fields became the sink's __seq, not columns of their own
         assert {"__op", "__seq"} <= set(row) and not {"__source_file", "__source_pos", "__source_sequence"} & set(row)
+
+
+@settings(max_examples=30, deadline=None)
+@given(events=changes, schemas=st.booleans())
+def test_unwrapped_batches_decode_in_arrow_like_record_by_record(events: list[Change], schemas: bool) -> None:
+    """A batch of flattened rows is read in Arrow (fast.py), with the same result as the per-record path."""
+    from cdc_spark.decode.events import _decode_rows, fast_decode
+
+    t = UnwrappedTable("p.db.t", schemas_enable=schemas)
+    records = [
+        t.unwrapped(op, key, {"name": f"n{seq}", "qty": qty}, seq, epoch=epoch) for op, key, seq, qty, epoch in events
+    ]
+    raw = _raw(records, t.topic)  # type: ignore[arg-type]
+    fast = fast_decode(raw, schemas)
+    assert fast is not None, "the flattened rows went down the per-record path"
+    assert fast.equals(_decode_rows(raw, JsonDeserializer(schemas)))
+    # an envelope among them: the batch is read record by record, both shapes decoded
+    mixed = _raw([*records, t.event("u", 9, {"name": "e", "qty": 1}, 7)], t.topic)  # type: ignore[list-item]
+    assert fast_decode(mixed, schemas) is None
+    rows = _decode_rows(mixed, JsonDeserializer(schemas)).to_pylist()
+    assert all(r["__error"] is None for r in rows) and rows[-1]["key"] == '{"id":9}'

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from cdc_spark.decode import sequence
+from cdc_spark.decode import sequence, unwrapped
 from cdc_spark.decode._json import canonical, loads
 from cdc_spark.decode.envelope import EnvelopeReader
 
@@ -244,34 +244,64 @@ def sequences(source: pa.StructArray) -> pa.Array | None:
     return _pack(fields)
 
 
+def _read_events(body: pa.Array) -> tuple[pa.Array, pa.StructArray, pa.Array] | None:
+    """(op, source block, has a row) of every payload: Debezium envelopes, or rows flattened by
+    ExtractNewRecordState whose added fields make the source block (unwrapped.py). The first payload
+    tells which; a record of the other shape does not fit the read, and the batch goes record by record."""
+    try:
+        first = loads(body[0].as_py())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(first, dict) or unwrapped.is_envelope(first):
+        events = read_ndjson(body, EVENT_SCHEMA)
+        if events is None:
+            return None
+        has_row = pc.is_valid(events.column("after").combine_chunks())
+        return events.column("op").combine_chunks(), events.column("source").combine_chunks(), has_row
+    try:
+        layout = unwrapped.cached_layout(first.keys())
+    except unwrapped.UnwrapError:
+        return None  # the record-by-record path names what is missing
+    wanted = [(name, layout.source[name]) for name in _SOURCE.names if name in layout.source]
+    schema = pa.schema([(layout.op, pa.string()), *((field, _SOURCE.field(name).type) for name, field in wanted)])
+    events = read_ndjson(body, schema)
+    if events is None:
+        return None
+    n = events.num_rows
+    found = {name: events.column(field).combine_chunks() for name, field in wanted}
+    source = pa.StructArray.from_arrays([found.get(f.name, pa.nulls(n, f.type)) for f in _SOURCE], fields=list(_SOURCE))
+    return events.column(layout.op).combine_chunks(), source, pa.array(np.ones(n, np.bool_))
+
+
 def decode_events(batch: pa.RecordBatch, schemas_enable: bool | None) -> dict[str, Any] | None:
     """Columns of the decoded rows of a raw batch (see events.DECODED_SCHEMA), or None."""
     batch = batch.filter(pc.is_valid(batch.column("value")))  # Kafka tombstones are not changes
     if batch.num_rows == 0:
         return None
     split = split_envelopes(batch.column("value"), schemas_enable)
-    events = None if split is None else read_ndjson(split[1], EVENT_SCHEMA)
-    if split is None or events is None:
+    if split is None:
         return None
     prefix, body = split
-    op = events.column("op").combine_chunks()
+    read = _read_events(body)
+    if read is None:
+        return None
+    op, source, has_row = read
     if op.null_count or not pc.all(pc.is_in(op, _FAST_OPS)).as_py():
         return None
     keep = pc.not_equal(op, "m")
     if not pc.all(keep).as_py():
-        batch, events, op, body = batch.filter(keep), events.filter(keep), op.filter(keep), body.filter(keep)
+        batch, op, body = batch.filter(keep), op.filter(keep), body.filter(keep)
+        source, has_row = source.filter(keep), has_row.filter(keep)
         if batch.num_rows == 0:
             return None
     deleted = pc.equal(op, "d")
-    has_row = pc.is_valid(events.column("after").combine_chunks())
     if not pc.all(pc.or_(deleted, has_row)).as_py():
         return None
     raw_key = batch.column("key")
     keys = canonical_keys(raw_key, schemas_enable)
-    seq = sequences(events.column("source").combine_chunks())
+    seq = sequences(source)
     if keys is None or seq is None:
         return None
-    source = events.column("source").combine_chunks()
     ends = pc.and_(pc.equal(op, "r"), pc.is_in(source.field("snapshot"), value_set=_SNAPSHOT_ENDS))
     return {
         "batch": batch,
