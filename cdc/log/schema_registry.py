@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import avro.errors
 import avro.schema
 
-from cdc.log.base import LogError
+from cdc.log.base import LogError, TopicLog
 from cdc.log.schema_compatibility import DEFAULT_LEVEL, LEVELS, check
 
 if TYPE_CHECKING:
@@ -629,3 +629,11 @@ def _check_subject(subject: str) -> None:
         raise SchemaRegistryError(422, 42208, "Invalid subject name: a subject is a non-empty string")
     if any(ord(c) < 0x20 for c in subject):
         raise SchemaRegistryError(422, 42208, f"Invalid subject name {subject!r}: control characters are not allowed")
+
+
+def open_schema_registry(log_: TopicLog) -> SchemaRegistryStore | None:
+    """The registry in `log_`'s file when it is the embedded log; None for Kafka (users point
+    `schema.registry.url` at their own registry there)."""
+    from cdc.log.embedded import EmbeddedLog
+
+    return SchemaRegistryStore(log_) if isinstance(log_, EmbeddedLog) else None

@@ -21,6 +21,7 @@ from cdc.rest.resources.connectors import connectors_router
 from cdc.rest.resources.loggers import loggers_router
 from cdc.rest.resources.metrics import metrics_router
 from cdc.rest.resources.root import root_router
+from cdc.rest.resources.schema_registry import install_schema_registry
 from cdc.runtime.herder import Herder
 
 
@@ -45,4 +46,8 @@ def create_app(
     app.include_router(connectors_router(herder))
     app.include_router(loggers_router())
     app.include_router(metrics_router(herder))
+    # transport=embedded: Confluent's Schema Registry API over the log's own registry
+    registry = getattr(getattr(herder, "worker", None), "schema_registry", lambda: None)()
+    if registry is not None:
+        install_schema_registry(app, registry)
     return app

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -15,6 +16,7 @@ from cdc.api.sink import SinkTask
 from cdc.api.source import SourceConnector, SourceTask
 from cdc.api.storage import Converter, HeaderConverter
 from cdc.log.base import TopicLog
+from cdc.log.schema_registry import SchemaRegistryStore, open_schema_registry
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.errors import RetryWithToleranceOperator
 from cdc.runtime.log_cleaner import LogCleaner
@@ -107,6 +109,8 @@ class Worker:
         self.reporter = StatusReporter(status_store, self.worker_id, self.secrets)
         self.tasks: dict[ConnectorTaskId, WorkerTask] = {}
         self.cleaner: LogCleaner | None = None
+        self._schema_registry: SchemaRegistryStore | None = None
+        self._schema_registry_lock = threading.Lock()
 
     def start(self) -> None:
         self.offset_store.start()
@@ -122,6 +126,8 @@ class Worker:
         self.stop_and_await_tasks(list(self.tasks))
         self.status_store.stop()
         self.offset_store.stop()
+        if self._schema_registry is not None:
+            self._schema_registry.close()
         self.log.close()
 
     # -- connectors --------------------------------------------------------------------------
@@ -143,6 +149,13 @@ class Worker:
     def new_connector(self, props: Mapping[str, str]) -> Connector:
         return self.connector_class(props)()
 
+    def schema_registry(self) -> SchemaRegistryStore | None:
+        """The embedded log's schema registry (served over REST, used by converters); None on Kafka."""
+        with self._schema_registry_lock:
+            if self._schema_registry is None:
+                self._schema_registry = open_schema_registry(self.log)
+            return self._schema_registry
+
     # -- tasks -------------------------------------------------------------------------------
     def _converter(self, connector_props: Mapping[str, str], role: str) -> Any:
         kinds = [PluginKind.HEADER_CONVERTER] if role == "header.converter" else [PluginKind.CONVERTER]
@@ -160,6 +173,15 @@ class Worker:
             instance.configure(configs)
         else:
             assert isinstance(instance, Converter)
+            # Embedded transport, no registry URL: the converter (AvroConverter) uses the log's own
+            # registry in process, before configure, which would otherwise ask for schema.registry.url.
+            if hasattr(instance, "use_registry") and "schema.registry.url" not in configs:
+                store = self.schema_registry()
+                if store is not None:
+                    # imported here: confluent_kafka.schema_registry takes 0.2 s, paid only by its users
+                    from cdc.log.schema_registry_client import EmbeddedSchemaRegistryClient
+
+                    instance.use_registry(EmbeddedSchemaRegistryClient(store))
             instance.configure(configs, role == "key.converter")
         return instance
 
