@@ -78,8 +78,8 @@ def validate(job_file: str, offline: bool) -> None:
     "-v",
     "--verbose",
     is_flag=True,
-    help="When the sink fails, also print the full Python and Java traces (and Spark's own logs of the "
-    "failed task) before the one-line error.",
+    help="Spark's own console output too: its INFO logs and stage progress bars, and when the sink fails, "
+    "the full Python and Java traces (and Spark's logs of the failed task) before the one-line error.",
 )
 def run(job_file: str, until_caught_up: bool, verbose: bool) -> None:
     """Run a job: its source connector and its Spark sink, in this process.

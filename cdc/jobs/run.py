@@ -124,7 +124,20 @@ def make_private_checkpoint_dir(job: JobSpec) -> None:
         make_private_dir(checkpoint)
 
 
-def _spark_session(job: JobSpec) -> Any:
+# Spark's own console output in a `cdc run` without --verbose: no stage bars, and log4j at WARN
+# from the JVM's first line (cdc/jobs/spark-log4j2.properties; Spark's default profile prints
+# its "Setting default log level" banner and start-up lines first). A job's spark.conf wins.
+_QUIET_LOG4J = Path(__file__).with_name("spark-log4j2.properties")
+
+
+def _quiet_spark_conf(conf: dict[str, Any]) -> dict[str, str]:
+    quiet = {"spark.ui.showConsoleProgress": "false"}
+    if "spark.driver.extraJavaOptions" not in conf:
+        quiet["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_QUIET_LOG4J}"
+    return quiet
+
+
+def _spark_session(job: JobSpec, verbose: bool = False) -> Any:
     # Spark's Python workers must run this interpreter, which has cdc and the plugins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -136,9 +149,27 @@ def _spark_session(job: JobSpec) -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
     )
-    for k, v in (spark_conf.get("conf") or {}).items():
+    conf = spark_conf.get("conf") or {}
+    for k, v in ({} if verbose else _quiet_spark_conf(conf)).items():
+        builder = builder.config(k, v)
+    for k, v in conf.items():
         builder = builder.config(k, str(v))
     return builder.getOrCreate()
+
+
+def position_text(family: str, value: Any) -> str:
+    """A source position as people read it: `mysql-bin.000001:6180` (from a MySQL offset or target)
+    or `0/16B3748` (a PostgreSQL LSN or offset); `none yet` for no offset."""
+    if value is None or value == {}:
+        return "none yet"
+    if family == "postgres":
+        from cdc_postgres.lsn import format_lsn
+
+        lsn = value.get("lsn_commit") or value.get("lsn") if isinstance(value, dict) else value
+        return format_lsn(int(lsn or 0))
+    if isinstance(value, dict) and "file" in value:
+        return f"{value['file']}:{value.get('pos', 0)}" + (" (snapshot)" if value.get("snapshot") else "")
+    return str(value)
 
 
 def _offset_sum(text: str | None) -> int:
@@ -250,16 +281,17 @@ def quiet_failure_traces(session: Any) -> None:
 class _SparkStarter:
     """Starts the SparkSession on a thread: the JVM's start-up (seconds) overlaps the source's catch-up."""
 
-    def __init__(self, job: JobSpec) -> None:
+    def __init__(self, job: JobSpec, verbose: bool = False) -> None:
         self._session: Any = None
         self._error: BaseException | None = None
+        self._verbose = verbose
         self._master = str((job.spark or {}).get("master", "local[2]"))
         self._thread = threading.Thread(target=self._start, args=(job,), name="spark-start", daemon=True)
         self._thread.start()
 
     def _start(self, job: JobSpec) -> None:
         try:
-            self._session = _spark_session(job)
+            self._session = _spark_session(job, verbose=True) if self._verbose else _spark_session(job)
         except BaseException as e:  # handed to the caller of get()
             self._error = e
 
@@ -351,12 +383,12 @@ class JobRunner:
         if self.until_caught_up:
             family = _family(connector["connector.class"])
             target = source_position(family, connector)
-            self.progress(f"source position at start: {target}")
+            self.progress(f"source position at start: {position_text(family, target)}")
         herder.start()
         spark: _SparkStarter | None = None
         try:
             herder.put_connector_config(connector, trusted=True)  # the job file is the operator's
-            spark = _SparkStarter(self.job)
+            spark = _SparkStarter(self.job, self.verbose)
             if self.until_caught_up:
                 self._wait_for_source(worker, connector["name"], family, target)
                 # The source has everything up to the start position in the log: stop it, then
@@ -465,7 +497,8 @@ class JobRunner:
                 return
             if time.monotonic() - last_report > 5:
                 last_report = time.monotonic()
-                self.progress(f"source catching up: stored offset {offset or 'none yet'}, target {target}")
+                at, goal = position_text(family, offset), position_text(family, target)
+                self.progress(f"source catching up: at {at}, target {goal}")
             time.sleep(0.2)
         raise ConnectException("stopped before the source caught up")
 

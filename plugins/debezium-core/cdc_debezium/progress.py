@@ -20,6 +20,17 @@ class TableProgress:
     estimate: int
     rows: int = 0
     done: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    def pace(self) -> str:
+        """`12,345 rows/s, about 1m05s left` (the ETA only while the estimate is ahead of the rows)."""
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        rate = self.rows / elapsed
+        text = f"{rate:,.0f} rows/s"
+        if rate > 0 and self.estimate > self.rows:
+            left = int((self.estimate - self.rows) / rate)
+            text += f", about {left // 60}m{left % 60:02d}s left"
+        return text
 
 
 @dataclass
@@ -55,12 +66,14 @@ class SnapshotProgress:
         p.rows += 1
         if p.rows % 1024 == 0 and time.monotonic() - self._last_log >= self.interval_s:
             self._last_log = time.monotonic()
-            self.logger.info("Snapshot of %s: %d of about %d rows", table, p.rows, p.estimate)
+            self.logger.info("Snapshot of %s: %d of about %d rows, %s", table, p.rows, p.estimate, p.pace())
 
     def finish_table(self, table: str) -> None:
         p = self.tables[table]
         p.done = True
-        self.logger.info("Snapshot of %s done: %d rows", table, p.rows)
+        self.logger.info(
+            "Snapshot of %s done: %d rows in %.1f s (%s)", table, p.rows, time.monotonic() - p.started, p.pace()
+        )
 
     def summary(self) -> dict[str, dict[str, int | bool]]:
         return {t: {"rows": p.rows, "estimate": p.estimate, "done": p.done} for t, p in dict(self.tables).items()}
