@@ -28,6 +28,8 @@ from cdc.log.schema_registry import open_schema_registry
 from cdc.rest.app import create_app
 from cdc.rest.resources.schema_registry import schema_registry_router
 from tests.rest.conftest import Rest, make_worker
+from tests.security.rest_rig import free_port
+from tests.support.proc import CdcProcess, wait_for, write_props
 
 SR = "application/vnd.schemaregistry.v1+json"
 FUZZ_SETTINGS = settings(
@@ -249,3 +251,41 @@ def test_fuzzed_registry_requests_get_confluent_errors_never_a_server_error(rest
             fuzz(result.ok(), mode)
     assert sent >= 200, sent
     assert not problems, "\n".join(problems[:20])
+
+
+def test_cdc_standalone_serves_the_registry_and_keeps_it_across_restarts(tmp_path: Path) -> None:
+    """The real CLI, as a user starts it: `cdc standalone` on the embedded transport serves the
+    registry; after a restart the same ids name the same schemas (they live in cdc.db)."""
+    port = free_port()
+    props = write_props(
+        tmp_path / "worker.properties",
+        {"transport": "embedded", "state.dir": tmp_path / "state", "listeners": f"http://127.0.0.1:{port}"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    rng = random.Random(41)
+    schemas = [record([ID, {"name": f"c{i}", "type": rng.choice(["int", "string", "double"])}]) for i in range(5)]
+
+    def serving(proc: CdcProcess) -> bool:
+        try:
+            return httpx.get(url + "/subjects", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    proc = CdcProcess("standalone", str(props), log_path=tmp_path / "first.log")
+    try:
+        wait_for(lambda: serving(proc), 60, "the registry API", proc)
+        client = SchemaRegistryClient({"url": url})
+        client.set_compatibility(level="NONE")
+        ids = {s: client.register_schema(f"t{i % 2}-value", Schema(s, "AVRO")) for i, s in enumerate(schemas)}
+    finally:
+        assert proc.terminate() == 0, proc.output()[-3000:]
+    proc = CdcProcess("standalone", str(props), log_path=tmp_path / "second.log")
+    try:
+        wait_for(lambda: serving(proc), 60, "the registry API after a restart", proc)
+        again = SchemaRegistryClient({"url": url})
+        for text, schema_id in ids.items():
+            assert json.loads(again.get_schema(schema_id).schema_str) == json.loads(text)
+        assert again.get_subjects() == ["t0-value", "t1-value"]
+        assert again.get_versions("t0-value") == [1, 2, 3] and again.get_compatibility() == "NONE"
+    finally:
+        assert proc.terminate() == 0, proc.output()[-3000:]
