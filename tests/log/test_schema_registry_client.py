@@ -205,3 +205,29 @@ def test_avro_converter_records_decode_with_confluents_deserializer(tmp_path: Pa
         assert sorted(SchemaRegistryClient({"url": rest.url}).get_subjects()) == ["avro-key", "avro-value"]
     finally:
         rest.close()
+
+
+def test_a_task_in_its_own_process_registers_in_the_same_file(tmp_path: Path) -> None:
+    """task.isolation=process: the task's process opens the registry of the same cdc.db, and the
+    parent worker's REST API serves what it registered."""
+    rest = Rest(tmp_path, **{"task.isolation": "process"})
+    try:
+        config = {
+            "connector.class": "tests.runtime.connectors.GeneratorSource",  # children import plugins by name
+            "topic": "iso",
+            "count": "15",
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+        }
+        assert rest.http.put("/connectors/iso/config", json=config).status_code in (200, 201)
+        log_ = rest.worker.log
+        tp = TopicPartition("iso", 0)
+        wait_until(lambda: written(log_, tp) >= 15, 60, "records from the task process")
+        reader = log_.reader()
+        reader.assign({tp: 0})
+        records = reader.poll(100, 2.0)
+        reader.close()
+        deserializer = AvroDeserializer(SchemaRegistryClient({"url": rest.url}))
+        ctx = SerializationContext("iso", MessageField.VALUE)
+        assert [deserializer(r.value, ctx)["id"] for r in records] == list(range(15))
+    finally:
+        rest.close()
