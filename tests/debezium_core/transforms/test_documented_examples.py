@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cdc.api import Headers, Schema, SchemaBuilder, SourceRecord, Struct
+from cdc.api import DataException, Headers, Schema, SchemaBuilder, SourceRecord, Struct
 from cdc_debezium.envelope import Envelope
 from tests.debezium_core.transforms.envelopes import (
     chain,
@@ -359,3 +359,21 @@ def test_header_to_value_adds_to_any_struct_value_like_debezium() -> None:
     tomb = tomb.new_record(tomb.topic, None, None, None, None, None, None, Headers().add("h", "v"))
     out = one(config, tomb)
     assert out is not None and out.value is None and [h.key for h in out.headers] == ["h"]
+
+
+@pytest.mark.parametrize("make", [heartbeat, schema_change], ids=["heartbeat", "schema-change"])
+@pytest.mark.parametrize(
+    ("key", "expression"),
+    [("condition", "value.op == 'u'"), ("topic.expression", "value.op == 'u' ? 'updates' : null")],
+)
+def test_scripted_smts_without_a_predicate_fail_on_messages_without_op(
+    make: Callable[[], SourceRecord], key: str, expression: str
+) -> None:
+    """As the pages warn: without a predicate, a heartbeat or schema change reaches the expression
+    and fails on the missing `op` (Debezium's Struct.get raises the same way), naming the
+    expression and the topic."""
+    smt = "Filter" if key == "condition" else "ContentBasedRouter"
+    record = make()
+    with pytest.raises(DataException) as e:
+        one({"type": f"io.debezium.transforms.{smt}", "language": "cdc.expr", key: expression}, record)
+    assert expression in str(e.value) and record.topic in str(e.value) and "'op'" in str(e.value)
