@@ -17,7 +17,7 @@ from cdc.config.files import load_worker_config
 from cdc.config.providers import ConfigTransformer, TransformResult
 from cdc.log.base import LogError
 from cdc.runtime.unknown_keys import log_unknown_keys, unknown_worker_keys
-from cdc.runtime.worker_config import WorkerConfig
+from cdc.runtime.worker_config import WorkerConfig, inferred_transport
 from cdc.storage.offsets import OffsetStoreError
 
 EXIT_CONFIG = 2
@@ -52,9 +52,20 @@ def setup_logging(level: str) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def load_worker(path: str) -> tuple[WorkerConfig, ConfigTransformer]:
-    """The worker file's config; each key no worker ConfigDef knows is logged with a did-you-mean."""
+def load_worker(path: str, *, distributed: bool = False) -> tuple[WorkerConfig, ConfigTransformer]:
+    """The worker file's config; each key no worker ConfigDef knows is logged with a did-you-mean.
+
+    A Kafka Connect worker file without `transport` runs unchanged: the transport it means is
+    inferred (worker_config.inferred_transport) and said once in the log.
+    """
     props = load_worker_config(path)
+    transport = inferred_transport(props, distributed=distributed)
+    if transport is not None:
+        why = "distributed mode" if distributed else "bootstrap.servers is set"
+        logging.getLogger("cdc.runtime.worker_config").info(
+            "%s has no transport: using transport=%s (%s); set transport= to choose", path, transport, why
+        )
+        props = {**props, "transport": transport}
     log_unknown_keys(logging.getLogger("cdc.runtime.worker_config"), unknown_worker_keys(props), path)
     transformer = ConfigTransformer.from_worker_config(props)
     resolved = transformer.transform(props)

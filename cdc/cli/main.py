@@ -132,7 +132,8 @@ def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> No
 def worker_command(worker_properties: str) -> None:
     """Run a distributed worker, like connect-distributed.sh.
 
-    WORKER_PROPERTIES needs transport=kafka, bootstrap.servers and group.id; workers with the
+    WORKER_PROPERTIES needs bootstrap.servers and group.id (transport=kafka is implied, so
+    Kafka's own connect-distributed.properties works unchanged); workers with the
     same group.id share connectors and tasks through Kafka's consumer-group protocol and keep
     configs, offsets and status in config.storage.topic, offset.storage.topic and
     status.storage.topic. Create connectors over the REST API (`listeners`, default
@@ -141,7 +142,7 @@ def worker_command(worker_properties: str) -> None:
     from cdc.runtime.distributed.herder import DistributedHerder
 
     with friendly_errors():
-        config, transformer = load_worker(worker_properties)
+        config, transformer = load_worker(worker_properties, distributed=True)
         registry = PluginRegistry.discover(config.get("plugin.path"))
         log_ = open_log(config)
         worker = Worker(

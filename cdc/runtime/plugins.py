@@ -95,12 +95,28 @@ def _class_name(cls: type) -> str:
 def _default_aliases(cls: type, kind: PluginKind) -> set[str]:
     # Kafka Connect's PluginUtils aliases: the simple name, and for connectors and
     # converters the simple name without its "Connector"/"Converter" suffix.
-    simple = cls.__qualname__
+    return _simple_aliases(cls.__qualname__)
+
+
+def _simple_aliases(simple: str) -> set[str]:
     out = {simple}
     for suffix in ("Connector", "Converter"):
         if simple.endswith(suffix) and len(simple) > len(suffix):
             out.add(simple[: -len(suffix)])
     return out
+
+
+def _is_jvm_class_name(name: str) -> bool:
+    """An entry point named like a Kafka/Debezium class (`io.debezium.connector.mysql.MySqlConnector`,
+    `org.apache.kafka.connect.transforms.Cast$Key`): the plugin is listed under that name, as
+    Kafka Connect lists it, so Connect UIs and tools that match on class names recognise it."""
+    package, _, simple = name.rpartition(".")
+    return (
+        bool(package)
+        and simple[:1].isupper()
+        and all(part.isidentifier() for part in package.split("."))
+        and all(part.isidentifier() for part in simple.split("$"))
+    )
 
 
 class PluginRegistry:
@@ -177,7 +193,8 @@ class PluginRegistry:
                 PluginLoadError(location, f"{ep.name} = {ep.value}", "not a connector, converter, transform, predicate")
             )
             return
-        self.add(obj, version, location, aliases={ep.name}, kinds=kinds)
+        listed_as = ep.name if _is_jvm_class_name(ep.name) else None
+        self.add(obj, version, location, aliases={ep.name}, kinds=kinds, listed_as=listed_as)
 
     def add(
         self,
@@ -186,16 +203,51 @@ class PluginRegistry:
         location: str = "",
         aliases: Iterable[str] = (),
         kinds: list[PluginKind] | None = None,
+        listed_as: str | None = None,
     ) -> None:
-        name = _class_name(cls)
+        """Register `cls`; `listed_as` is a Kafka/Debezium class name it implements.
+
+        A class with such names is listed once per name (Debezium's MySqlConnector and
+        MariaDbConnector are two classes there, one here) and never under its Python path,
+        which stays an alias; a class without one is listed under its Python path.
+        """
+        python_name = _class_name(cls)
         for kind in kinds or _kinds_of(cls):
-            existing = next((p for p in self.plugins if p.class_name == name and p.kind is kind), None)
-            if existing is not None:
-                existing.aliases.update(aliases)
+            same = [p for p in self.plugins if p.cls is cls and p.kind is kind]
+            if listed_as is None:
+                if same:
+                    same[0].aliases.update(aliases)
+                    continue
+                self.plugins.append(
+                    PluginDesc(
+                        python_name,
+                        kind,
+                        _plugin_version(cls, version),
+                        location,
+                        cls,
+                        set(aliases) | _default_aliases(cls, kind),
+                    )
+                )
                 continue
-            version = _plugin_version(cls, version)
+            # Not the JVM class's simple name: Debezium's Filter would take "Filter" from Kafka's.
+            names = set(aliases) | {python_name}
+            listed = next((p for p in same if p.class_name == listed_as), None)
+            if listed is None:
+                listed = next((p for p in same if p.class_name == python_name), None)
+                if listed is not None:  # first known under its Python path: list it under this name
+                    listed.class_name = listed_as
+            if listed is not None:
+                listed.aliases.update(names)
+                continue
             self.plugins.append(
-                PluginDesc(name, kind, version, location, cls, set(aliases) | _default_aliases(cls, kind))
+                PluginDesc(
+                    listed_as,
+                    kind,
+                    _plugin_version(cls, version),
+                    location,
+                    cls,
+                    names | _default_aliases(cls, kind),
+                )
             )
 
     # -- lookup ------------------------------------------------------------------------------
@@ -209,13 +261,17 @@ class PluginRegistry:
         candidates = [p for p in self.plugins if p.kind in kinds and name == p.class_name]
         if not candidates:
             candidates = [p for p in self.plugins if p.kind in kinds and name in p.aliases]
-        unique = {p.class_name: p for p in candidates}
+        # One class listed under two names (MySQL's and MariaDB's connector) is not ambiguous.
+        unique = {p.cls: p for p in candidates}
         if len(unique) == 1:
-            return candidates[0]
+            (cls,) = unique
+            listings = [p for p in self.plugins if p.cls is cls and p.kind in kinds]
+            return min(listings, key=lambda p: _preference(p, name))
         what = " or ".join(sorted(k.value for k in kinds))
         if len(unique) > 1:
             raise PluginNotFoundError(
-                f"{config_key or what}: {name!r} is ambiguous; it matches {', '.join(sorted(unique))}. "
+                f"{config_key or what}: {name!r} is ambiguous; it matches "
+                f"{', '.join(sorted(p.class_name for p in unique.values()))}. "
                 "Use the full class name",
                 config_key,
                 name,
@@ -251,6 +307,14 @@ class PluginRegistry:
 
     def new_instance(self, name: str, kinds: Iterable[PluginKind], config_key: str | None = None) -> Any:
         return self.resolve(name, kinds, config_key).cls()
+
+
+def _preference(plugin: PluginDesc, name: str) -> tuple[bool, bool, bool, str]:
+    """Of one class's listings: the one `name` is, else the one it names (`mariadb` names
+    MariaDbConnector), else the one named like the class itself."""
+    simple = plugin.class_name.rpartition(".")[2]
+    named = name.lower() in {a.lower() for a in _simple_aliases(simple)}
+    return (name != plugin.class_name, not named, simple != plugin.cls.__qualname__, plugin.class_name)
 
 
 def _plugin_version(cls: type, dist_version: str) -> str:

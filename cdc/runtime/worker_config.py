@@ -16,6 +16,21 @@ SIMPLE_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverte
 TRANSPORTS = ("embedded", "kafka")
 
 
+def inferred_transport(props: Mapping[str, str], *, distributed: bool) -> str | None:
+    """The transport a worker file means without saying it, or None when it says it (or means the default).
+
+    A Kafka Connect file (connect-distributed.properties, connect-standalone.properties) has
+    no `transport` key: distributed mode can only mean Kafka (workers meet in its topics), and a
+    standalone file naming `bootstrap.servers` means the Kafka cluster it names. The owner of
+    this rule: every command that loads a worker file asks here.
+    """
+    if "transport" in props:
+        return None
+    if distributed or "bootstrap.servers" in props:
+        return "kafka"
+    return None
+
+
 def _replication_factor(name: str, value: Any) -> None:
     """Kafka Connect's rule for the internal topics' `*.replication.factor`: -1 (the broker's
     default.replication.factor) or a positive count of replicas."""

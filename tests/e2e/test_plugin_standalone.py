@@ -37,14 +37,15 @@ def test_plugins_list_shows_target_dir_and_wheel(plugin_path: Path, tmp_path: Pa
         assert res.returncode == 0, res.stderr
         rows = [json.loads(line) for line in res.stdout.splitlines()]
         mine = {r["class"]: r for r in rows if location in r["location"]}
-        assert mine["cdc_file.source.FileStreamSourceConnector"]["type"] == "source"
-        assert mine["cdc_file.sink.FileStreamSinkConnector"]["type"] == "sink"
-        assert mine["cdc_file.source.FileStreamSourceConnector"]["version"] == "0.1.0"
-        assert (
-            "org.apache.kafka.connect.file.FileStreamSourceConnector"
-            in (mine["cdc_file.source.FileStreamSourceConnector"]["aliases"])
-        )
-        # Built-ins are listed too, with Kafka's class names as aliases.
+        # Listed under Kafka's class names, as Kafka Connect lists them; the Python path is an alias.
+        source = mine["org.apache.kafka.connect.file.FileStreamSourceConnector"]
+        assert source["type"] == "source" and source["version"] == "0.1.0"
+        assert mine["org.apache.kafka.connect.file.FileStreamSinkConnector"]["type"] == "sink"
+        assert "cdc_file.source.FileStreamSourceConnector" in source["aliases"]
+        assert not any(name.startswith("cdc_file.") for name in mine)
+        # Built-ins are listed too, under Kafka's and Debezium's class names.
+        classes = {r["class"] for r in rows}
+        assert {"org.apache.kafka.connect.json.JsonConverter", "io.debezium.connector.mysql.MySqlConnector"} <= classes
         kinds = {r["type"] for r in rows}
         assert {"converter", "header_converter", "transformation", "predicate"} <= kinds
 
@@ -52,7 +53,9 @@ def test_plugins_list_shows_target_dir_and_wheel(plugin_path: Path, tmp_path: Pa
 def test_plugins_list_table(plugin_path: Path) -> None:
     res = run_cdc("plugins", "list", "--plugin-path", str(plugin_path))
     assert res.returncode == 0, res.stderr
-    line = next(x for x in res.stdout.splitlines() if x.startswith("cdc_file.source.FileStreamSourceConnector"))
+    line = next(
+        x for x in res.stdout.splitlines() if x.startswith("org.apache.kafka.connect.file.FileStreamSourceConnector ")
+    )
     assert line.split()[1:3] == ["source", "0.1.0"]
     assert str(plugin_path / "cdc-connector-file") in line
 
