@@ -231,3 +231,23 @@ def test_unwrapped_batches_decode_in_arrow_like_record_by_record(events: list[Ch
     assert fast_decode(mixed, schemas) is None
     rows = _decode_rows(mixed, JsonDeserializer(schemas)).to_pylist()
     assert all(r["__error"] is None for r in rows) and rows[-1]["key"] == '{"id":9}'
+
+
+def test_the_sink_stops_on_rows_it_cannot_order_naming_the_fix(spark: Any) -> None:
+    """At run time (records written by a producer `cdc validate` never saw): one line with the table,
+    the key, the fields missing and the add.fields to set."""
+    from cdc_spark.apply import ChangeApplier
+    from cdc_spark.apply.errors import PoisonEventError
+
+    topic = f"p.db.m{uuid.uuid4().hex[:8]}"
+    t = UnwrappedTable(topic, smt={"add.fields": "op,source.ts_ms", "delete.tombstone.handling.mode": "rewrite"})
+    root = Path(tempfile.mkdtemp(prefix="cdc-unwrap-"))
+    applier = ChangeApplier({"target": "delta", "path": str(root / "lake")})
+    with pytest.raises(PoisonEventError) as caught:
+        applier(raw_frame(spark, topic, [t.unwrapped("c", 4, {"name": "a", "qty": 1}, 9)]), 0)  # type: ignore[list-item]
+    line = str(caught.value)
+    assert "\n" not in line and f"table {topic.replace('.', '_')}, key id=4: " in line, line
+    assert "lacks __source_file, __source_pos, __source_row, __source_sequence" in line
+    assert "Fix: set add.fields=op,source.file,source.pos,source.row,source.sequence" in line
+    assert "fix the producer" not in line
+    assert not (root / "lake" / topic.replace(".", "_")).exists()

@@ -1,8 +1,11 @@
 """Key and value SMTs (Kafka Connect's and Debezium's) against what the Spark sink needs.
 
 The sink applies Debezium change events: it groups and merges rows by the record key, reads
-the row from the envelope's before/after, orders by source and dispatches on op. An SMT that
-reshapes the envelope or changes the key makes it merge rows wrongly or fail mid-run.
+the row from the envelope's before/after (or a row flattened by ExtractNewRecordState with the
+operation and source position added, unwrap.py), orders by source position and dispatches on op.
+An SMT that reshapes the event, splits a table over topics or changes the key's columns makes it
+merge rows wrongly or fail mid-run; every SMT is accepted (with the reason), warned about or
+refused here, by the side it works on (key, envelope, flattened row).
 """
 
 from __future__ import annotations
@@ -20,18 +23,20 @@ _RESHAPING = ("ExtractNewDocumentState", "UnwrapFromEnvelope", "HoistField", "Ev
 # Debezium's scripted Filter: its simple name is Kafka's Filter, but it has a condition, not a predicate.
 _EXPRESSION_FILTERS = ("io.debezium.transforms.Filter", "ExpressionFilter")
 # Accepted as they are, and why:
-_HARMLESS = {
-    # headers only: the sink reads none of them
-    "InsertHeader": "",
-    "DropHeaders": "",
-    "ExtractChangedRecordState": "",
-    # the key and value schemas' name and version: the sink reads fields, not schema names
-    "SetSchemaMetadata": "",
-    # the Kafka partition: the sink orders a key's events by the source sequence across partitions
-    "PartitionRouting": "",
-    # timestamp values shown in another zone, the same for every event; ordering uses source positions
-    "TimezoneConverter": "",
-}
+_HARMLESS = frozenset(
+    {
+        # headers only: the sink reads none of them
+        "InsertHeader",
+        "DropHeaders",
+        "ExtractChangedRecordState",
+        # the key and value schemas' name and version: the sink reads fields, not schema names
+        "SetSchemaMetadata",
+        # the Kafka partition: the sink orders a key's events by the source sequence across partitions
+        "PartitionRouting",
+        # timestamp values shown in another zone, the same for every event; ordering uses source positions
+        "TimezoneConverter",
+    }
+)
 _UNIQUE_KEY_FIELD = "__dbz__physicalTableIdentifier"
 
 
@@ -68,7 +73,8 @@ def check_transform_shapes(job: dict[str, Any], out: Collector) -> None:
                 continue
             flat = check_unwrap(job, t, path, label, out)
         elif base in _HARMLESS:
-            if base == "SetSchemaMetadata" and side != "Key" and flat is None and _unwrap_after(transforms, i):
+            renames = base == "SetSchemaMetadata" and side != "Key" and bool(t.get("schema.name"))
+            if renames and flat is None and _unwrap_after(transforms, i):
                 out.add(
                     (*path, "schema.name"),
                     f"{label} renames the envelope's schema before an ExtractNewRecordState, which then passes "

@@ -113,7 +113,7 @@ def _not_an_event(value: Any) -> str:
         return (
             "the value is null under a value schema, as ExtractNewRecordState writes a delete under "
             "delete.tombstone.handling.mode=tombstone: the delete has no source position, so the sink cannot order "
-            f"it; {unwrapped.advice()}"
+            f"it. {unwrapped.advice()}"
         )
     return "the value is not a Debezium change event (no 'op')"
 

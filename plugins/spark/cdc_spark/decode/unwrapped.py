@@ -49,7 +49,11 @@ def add_fields(family: str | None) -> str:
 
 
 def advice(family: str | None = None) -> str:
-    return f"set add.fields={add_fields(family)} and delete.tombstone.handling.mode=rewrite on the transform"
+    """The fix, as the sink's errors say it (`Fix:` keeps the generic poison advice out)."""
+    return (
+        f"Fix: set add.fields={add_fields(family)} and delete.tombstone.handling.mode=rewrite on the "
+        "ExtractNewRecordState transform"
+    )
 
 
 class UnwrapError(ValueError):
@@ -118,7 +122,7 @@ def layout_of(names: Collection[str]) -> Layout:
     missing = [DEFAULT_PREFIX + f for f, present in wanted if not present]
     raise UnwrapError(
         "the value is not a Debezium change event, and as a row flattened by ExtractNewRecordState it lacks "
-        f"{', '.join(missing) or 'the operation and source position'}, which the sink needs to order changes; "
+        f"{', '.join(missing) or 'the operation and source position'}, which the sink needs to order changes. "
         + advice(family)
     )
 
