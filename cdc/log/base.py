@@ -66,6 +66,19 @@ class UnknownTopicError(LogError):
     pass
 
 
+OutgoingRecord = tuple[str, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int | None, int | None]
+"""What `LogProducer.send_many` takes: (topic, value, key, headers, timestamp, partition)."""
+ErrorCallback = Callable[[Exception], None]
+
+
+def error_only(on_error: ErrorCallback) -> DeliveryCallback:
+    def on_delivery(stored: LogRecord | None, error: Exception | None) -> None:
+        if error is not None:
+            on_error(error)
+
+    return on_delivery
+
+
 class LogProducer(ABC):
     """Appends records. Delivery callbacks fire only once a record is durable."""
 
@@ -81,6 +94,16 @@ class LogProducer(ABC):
         on_delivery: DeliveryCallback | None = None,
     ) -> None:
         """Queue one record; `partition` None places it by key with murmur2 (random if keyless)."""
+
+    def send_many(self, records: Sequence[OutgoingRecord], on_error: ErrorCallback | None = None) -> None:
+        """Queue a batch of (topic, value, key, headers, timestamp, partition) in order, as `send` each.
+
+        Only failures are reported (`on_error` once per failed record); for a record's stored
+        offset use `send` with `on_delivery`. Producers override this to skip per-record work.
+        """
+        callback = None if on_error is None else error_only(on_error)
+        for topic, value, key, headers, timestamp, partition in records:
+            self.send(topic, value, key, headers, timestamp, partition, callback)
 
     @abstractmethod
     def poll(self, timeout: float = 0.0) -> None:

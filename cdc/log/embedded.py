@@ -24,11 +24,13 @@ from typing import Any, TypeVar
 from cdc.log._headers import decode_headers, encode_headers
 from cdc.log.base import (
     DeliveryCallback,
+    ErrorCallback,
     GroupConsumer,
     LogError,
     LogProducer,
     LogReader,
     LogRecord,
+    OutgoingRecord,
     RebalanceListener,
     TopicDescription,
     TopicLog,
@@ -505,6 +507,19 @@ class _write_txn:
             self.conn.execute("ROLLBACK")
 
 
+class _ErrorsOnly:
+    """A `send_many` callback: told of failures only, so a stored record costs no call and no LogRecord."""
+
+    __slots__ = ("on_error",)
+
+    def __init__(self, on_error: ErrorCallback) -> None:
+        self.on_error = on_error
+
+    def __call__(self, stored: LogRecord | None, error: Exception | None) -> None:
+        if error is not None:
+            self.on_error(error)
+
+
 _Pending = tuple[str, int | None, bytes | None, bytes | None, tuple, int, DeliveryCallback | None]
 
 
@@ -543,6 +558,21 @@ class EmbeddedProducer(LogProducer):
             raise LogError("producer is closed")
         with self._lock:
             self._pending.append((topic, partition, key, value, tuple(headers), timestamp or _now_ms(), on_delivery))
+            if not self._in_txn and len(self._pending) >= self._batch_size:
+                self._write()
+
+    def send_many(self, records: Sequence[OutgoingRecord], on_error: ErrorCallback | None = None) -> None:
+        if self._closed:
+            raise LogError("producer is closed")
+        callback = None if on_error is None else _ErrorsOnly(on_error)
+        now = _now_ms()
+        with self._lock:
+            self._pending.extend(
+                [
+                    (topic, partition, key, value, tuple(headers), timestamp or now, callback)
+                    for topic, value, key, headers, timestamp, partition in records
+                ]
+            )
             if not self._in_txn and len(self._pending) >= self._batch_size:
                 self._write()
 
@@ -601,15 +631,16 @@ class EmbeddedProducer(LogProducer):
                 raise error from e
             return
         for p, rec in zip(pending, stored, strict=True):
-            if p[6] is not None:
-                p[6](rec, None)
+            if rec is not None:
+                p[6](rec, None)  # type: ignore[misc]  # rec is only built for a success callback
 
-    def _append(self, pending: list[_Pending]) -> list[LogRecord]:
+    def _append(self, pending: list[_Pending]) -> list[LogRecord | None]:
         """The records in one write transaction, with their offsets (run again whole if the log was busy)."""
         return self._log.write(self._conn, lambda conn: self._append_in_txn(conn, pending), "appending to")
 
-    def _append_in_txn(self, conn: sqlite3.Connection, pending: list[_Pending]) -> list[LogRecord]:
-        stored: list[LogRecord] = []
+    def _append_in_txn(self, conn: sqlite3.Connection, pending: list[_Pending]) -> list[LogRecord | None]:
+        """The records appended; per record its LogRecord when a callback wants it, else None."""
+        stored: list[LogRecord | None] = []
         rows: list[tuple | None] = []
         batch_keys: dict[tuple[str, int, bytes], int] = {}
         compacted: list[tuple[str, int, bytes, int]] = []
@@ -617,8 +648,12 @@ class EmbeddedProducer(LogProducer):
         # until committed, since a rollback undoes them (a cached one would then break appends).
         created: dict[str, _Meta] = {}
         next_offsets: dict[tuple[str, int], int] = {}
-        for topic, partition, key, value, headers, ts, _cb in pending:
-            meta = created.get(topic) or self._log.meta(topic, conn)
+        last_topic: str | None = None
+        meta: _Meta | None = None
+        for topic, partition, key, value, headers, ts, cb in pending:
+            if topic is not last_topic:
+                meta = created.get(topic) or self._log.meta(topic, conn)
+                last_topic = topic
             if meta is None:
                 if not self._log.auto_create_topics:
                     raise UnknownTopicError(
@@ -626,6 +661,7 @@ class EmbeddedProducer(LogProducer):
                     )
                 self._log._create_in_txn(conn, TopicSpec(topic, self._log.default_partitions))
                 meta = created[topic] = _Meta(self._log.default_partitions, compacted=False)
+            assert meta is not None
             if partition is None:
                 if meta.partitions == 1:
                     partition = 0  # skip hashing: pure-Python murmur2 is ~20% of append time
@@ -658,8 +694,9 @@ class EmbeddedProducer(LogProducer):
                         )
                 batch_keys[ck] = len(rows)
                 compacted.append((topic, partition, key, offset))
-            rows.append((topic, partition, offset, ts, key, value, encode_headers(headers)))
-            stored.append(LogRecord(topic, partition, offset, key, value, headers, ts))
+            rows.append((topic, partition, offset, ts, key, value, encode_headers(headers) if headers else None))
+            wanted = cb is not None and cb.__class__ is not _ErrorsOnly
+            stored.append(LogRecord(topic, partition, offset, key, value, headers, ts) if wanted else None)
         conn.executemany(
             "INSERT INTO records(topic, partition, offset, timestamp, key, value, headers) VALUES (?,?,?,?,?,?,?)",
             [r for r in rows if r is not None],

@@ -27,11 +27,13 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from cdc.api.kafka_clients import librdkafka_config
 from cdc.log.base import (
     DeliveryCallback,
+    ErrorCallback,
     GroupConsumer,
     LogError,
     LogProducer,
     LogReader,
     LogRecord,
+    OutgoingRecord,
     RebalanceListener,
     TopicDescription,
     TopicLog,
@@ -273,6 +275,27 @@ class KafkaProducer(LogProducer):
             except KafkaException as e:
                 raise LogError(f"cannot produce to {topic!r}: {_error_text(e.args[0])}") from e
 
+    def send_many(self, records: Sequence[OutgoingRecord], on_error: ErrorCallback | None = None) -> None:
+        callback = None if on_error is None else _error_adapter(on_error)
+        produce = self._p.produce
+        for topic, value, key, headers, timestamp, partition in records:
+            while True:
+                try:
+                    produce(
+                        topic,
+                        value,
+                        key,
+                        partition=-1 if partition is None else partition,  # -1: librdkafka's partitioner
+                        on_delivery=callback,
+                        timestamp=timestamp or 0,  # 0: now
+                        headers=list(headers) if headers else None,
+                    )
+                    break
+                except BufferError:
+                    self._p.poll(0.1)  # bounded in-flight memory, as in send()
+                except KafkaException as e:
+                    raise LogError(f"cannot produce to {topic!r}: {_error_text(e.args[0])}") from e
+
     def poll(self, timeout: float = 0.0) -> None:
         self._p.poll(timeout)
 
@@ -305,6 +328,15 @@ def _delivery_adapter(
             cb(None, LogError(f"delivery to {msg.topic()} failed: {_error_text(err)}"))
             return
         cb(LogRecord(msg.topic(), msg.partition(), msg.offset(), key, value, headers, msg.timestamp()[1]), None)
+
+    return on_delivery
+
+
+def _error_adapter(on_error: ErrorCallback) -> Any:
+    # One callback for a whole send_many: a delivered message costs no LogRecord.
+    def on_delivery(err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            on_error(LogError(f"delivery to {msg.topic()} failed: {_error_text(err)}"))
 
     return on_delivery
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from cdc.api.errors import RetriableException
@@ -23,7 +24,7 @@ from cdc.api.signals import SignalLog
 from cdc.api.source import RecordMetadata, SourceTask
 from cdc.api.storage import Converter, HeaderConverter, OffsetStorageReader
 from cdc.log.base import LogProducer, LogRecord, TopicLog, TopicSpec
-from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage
+from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage, ToleranceExceededError
 from cdc.runtime.history_log import TopicHistoryLog
 from cdc.runtime.signal_log import TopicSignalLog
 from cdc.runtime.submitted_records import SubmittedRecord, SubmittedRecords
@@ -32,6 +33,39 @@ from cdc.storage.offsets import OffsetBackingStore, OffsetStorageWriter
 from cdc.transforms.chain import TransformationChain
 
 log = logging.getLogger(__name__)
+
+_Converted = tuple[SourceRecord, Any, Any, Any]
+"""(transformed record, key bytes, value bytes, headers) of one record on its way to the log."""
+
+
+def _to_bytes(
+    converter: Converter, topics: list[str], schemas: list[Any], values: list[Any], records: list[SourceRecord]
+) -> list[Any]:
+    """The converter's bytes for each record: its `from_connect_batch` when it has one."""
+    batch = getattr(converter, "from_connect_batch", None)
+    if batch is not None:
+        return batch(topics, schemas, values)  # type: ignore[no-any-return]
+    convert = converter.from_connect_data
+    return [convert(t, s, v, r.headers) for t, s, v, r in zip(topics, schemas, values, records, strict=True)]
+
+
+def _latest_offsets(records: list[SourceRecord]) -> dict[str, tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
+    """The last source offset of each source partition in the batch (first-seen order).
+
+    A connector hands the same partition dict to consecutive records; its key is computed
+    once per run of the same object.
+    """
+    latest: dict[str, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
+    last: Mapping[str, Any] | None = None
+    key = ""
+    for record in records:
+        partition = record.source_partition
+        if partition is None:
+            continue
+        if partition is not last:
+            key, last = repr(sorted(partition.items())), partition
+        latest[key] = (partition, record.source_offset)
+    return latest
 
 
 class SourceTaskContextImpl:
@@ -100,7 +134,26 @@ class TopicCreator:
         return TopicSignalLog(self._log, topic, group_id, self._replication)
 
 
+class _Transaction:
+    """One poll batch on its way into the log with its offsets (WorkerSourceTask._send_transaction)."""
+
+    __slots__ = ("converted", "entries", "failed", "future", "metadata", "records")
+
+    def __init__(
+        self, records: list[SourceRecord], converted: list[_Converted | None], entries: dict[bytes, bytes | None]
+    ) -> None:
+        self.records = records
+        self.converted = converted
+        self.entries = entries
+        self.failed: list[Exception] = []
+        self.metadata: list[RecordMetadata | None] = [None] * len(records)
+        self.future: Future[None] | None = None
+
+
 class WorkerSourceTask(WorkerTask):
+    # Transactional tasks write each batch on a writer thread while the next is polled.
+    PIPELINE = True
+
     def __init__(
         self,
         id: ConnectorTaskId,
@@ -141,6 +194,13 @@ class WorkerSourceTask(WorkerTask):
         self._send_error: Exception | None = None
         self._last_flush = time.monotonic()
         self.records_sent = 0
+        # SourceTask.commit_record is a no-op unless the task overrides it: then no per-record
+        # offset is asked of the log in a transaction.
+        self._wants_record_metadata = type(task).commit_record is not SourceTask.commit_record
+        self._in_flight: _Transaction | None = None
+        self._txn_writer: ThreadPoolExecutor | None = None
+        if transactional and self.PIPELINE:
+            self._txn_writer = ThreadPoolExecutor(1, thread_name_prefix=f"{id.connector}-{id.task}-writer")
 
     # -- lifecycle ---------------------------------------------------------------------------
     def execute(self) -> None:
@@ -158,6 +218,7 @@ class WorkerSourceTask(WorkerTask):
         try:
             while not self.stopping:
                 if self.paused:
+                    self._finish_in_flight()
                     self._maybe_commit()
                     self.publish_metrics()
                     time.sleep(0.05)
@@ -173,6 +234,8 @@ class WorkerSourceTask(WorkerTask):
                         self._send_transaction(records)
                     else:
                         self._send(records)
+                else:
+                    self._finish_in_flight()  # an idle source: its last batch is committed now
                 self._check_send_error()
                 self._maybe_commit()
                 self.publish_metrics()
@@ -189,6 +252,13 @@ class WorkerSourceTask(WorkerTask):
 
     def _shutdown(self) -> None:
         try:
+            if self._txn_writer is not None:
+                try:
+                    self._finish_in_flight()
+                except Exception as e:
+                    log.error("Task %s: the last batch was not stored (its offsets neither): %s", self.id, e)
+                finally:
+                    self._txn_writer.shutdown(wait=True)
             if not self.transactional:
                 remaining = self.producer.flush(self.flush_timeout)
                 if remaining:
@@ -203,12 +273,53 @@ class WorkerSourceTask(WorkerTask):
             self.producer.close()
 
     # -- conversion --------------------------------------------------------------------------
-    def _convert(self, record: SourceRecord) -> tuple[Any, ...] | None:
-        """(topic, key, value, headers) in bytes, or None when a tolerated error skipped it."""
-        transformed = self.errors.execute(Stage.TRANSFORMATION, self.chain, lambda: self.chain.apply(record), record)
-        if transformed is SKIP or transformed is None:
-            return None
-        r: SourceRecord = transformed
+    def _convert_batch(self, records: list[SourceRecord]) -> list[_Converted | None]:
+        """Per polled record (same order): (transformed record, key, value, headers) in bytes, or
+        None when an SMT dropped it or a tolerated error skipped it.
+
+        The SMTs run once per record. The converters then see the whole batch at once
+        (`from_connect_batch`, e.g. JsonConverter's); if anything in it fails, the batch is
+        converted again record by record under errors.tolerance, so the failing record is
+        reported, skipped or fails the task exactly as when every record was converted alone.
+        Converters are pure functions of their input, so converting again is safe.
+        """
+        transformed = self._transform_all(records)
+        live = [r for r in transformed if r is not None]
+        try:
+            fast = iter(self._convert_all(live))
+        except Exception:
+            return [None if r is None else self._convert_one(r) for r in transformed]
+        return [None if r is None else next(fast) for r in transformed]
+
+    def _transform_all(self, records: list[SourceRecord]) -> list[SourceRecord | None]:
+        if not self.chain.stages:
+            return list(records)
+        out: list[SourceRecord | None] = []
+        for record in records:
+            try:
+                t = self.errors.execute(
+                    Stage.TRANSFORMATION, self.chain, lambda record=record: self.chain.apply(record), record
+                )
+            except ToleranceExceededError:
+                # An earlier record's conversion failure comes first, as when each record was
+                # transformed and converted in turn.
+                for r in out:
+                    if r is not None:
+                        self._convert_one(r)
+                raise
+            out.append(None if t is SKIP or t is None else t)
+        return out
+
+    def _convert_all(self, live: list[SourceRecord]) -> list[_Converted]:
+        """The batch through the converters without per-record error handling (any error propagates)."""
+        topics = [r.topic for r in live]
+        keys = _to_bytes(self.key_converter, topics, [r.key_schema for r in live], [r.key for r in live], live)
+        values = _to_bytes(self.value_converter, topics, [r.value_schema for r in live], [r.value for r in live], live)
+        headers = [self._headers(r) if r.headers else () for r in live]
+        return list(zip(live, keys, values, headers, strict=True))
+
+    def _convert_one(self, r: SourceRecord) -> _Converted | None:
+        """One transformed record through the converters under errors.tolerance (None: skipped)."""
         key = self.errors.execute(
             Stage.KEY_CONVERTER,
             self.key_converter,
@@ -235,19 +346,27 @@ class WorkerSourceTask(WorkerTask):
             (h.key, self.header_converter.from_connect_header(r.topic, h.key, h.schema, h.value)) for h in r.headers
         ]
 
+    def _ensure_topics(self, converted: list[_Converted | None]) -> None:
+        last: str | None = None
+        for c in converted:
+            if c is not None and c[0].topic is not last:
+                last = c[0].topic
+                self.topic_creator.ensure(last)
+                self.track_topic(last)
+
     # -- at-least-once -----------------------------------------------------------------------
     def _send(self, records: list[SourceRecord]) -> None:
-        for record in records:
-            converted = self._convert(record)
+        converted = self._convert_batch(records)
+        self._ensure_topics(converted)
+        send = self.producer.send
+        for record, c in zip(records, converted, strict=True):
             sub = self.submitted.submit(record)
-            if converted is None:
+            if c is None:
                 self.submitted.ack(sub)
                 self._commit_record(record, None)
                 continue
-            r, key, value, headers = converted
-            self.topic_creator.ensure(r.topic)
-            self.track_topic(r.topic)
-            self.producer.send(
+            r, key, value, headers = c
+            send(
                 r.topic,
                 value,
                 key=key,
@@ -305,60 +424,87 @@ class WorkerSourceTask(WorkerTask):
 
     # -- transactional -----------------------------------------------------------------------
     def _send_transaction(self, records: list[SourceRecord]) -> None:
-        acked: list[tuple[SourceRecord, RecordMetadata | None]] = []
-        latest: dict[str, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
-        failed: list[Exception] = []
+        """Convert the batch here, then write it (records and offsets, one transaction) on the writer.
+
+        While the writer thread commits batch N (SQLite and fsync, or Kafka's commit, mostly
+        outside the GIL) this thread polls and converts batch N+1. At most one batch is in
+        flight, and batch N is finished (offsets applied, commit_record, commit) on this thread
+        before batch N+1 is handed over, so order, memory and the task callbacks stay as they
+        were; a failed write fails the task before anything after it is written.
+        """
+        converted = self._convert_batch(records)
+        self._ensure_topics(converted)
+        for partition, offset in _latest_offsets(records).values():
+            self.writer.offset(partition, offset)
+        txn = _Transaction(records, converted, self.writer.take())
+        self.records_sent += sum(1 for c in converted if c is not None)
+        self._finish_in_flight()
+        if self._txn_writer is None:
+            self._write_transaction(txn)
+            self._finish(txn)
+            return
+        txn.future = self._txn_writer.submit(self._write_transaction, txn)
+        self._in_flight = txn
+
+    def _write_transaction(self, txn: _Transaction) -> None:
+        """On the writer thread: the batch and its offsets in one log transaction."""
         self.producer.begin_transaction()
         try:
-            for record in records:
-                if record.source_partition is not None:
-                    latest[repr(sorted(record.source_partition.items()))] = (
-                        record.source_partition,
-                        record.source_offset,
-                    )
-                converted = self._convert(record)
-                if converted is None:
-                    acked.append((record, None))
-                    continue
-                r, key, value, headers = converted
-                self.topic_creator.ensure(r.topic)
-                self.track_topic(r.topic)
-                slot = len(acked)
-                acked.append((record, None))
-
-                def on_delivery(stored: LogRecord | None, error: Exception | None, slot: int = slot) -> None:
-                    if error is not None:
-                        failed.append(error)
-                    elif stored is not None:
-                        acked[slot] = (
-                            acked[slot][0],
-                            RecordMetadata(stored.topic, stored.partition, stored.offset, stored.timestamp),
-                        )
-
-                self.producer.send(
-                    r.topic,
-                    value,
-                    key=key,
-                    headers=headers,
-                    timestamp=r.timestamp,
-                    partition=r.kafka_partition,
-                    on_delivery=on_delivery,
+            if self._wants_record_metadata:
+                self._send_each(txn.converted, txn.metadata, txn.failed)
+            else:
+                self.producer.send_many(
+                    [(r.topic, v, k, h, r.timestamp, r.kafka_partition) for r, k, v, h in filter(None, txn.converted)],
+                    txn.failed.append,
                 )
-                self.records_sent += 1
-            for partition, offset in latest.values():
-                self.writer.offset(partition, offset)
-            entries = self.writer.take()
-            self.offset_store.stage(self.producer, entries)
+            self.offset_store.stage(self.producer, txn.entries)
             self.producer.commit_transaction()
         except BaseException:
             self.producer.abort_transaction()
             raise
-        if failed:
-            raise RuntimeError(f"Task {self.id}: transaction committed with failed records: {failed[0]}")
-        self.offset_store.applied(entries)
-        for record, metadata in acked:
-            self._commit_record(record, metadata)
+        if not txn.failed:
+            self.offset_store.applied(txn.entries)  # the store's map follows the log at once (it locks)
+
+    def _finish_in_flight(self) -> None:
+        """Wait for the batch on the writer (raising its error) and finish it on this thread."""
+        txn, self._in_flight = self._in_flight, None
+        if txn is not None:
+            assert txn.future is not None
+            txn.future.result()
+            self._finish(txn)
+
+    def _finish(self, txn: _Transaction) -> None:
+        if txn.failed:
+            raise RuntimeError(f"Task {self.id}: transaction committed with failed records: {txn.failed[0]}")
+        if self._wants_record_metadata:
+            for record, meta in zip(txn.records, txn.metadata, strict=True):
+                self._commit_record(record, meta)
         self._task_commit()
+
+    def _send_each(
+        self, converted: list[_Converted | None], metadata: list[RecordMetadata | None], failed: list[Exception]
+    ) -> None:
+        """One send per record, each reporting its stored offset (for a task's commit_record)."""
+        for slot, c in enumerate(converted):
+            if c is None:
+                continue
+            r, key, value, headers = c
+
+            def on_delivery(stored: LogRecord | None, error: Exception | None, slot: int = slot) -> None:
+                if error is not None:
+                    failed.append(error)
+                elif stored is not None:
+                    metadata[slot] = RecordMetadata(stored.topic, stored.partition, stored.offset, stored.timestamp)
+
+            self.producer.send(
+                r.topic,
+                value,
+                key=key,
+                headers=headers,
+                timestamp=r.timestamp,
+                partition=r.kafka_partition,
+                on_delivery=on_delivery,
+            )
 
     # -- callbacks into the task -------------------------------------------------------------
     def _commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
