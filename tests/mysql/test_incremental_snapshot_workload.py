@@ -185,7 +185,8 @@ def test_replayed_events_equal_the_table_under_a_concurrent_writer(
             run = _start(mariadb_db, offsets, strategy).__enter__()
             run.poll_until(lambda rs: len(incremental_reads(rs)) > 0, timeout=60, what="resumed reads")
             assert first_reads > 0
-        time.sleep(0.5)
+        # The writer keeps writing until the last table (k_varchar, in name order) is half read.
+        run.poll_until(lambda rs: len(incremental_reads(rs, "k_varchar")) >= ROWS // 2, timeout=120, what="reads")
         writer.stop_flag.set()
         writer.join(30)
         assert writer.error is None, writer.error

@@ -336,6 +336,7 @@ class MySqlIncrementalSnapshot:
                     ctx.maximum_key = tuple(top)
                     self._sync()
                 chunk_id = str(uuid.uuid4())
+                ctx.begin_chunk(chunk_id)
                 self._watermark(cur, chunk_id, "open", current.id)
                 marks = ", ".join(["%s"] * len(order))
                 where, args = f"({cols}) <= ({marks})", list(ctx.maximum_key)
@@ -347,6 +348,13 @@ class MySqlIncrementalSnapshot:
                 cur.execute(query, args)
                 names = [d[0] for d in cur.description or ()]
                 fetched = cur.fetchall()
+                rows: dict[Any, Any] = {}
+                end = None
+                for values in fetched:
+                    row = dict(zip(names, values, strict=False))
+                    rows[key_of(ts, row)] = (ts, row)
+                    end = tuple(row[c] for c in order)
+                ctx.set_rows(rows, end, len(fetched) >= size)
                 self._watermark(cur, chunk_id, "close", current.id)
         except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as e:
             log.warning("Incremental snapshot chunk of %s failed (%s); retrying in 1 s", current.id, e)
@@ -363,13 +371,6 @@ class MySqlIncrementalSnapshot:
             )  # fmt: skip
             self._done_with(current)
             return
-        rows: dict[Any, Any] = {}
-        end = None
-        for values in fetched:
-            row = dict(zip(names, values, strict=False))
-            rows[key_of(ts, row)] = (ts, row)
-            end = tuple(row[c] for c in order)
-        ctx.start_chunk(chunk_id, rows, end, len(fetched) >= size)
 
     def _watermark(self, cur: Any, chunk_id: str, which: str, table_id: str) -> None:
         """Writes the low (`open`) or high (`close`) watermark to the signal table."""

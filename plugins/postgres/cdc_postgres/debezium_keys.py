@@ -16,6 +16,7 @@ from typing import Any
 
 from cdc.api import ConfigDef, ConfigType, ConfigValue, Importance, ValidString
 from cdc_debezium.config import EVENT_PROCESSING_FAILURE, FAILURE_MODES
+from cdc_debezium.signals import config as signal_config
 from cdc_postgres import names
 from cdc_postgres.column_mappers import ColumnMappers, is_mapper_key
 
@@ -148,9 +149,10 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
     "guardrail.collections.max": ("any number of tables is captured", "0"),
     "guardrail.collections.limit.action": ("no guardrail applies", None),
     "include.schema.comments": ("column comments are not put in the schemas", "false"),
-    "incremental.snapshot.allow.schema.changes": ("incremental snapshots are not supported", "false"),
-    "incremental.snapshot.chunk.size": ("incremental snapshots are not supported", None),
-    "incremental.snapshot.watermarking.strategy": ("incremental snapshots are not supported", None),
+    "incremental.snapshot.allow.schema.changes": (
+        "an incremental snapshot re-reads no chunk after a schema change",
+        "false",
+    ),
     "legacy.snapshot.max.threads": ("the snapshot reads one table at a time", None),
     "log.position.check.enable": ("the stored offset is always checked against the slot at start", None),
     "lsn.flush.mode": ("the slot is confirmed up to each stored offset", None),
@@ -188,9 +190,6 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
     "schema.refresh.mode": ("schemas are rebuilt from every pgoutput Relation message (columns_diff)", None),
     "memory.management.schemas.class": ("schemas are kept in memory", None),
     "memory.management.tables.class": ("tables are kept in memory", None),
-    "signal.data.collection": ("signals are not supported", None),
-    "signal.enabled.channels": ("signals are not supported", None),
-    "signal.poll.interval.ms": ("signals are not supported", None),
     "skip.messages.without.change": ("an update is emitted even if no captured column changed", "false"),
     "slot.seek.to.known.offset.on.start": ("the stream starts at the stored offset's commit LSN", None),
     "snapshot.scan.all.columns.force": ("the snapshot reads the captured columns", None),
@@ -217,8 +216,8 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
 }
 # Families of keys named by an alias or an index (Debezium's KafkaSignalChannel, converter settings, ...).
 _UNSUPPORTED_PREFIXES = {
-    "signal.kafka.": "signals are not supported",
-    "signal.consumer.": "signals are not supported",
+    "signal.kafka.": "the kafka signal channel reads signal.kafka.topic in the worker's own log",
+    "signal.consumer.": "the kafka signal channel reads signal.kafka.topic in the worker's own log",
     "notification.": "no notifications are sent",
     "openlineage.integration.": "no OpenLineage events are emitted",
 }
@@ -228,7 +227,7 @@ _DEFAULT_SNAPSHOT_MODES = {"custom": "initial", "configuration_based": "initial"
 
 def define(d: ConfigDef) -> ConfigDef:
     """`d` with the implemented keys and every unsupported key defined (STRING, any value accepted)."""
-    merged = d.merge(_IMPLEMENTED)
+    merged = signal_config.define(d.merge(_IMPLEMENTED))  # signal.*, incremental.snapshot.*: incremental.py
     extra = ConfigDef()
     for key, (instead, _neutral) in UNSUPPORTED.items():
         if key not in merged.names():
@@ -275,7 +274,7 @@ def warn_unsupported(props: Mapping[str, Any]) -> None:
             if neutral is not None and str(value).strip().lower() == neutral:
                 continue
             instead = what
-        else:
+        elif key not in signal_config.KEYS:
             instead = next((v for p, v in _UNSUPPORTED_PREFIXES.items() if key.startswith(p)), None)
         if instead is not None:
             log.warning("%s=%s: recognised, not supported: %s", key, value, instead)

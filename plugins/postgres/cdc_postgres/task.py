@@ -16,11 +16,13 @@ from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.metrics import StreamingMetrics
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.queue import ChangeEventQueue
+from cdc_debezium.signals.config import SignalConfig
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_postgres import __version__, replica_identity
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
 from cdc_postgres.config import PostgresConnectorConfig
 from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
+from cdc_postgres.incremental import PostgresIncrementalSnapshot
 from cdc_postgres.lsn import format_lsn
 from cdc_postgres.offset_context import PostgresOffsetContext
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
@@ -77,9 +79,17 @@ class PostgresConnectorTask(SourceTask):
         self._wal_behind: int | None = None
         self._wal_next = 0.0
         TaskMetrics.of(self.context).register(self._metrics)
-        stored = PostgresOffsetContext.from_offset(self.context.offset_storage_reader().offset(self.partition))
+        stored_offset = self.context.offset_storage_reader().offset(self.partition)
+        stored = PostgresOffsetContext.from_offset(stored_offset)
         table_match, schema_match = c.table_filter, c.schema_filter
         self.table_filter = lambda t: schema_match(t.split(".", 1)[0]) and table_match(t)
+        # Signals and incremental snapshots: None (and nothing of them runs) unless a signal channel is enabled.
+        signal_config = SignalConfig.from_props(props, self.server)
+        self.signals: PostgresIncrementalSnapshot | None = None
+        if signal_config.active:
+            self.signals = PostgresIncrementalSnapshot(
+                signal_config, self.dsn, self.server, self.table_filter, self.context, stored_offset
+            )
 
         admin = PostgresConnection(self.dsn)
         try:
@@ -360,6 +370,8 @@ class PostgresConnectorTask(SourceTask):
                 c.stream_buffer_memory_bytes if c.stream_in_progress_transactions else None,
                 c.processing_failure,
             )
+            if self.signals is not None:
+                self.signals.attach(self.streaming)
             self._stream_with_reconnect(start_lsn, resume)
         except InterruptedError:
             pass
@@ -509,6 +521,8 @@ class PostgresConnectorTask(SourceTask):
 
     def stop(self) -> None:
         self.stop_event.set()
+        if getattr(self, "signals", None) is not None:
+            self.signals.close()
         if hasattr(self, "queue"):
             self.queue.close()
         thread = getattr(self, "_thread", None)

@@ -16,6 +16,7 @@ POLL_INTERVAL_MS = "signal.poll.interval.ms"
 CHUNK_SIZE = "incremental.snapshot.chunk.size"
 WATERMARKING = "incremental.snapshot.watermarking.strategy"
 CHANNELS = ("source", "kafka", "file")
+KEYS = (ENABLED_CHANNELS, DATA_COLLECTION, SIGNAL_FILE, KAFKA_TOPIC, POLL_INTERVAL_MS, CHUNK_SIZE, WATERMARKING)
 STRATEGIES = ("insert_insert", "insert_delete")
 
 

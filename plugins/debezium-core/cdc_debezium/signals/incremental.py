@@ -54,6 +54,10 @@ class IncrementalSnapshotContext:
         self.window: dict[Any, Any] = {}
         self.chunk_end: tuple[Any, ...] | None = None  # the last key the chunk's SELECT read
         self.chunk_full = False
+        # Keys changed inside the window before the chunk's rows were registered (a stream on
+        # another thread may see the low watermark before the SELECT returns).
+        self._seen: set[Any] = set()
+        self._rows_ready = False
 
     # -- what runs ---------------------------------------------------------------------------
     @property
@@ -95,17 +99,29 @@ class IncrementalSnapshotContext:
             self.correlation_id = None
 
     # -- the chunk window --------------------------------------------------------------------
-    def start_chunk(self, chunk_id: str, rows: dict[Any, Any], end: tuple[Any, ...] | None, full: bool) -> None:
-        self.chunk_id, self.window, self.chunk_end, self.chunk_full = chunk_id, rows, end, full
-        self.window_open = False
+    def begin_chunk(self, chunk_id: str) -> None:
+        """Before the low watermark is written: the stream may see it from now on."""
+        self.chunk_id, self.window, self.chunk_end, self.chunk_full = chunk_id, {}, None, False
+        self.window_open, self._seen, self._rows_ready = False, set(), False
+
+    def set_rows(self, rows: dict[Any, Any], end: tuple[Any, ...] | None, full: bool) -> None:
+        """The chunk's rows by key, registered before the high watermark is written."""
+        self.window = {k: v for k, v in rows.items() if k not in self._seen}
+        self.chunk_end, self.chunk_full, self._rows_ready = end, full, True
+        self._seen = set()
 
     def forget_chunk(self) -> None:
         self.chunk_id, self.window, self.chunk_end, self.window_open = None, {}, None, False
+        self._seen, self._rows_ready = set(), False
 
     def deduplicate(self, key: Any) -> None:
         """A streamed change to `key` inside the open window: the chunk's row for it is stale or equal."""
-        if self.window_open:
+        if not self.window_open:
+            return
+        if self._rows_ready:
             self.window.pop(key, None)
+        else:
+            self._seen.add(key)
 
     def close_window(self) -> list[Any]:
         """The high watermark: the rows left to emit; the next chunk starts after this one's end."""
