@@ -36,8 +36,9 @@ def start_query(
     lowered = {k.lower() for k in options}
     if applier.config.deadletter_topic and "includeheaders" not in lowered:
         options["includeHeaders"] = "true"  # dead-lettered records keep their original headers
-    if "decode" not in lowered:
-        options["decode"] = "debezium-json"
+    decoding = next((v for k, v in options.items() if k.lower() == "decode"), None)
+    if decoding is None or decoding.strip().lower() == "debezium-avro":  # the sink's own decoding: its defaults
+        options.setdefault("decode", "debezium-json")
         if "latestperkey" not in lowered:
             options["latestPerKey"] = str(applier.config.keeps_only_latest).lower()
         if "unavailable.value.placeholder" not in lowered:

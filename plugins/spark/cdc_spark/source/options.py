@@ -46,8 +46,14 @@ _KNOWN = {
         "schemas.enable",
         "includeHeaders",
         "failOnDataLoss",
+        "schema.registry.url",
+        "basic.auth.credentials.source",
+        "basic.auth.user.info",
     )
 }
+# schema.registry.<setting> (ssl.*, basic.auth.user.info…): the Avro decoding's registry client (AvroConverter's keys).
+_REGISTRY_PREFIX = "schema.registry."
+DECODINGS = ("none", "debezium-json", "debezium-avro")
 _NO_GROUP = (
     "is not supported: this source reads with assign() and no consumer group (no group is joined and no offset "
     "is committed; the query's offsets live in its checkpoint only). Drop it"
@@ -97,13 +103,15 @@ class SourceOptions:
     poll_timeout: float = 10.0  # first fetch of a partition (a broker may be slow to answer)
     idle_timeout: float = 1.0  # then: an empty poll this long ends a partition below its end mark
     probe_end_offsets: bool = False  # read past the reported end (brokers with a wrong high watermark)
-    decode: str = "none"  # "debezium-json": emit decoded change rows (DECODED_SCHEMA) instead of raw records
+    decode: str = "none"  # "debezium-json"/"debezium-avro": emit decoded change rows (DECODED_SCHEMA), not raw records
     latest_per_key: bool = False  # with decode: only each key's latest event per partition and batch
     # with latestPerKey: a key whose latest event carries it keeps its earlier events (they hold the value)
     unavailable_value_placeholder: str = unavailable.DEFAULT
     schemas_enable: bool | None = None
     include_headers: bool = False  # a `headers` column, as Spark's Kafka source with includeHeaders=true
     fail_on_data_loss: bool = True  # records deleted before they were read stop the query (Spark's Kafka source)
+    # decode=debezium-avro: schema.registry.url and the registry client's settings (none: the embedded log's registry)
+    registry: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -124,10 +132,16 @@ class SourceOptions:
                 re.compile(pattern)
             except re.error as e:
                 raise SourceOptionError(f"option topic.pattern={pattern!r} is not a valid regex: {e}") from e
-        decode = _choice(opts, "decode", "none", ("none", "debezium-json"))
+        decode = _choice(opts, "decode", "none", DECODINGS)
         latest = _flag(opts, "latestPerKey", False)
         if latest and decode == "none":
-            raise SourceOptionError("option latestPerKey=true needs decode=debezium-json")
+            raise SourceOptionError("option latestPerKey=true needs decode=debezium-json or decode=debezium-avro")
+        registry = {k: v for k, v in opts.items() if k.startswith(_REGISTRY_PREFIX) or k.startswith("basic.auth.")}
+        if decode == "debezium-avro" and transport == "kafka" and not registry.get("schema.registry.url"):
+            raise SourceOptionError(
+                "decode=debezium-avro with transport=kafka needs the option schema.registry.url (the Schema Registry "
+                "the connector's AvroConverter writes to)"
+            )
         max_events = _alias(opts, "maxEventsPerTrigger", "maxOffsetsPerTrigger")
         placeholder = opts.get("unavailable.value.placeholder", unavailable.DEFAULT)
         try:
@@ -158,6 +172,7 @@ class SourceOptions:
             schemas_enable=_flag(opts, "schemas.enable", None),
             include_headers=_flag(opts, "includeHeaders", False),
             fail_on_data_loss=_flag(opts, "failOnDataLoss", True),
+            registry=registry,
         )
 
     def open_log(self) -> TopicLog:
@@ -213,7 +228,7 @@ def _check_names(opts: Mapping[str, str]) -> None:
     for name in opts:
         if name in _UNSUPPORTED:
             raise SourceOptionError(f"option {_UNSUPPORTED[name]}")
-        if name in _KNOWN or name.startswith(_KAFKA_PREFIX):
+        if name in _KNOWN or name.startswith((_KAFKA_PREFIX, _REGISTRY_PREFIX)):
             continue
         close = difflib.get_close_matches(name, _KNOWN, n=1, cutoff=0.8)
         hint = f"did you mean {_KNOWN[close[0]]}? " if close else ""

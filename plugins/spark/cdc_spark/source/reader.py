@@ -160,8 +160,13 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from cdc_spark.decode.events import decode_batches
         from cdc_spark.decode.unavailable import Placeholder
 
-        des = JsonDeserializer(opts.schemas_enable)
         placeholder = Placeholder.parse(opts.unavailable_value_placeholder)
+        if opts.decode == "debezium-avro":
+            from cdc_spark.decode.avro import decode_avro_batches, schema_lookup
+
+            schemas = schema_lookup(opts.transport, opts.state_dir, dict(opts.registry))
+            return decode_avro_batches(read_range(partition), schemas, opts.latest_per_key, placeholder)
+        des = JsonDeserializer(opts.schemas_enable)
         return decode_batches(read_range(partition), des, combine=opts.latest_per_key, placeholder=placeholder)
 
     def commit(self, end: dict) -> None:
