@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 
@@ -33,6 +34,7 @@ from cdc.cli._common import (
 from cdc.cli.extras import EntryPointGroup, JobFile, open_job_file
 from cdc.config.files import load_connector_config
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, TopicPartition
+from cdc.log.embedded import DB_FILE
 from cdc.rest.server import RestBindError, RestServer
 from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.prometheus.server import start_metrics_server
@@ -211,6 +213,23 @@ def plugins_list(plugin_path: tuple[str, ...], worker_path: str | None, as_json:
 
 
 # -- topics ---------------------------------------------------------------------------------
+def _never_written(config: WorkerConfig) -> bool:
+    """An embedded transport whose log file does not exist: nothing was ever written there, and a
+    read-only command must not create the state dir (opening the log would)."""
+    return config.transport == "embedded" and not (Path(config.get("state.dir")) / DB_FILE).exists()
+
+
+def _where(config: WorkerConfig) -> str:
+    if config.transport == "embedded":
+        return f"the embedded log in {config.get('state.dir')}"
+    return f"Kafka at {','.join(config.get('bootstrap.servers'))}"
+
+
+def _say_empty(config: WorkerConfig, what: str) -> None:
+    """On stderr, so stdout stays one record per line for scripts."""
+    click.echo(f"{what}: {_where(config)} holds no records yet", err=True)
+
+
 def _open_target(job_file: str | None, worker_path: str | None) -> tuple[WorkerConfig, JobFile | None]:
     """The transport of a job file or of a worker .properties file (exactly one of them)."""
     if (job_file is None) == (worker_path is None):
@@ -245,13 +264,19 @@ def topics_list(job_file: str | None, worker_path: str | None) -> None:
     """
     with friendly_errors():
         config, _ = _open_target(job_file, worker_path)
+        if _never_written(config):
+            _say_empty(config, "no topics")
+            return
         with open_log(config) as log_:
             log_.probe(INSPECTION_REACH_TIMEOUT)
-            for name, desc in sorted(log_.list_topics().items()):
+            found = sorted(log_.list_topics().items())
+            for name, desc in found:
                 tps = [TopicPartition(name, p) for p in range(desc.partitions)]
                 ends, begins = log_.end_offsets(tps), log_.beginning_offsets(tps)
                 records = sum(ends[tp] - begins[tp] for tp in tps)
                 click.echo(f"{name}\tpartitions={desc.partitions}\trecords={records}\tend_offsets={sum(ends.values())}")
+            if not found:
+                _say_empty(config, "no topics")
 
 
 @topics.command("read")
@@ -288,6 +313,9 @@ def topics_read(
         job_file, topic = _split_topic_args(args, worker_path)
         config, _ = _open_target(job_file, worker_path)
         follow = (not from_beginning) if follow is None else follow
+        if _never_written(config):
+            where = f"cdc topics list {job_file}" if job_file else f"cdc topics list --worker {worker_path}"
+            fail(f"topic {topic!r} does not exist: {_where(config)} holds no records yet; see `{where}`")
         with open_log(config) as log_:
             log_.probe(INSPECTION_REACH_TIMEOUT)
             if log_.describe_topic(topic) is None:
@@ -371,10 +399,17 @@ def offsets_show(job_file: str | None, worker_path: str | None, connector: str |
     with friendly_errors():
         config, job = _open_target(job_file, worker_path)
         connector = connector or (job.name if job else None)
+        if _never_written(config):
+            _say_empty(config, "no stored offsets")
+            return
+        shown = 0
         with _offset_store(config) as store:
             for row in describe_offsets(store) if store is not None else []:
                 if connector is None or row["connector"] == connector:
                     echo_json(row)
+                    shown += 1
+        if not shown:
+            _say_empty(config, "no stored offsets" + (f" for connector {connector!r}" if connector else ""))
 
 
 @offsets.command("reset")
@@ -391,6 +426,9 @@ def offsets_reset(job_file: str, yes: bool) -> None:
     with friendly_errors():
         job = open_job_file(job_file)
         config = WorkerConfig(job.worker_config())
+        if _never_written(config):  # the job never ran: nothing to reset, and nothing to create
+            click.echo(f"{job.name}: no stored offsets; nothing to reset")
+            return
         with job.lock("reset its offsets"), _offset_store(config) as store:
             rows = [r for r in describe_offsets(store) if r["connector"] == job.name] if store is not None else []
             if not rows:

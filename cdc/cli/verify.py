@@ -48,12 +48,14 @@ def verify(job_file: str, tables: tuple[str, ...], max_diffs: int, as_json: bool
     equal data compares equal across engines. Rows marked deleted and old SCD2 versions
     are ignored. Prints per table the row counts and differences (missing, extra, changed
     rows with the columns that differ). Exits 0 when nothing differs, 1 when something
-    does, 2 when the job or a database cannot be read. Run it once the job has caught up
+    does, 2 when the job or a database cannot be read, or the job has not run yet (no batch
+    committed and no target table). Run it once the job has caught up
     (after `cdc run --until-caught-up`): rows that change while it reads show as differences.
     """
     from cdc.cli._common import echo_json, friendly_errors
     from cdc.jobs.load import load_job
     from cdc.jobs.verify import verify_job
+    from cdc.jobs.verify.job import JobNotRunYet
     from cdc.jobs.verify.report import as_json as to_json
     from cdc.jobs.verify.report import text_lines
 
@@ -65,6 +67,8 @@ def verify(job_file: str, tables: tuple[str, ...], max_diffs: int, as_json: bool
         job = load_job(job_file)
         try:
             results, passed = verify_job(job, list(tables) or None, max_diffs, progress)
+        except JobNotRunYet as e:
+            raise ConfigException(str(e).replace("<job.yaml>", job_file)) from None
         except ConfigException:
             raise
         except Exception as e:  # a database or table that cannot be read: one line, exit 2 (1 means differences)

@@ -22,7 +22,7 @@ from typing import Any
 
 from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.lock import JobLock
-from cdc.jobs.sink_config import sink_config
+from cdc.jobs.sink_config import sink_config, tables_to_name
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import JobSpec, source_family
 from cdc.jobs.topics import data_topic_pattern, topic_prefix
@@ -355,7 +355,7 @@ class JobRunner:
 
     def run(self) -> int:
         connector = self._connector_config()
-        sink = sink_config(self.job)
+        sink = sink_config(self.job, captured=tables_to_name(self.job))
         with JobLock(self.job.worker_config()["state.dir"], self.job.name).acquire("start it again"):
             make_private_checkpoint_dir(self.job)
             return self._run(connector, sink)

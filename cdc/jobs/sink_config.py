@@ -8,16 +8,22 @@ turns its YAML into the keys `SinkConfig.parse` reads. `cdc run` starts the sink
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException
+from cdc.jobs.paths import format_path
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import job_topic_router, topic_prefix
 
 
-def sink_config(job: JobSpec) -> dict[str, Any]:
-    """The Spark sink's config for the job: target, tables, error handling, TLS."""
+def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str, Any]:
+    """The Spark sink's config for the job: target, tables, error handling, TLS.
+
+    `captured`: the tables the source captures now (`cdc run` asks the connector), named by the
+    job's `sink.table.name.format` too."""
     s = job.sink
     conf: dict[str, Any] = {"target": s["type"], "app.id": f"cdc-{job.name}"}
     if "path" in s:
@@ -52,17 +58,111 @@ def sink_config(job: JobSpec) -> dict[str, Any]:
     tables = job.tables
     prefix = topic_prefix(job)
     route = job_topic_router(job)
-    # The sink sees each table's topic as the job's RegexRouter SMTs renamed it.
-    conf["table.names"] = {route(f"{prefix}.{t.source}"): t.target for t in tables if t.target}
+    # The sink sees each table's topic as the job's RegexRouter SMTs renamed it; the job names
+    # each table it knows (sink.tables, the include list, the captured tables when given).
+    names = TableNamer(job, route)
+    known = [t.source for t in tables] + literal_include_list(job) + list(captured or ())
+    conf["table.names"] = {route(f"{prefix}.{t}"): n for t in known if (n := names.target(t)) is not None}
+    fallback = names.sink_format()
+    if fallback is not None:
+        conf["table.name.format"] = fallback
     conf["partition.by"] = {route(f"{prefix}.{t.source}"): list(t.partition_by) for t in tables if t.partition_by}
-    for attr, key in (("mode", "mode"), ("delete_mode", "delete.mode")):
-        values = {getattr(t, attr) for t in tables}
-        if len(values) > 1:
-            raise ConfigException(
-                f"sink.tables: {key} differs between tables ({', '.join(sorted(values))}); one job applies one "
-                f"{key} to all its tables, so split the job or align the setting",
-                f"sink.tables.{key}",
-            )
-        if values:
-            conf[key] = values.pop()
+    for key in ("mode", "delete.mode"):
+        conf[key] = _one_setting(job, key)
     return conf
+
+
+# The placeholders of sink.table.name.format; ${schema} is ${db} under its PostgreSQL name.
+NAME_PLACEHOLDERS = ("topic", "prefix", "db", "schema", "table")
+_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_LITERAL_TABLE = re.compile(r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")  # an include-list entry that is a name, not a regex
+
+
+def literal_include_list(job: JobSpec) -> list[str]:
+    """The `table.include.list` entries that name one table each (`shop.orders`, not `shop\\..*`)."""
+    listed = str(job.source.get("table.include.list") or "")
+    return [t.strip() for t in listed.split(",") if _LITERAL_TABLE.match(t.strip())]
+
+
+class TableNamer:
+    """A source table's target table: its `sink.tables.<t>.target`, else the job's
+    `sink.table.name.format`, else the sink's default (the topic, non-word characters as `_`).
+
+    Mirrors Debezium JDBC sink's `table.name.format` (`${topic}`), with the topic's parts as
+    placeholders too, since the job knows the table behind each topic."""
+
+    def __init__(self, job: JobSpec, route: Callable[[str], str] | None = None) -> None:
+        self.prefix = topic_prefix(job)
+        self.route = route or job_topic_router(job)
+        self.format: str | None = job.sink.get("table.name.format")
+        self.targets = {t.source: t.target for t in job.tables if t.target}
+
+    def target(self, source_table: str) -> str | None:
+        """The table's name in the target, or None for the sink's default."""
+        if source_table in self.targets:
+            return self.targets[source_table]
+        if self.format is None:
+            return None
+        db, _, table = source_table.partition(".")
+        values = {
+            "topic": self.route(f"{self.prefix}.{source_table}"),
+            "prefix": self.prefix,
+            "db": db,
+            "schema": db,
+            "table": table,
+        }
+        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), self.format)
+
+    def sink_format(self) -> str | None:
+        """The sink's own `table.name.format` for a topic the job did not name (a table created
+        while the job runs): the job's format where the sink can apply it (${topic}, ${table},
+        ${prefix} filled in), else None (the sink's default)."""
+        if self.format is None or any(p in ("db", "schema") for p in _PLACEHOLDER.findall(self.format)):
+            return None
+        return self.format.replace("${prefix}", self.prefix)
+
+    @property
+    def needs_tables(self) -> bool:
+        """The format uses ${db}/${schema}, which only the job can fill in: each table must be known."""
+        return self.format is not None and self.sink_format() is None
+
+
+class SinkSettingError(ConfigException):
+    """A job's sink setting the sink cannot honour, at its YAML path (`cdc validate` shows the line)."""
+
+    def __init__(self, path: tuple[str, ...], message: str) -> None:
+        super().__init__(f"{format_path(path)}: {message}", format_path(path))
+        self.path = path
+        self.detail = message
+
+
+def _one_setting(job: JobSpec, key: str) -> str:
+    """`sink.<key>` for the job (`mode`, `delete.mode`), which `sink.tables.<t>.<key>` may restate.
+
+    The Spark sink applies one mode and one delete.mode to every table of its query, so a
+    table that asks for another one is refused with its own YAML path."""
+    default = {"mode": "scd1", "delete.mode": "hard"}[key]
+    job_value = job.sink.get(key)
+    per_table = {name: opts[key] for name, opts in (job.sink.get("tables") or {}).items() if opts and key in opts}
+    chosen = job_value if job_value is not None else next(iter(per_table.values()), default)
+    for name, value in per_table.items():
+        if value != chosen:
+            where = f"sink.{key}={chosen}" if job_value is not None else f"{key}={chosen} of another table"
+            raise SinkSettingError(
+                ("sink", "tables", name, key),
+                f"{key}={value} differs from {where}; the sink applies one {key} to every table of a job: "
+                f"set sink.{key} once, or run this table in a job of its own",
+            )
+    return str(chosen)
+
+
+def tables_to_name(job: JobSpec) -> list[str]:
+    """The captured tables, asked of the live connector, when `sink.table.name.format` uses
+    ${db}/${schema}: the sink sees only topics, so the job names each table up front."""
+    if not TableNamer(job, lambda t: t).needs_tables:
+        return []
+    from cdc.jobs.validation.source import captured_tables
+    from cdc.runtime.plugins import PluginRegistry
+
+    raw = {"name": job.name, "source": job.source, "transforms": job.transforms, "transport": job.transport}
+    return captured_tables(raw, PluginRegistry.discover()) or []

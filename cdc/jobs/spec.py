@@ -81,8 +81,8 @@ class JobSpec:
                 name,
                 opts.get("target"),
                 tuple(opts.get("keys", ())),
-                opts.get("mode", "scd1"),
-                opts.get("delete.mode", "hard"),
+                opts.get("mode", self.sink.get("mode", "scd1")),  # a table's own, else the job's
+                opts.get("delete.mode", self.sink.get("delete.mode", "hard")),
                 tuple(opts.get("partition.by", ())),
             )
             for name, opts in (self.sink.get("tables") or {}).items()

@@ -21,8 +21,8 @@ def check_sink(job: dict[str, Any], out: Collector) -> None:
     spec = JobSpec(job["name"], job["source"], [], job.get("transport") or {}, job["sink"], job.get("spark") or {})
     try:
         SinkConfig.parse(sink_config(spec))
-    except (SinkConfigError, ConfigException) as e:
-        out.add(("sink",), str(e))
+    except (SinkConfigError, ConfigException) as e:  # a job-layer error knows its YAML path (SinkSettingError)
+        out.add(getattr(e, "path", ("sink",)), getattr(e, "detail", str(e)))
 
 
 # Transforms that rename topics: sink.tables is then keyed by the routed names, not the source's.

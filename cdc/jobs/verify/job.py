@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 
 from cdc.api.errors import ConfigException
+from cdc.jobs.sink_config import TableNamer
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import topic_prefix, topic_router
 from cdc.jobs.verify.compare import TableResult, compare
@@ -41,6 +42,7 @@ class Verifier:
         self.prefix = topic_prefix(job)
         self.specs = {t.source: t for t in job.tables}
         self.route = topic_router(self.config)
+        self.namer = TableNamer(job, self.route)
         self.source: SourceReader = open_source(self.config)
         try:
             self.target: TargetReader = open_target(job)
@@ -59,10 +61,11 @@ class Verifier:
         self.close()
 
     def target_table(self, table: SourceTable) -> str:
-        spec = self.specs.get(table.qualified)
-        if spec is not None and spec.target and self.target.kind != "parquet":  # the changelog is by topic
+        # sink.tables.<t>.target, else sink.table.name.format: as `cdc run` names it (sink_config).
+        named = self.namer.target(table.qualified)
+        if named is not None and self.target.kind != "parquet":  # the changelog is by topic
             # The sink sanitizes a configured name as it does a topic's (SinkConfig.table_for).
-            return table_name(spec.target)
+            return table_name(named)
         return self.target.name_for(self.route(f"{self.prefix}.{table.qualified}"))
 
     def tables(self, only: list[str] | None = None) -> tuple[list[SourceTable], list[str]]:
@@ -200,4 +203,26 @@ def verify_job(
     """Each table's result, and the captured tables passed over for lack of a target."""
     with Verifier(job, progress) as v:
         tables, passed = v.tables(only)
+        if not any(v.target.columns(v.target_table(t)) is not None for t in tables) and not _sink_committed(job):
+            raise JobNotRunYet(
+                f"job {job.name!r} has not run yet: its sink has committed no batch and none of its "
+                f"{len(tables) + len(passed)} tables exists in the {v.target.kind} target; "
+                "run `cdc run <job.yaml> --until-caught-up` first, then verify"
+            )
         return [v.verify_table(t, max_diffs) for t in tables], passed
+
+
+class JobNotRunYet(ConfigException):
+    """`cdc verify` before the job's first batch: every row would show as missing, which says
+    nothing about the pipeline, so the report is this one line instead."""
+
+
+def _sink_committed(job: JobSpec) -> bool:
+    """Whether the job's Spark query committed a batch (its checkpoint, as `cdc status` reads it)."""
+    from cdc.jobs.run import checkpoint_dir
+    from cdc.jobs.status import committed_offsets
+
+    checkpoint = checkpoint_dir(job)
+    if "://" in str((job.spark or {}).get("checkpoint", "")):
+        return True  # a remote checkpoint (hdfs://, s3a://) cannot be read here: assume it ran
+    return committed_offsets(checkpoint)[0] is not None
