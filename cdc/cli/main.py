@@ -32,6 +32,7 @@ from cdc.cli._common import (
     setup_logging,
 )
 from cdc.cli.extras import EntryPointGroup, JobFile, open_job_file
+from cdc.cli.record_text import RecordText, RecordTextError
 from cdc.config.files import load_connector_config
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, TopicPartition
 from cdc.log.embedded import DB_FILE
@@ -329,6 +330,7 @@ def topics_read(
             starts = log_.beginning_offsets(tps) if from_beginning else log_.end_offsets(tps)
             reader = log_.reader()
             reader.assign(starts)
+            text = RecordText(config, log_)  # Confluent Avro decoded through the registry (cdc/cli/record_text.py)
             printed = 0
             idle_since = time.monotonic()
             try:
@@ -340,8 +342,8 @@ def topics_read(
                                 "topic": r.topic,
                                 "partition": r.partition,
                                 "offset": r.offset,
-                                "key": decode_bytes(r.key),
-                                "value": decode_bytes(r.value),
+                                "key": text.show(r.topic, r.partition, r.offset, "key", r.key),
+                                "value": text.show(r.topic, r.partition, r.offset, "value", r.value),
                                 "headers": [[k, decode_bytes(v)] for k, v in r.headers],
                                 "timestamp": r.timestamp,
                             }
@@ -361,7 +363,10 @@ def topics_read(
                         return
             except KeyboardInterrupt:
                 return
+            except RecordTextError as e:
+                fail(str(e))
             finally:
+                text.close()
                 reader.close()
 
 

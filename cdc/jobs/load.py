@@ -22,6 +22,7 @@ from cdc.jobs.validation.environment import (
 )
 from cdc.jobs.validation.problems import Collector, JobError, JobProblem
 from cdc.jobs.validation.providers import resolve_references
+from cdc.jobs.validation.registry import check_registry, check_registry_reachable
 from cdc.jobs.validation.routes import check_topic_routes
 from cdc.jobs.validation.schema import check_schema, job_schema
 from cdc.jobs.validation.sink import check_sink, check_sink_tables
@@ -63,6 +64,7 @@ def validate_job_text(
         check_kafka_clients(data, out)
     if not out.problems:
         check_sink(data, out)
+        check_registry(data, out)
     if not out.problems and not inspect_only:
         check_state_dir(data, out)
         check_source_name(data, out)
@@ -82,6 +84,7 @@ def validate_job_text(
             if not out.problems and (captured := captured_tables(data, registry)) is not None:
                 check_sink_tables(data, captured, out)
         check_kafka_reachable(data, out)
+        check_registry_reachable(data, out)
     if out.problems:
         return None, out.problems + out.warnings
     return (

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc.api.errors import ConfigException, ConnectException
+from cdc.jobs.formats import sink_source_options
 from cdc.jobs.lock import JobLock
 from cdc.jobs.sink_config import sink_config, tables_to_name
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
@@ -346,6 +347,7 @@ class JobRunner:
             src["probeEndOffsets"] = "true"
             # The Spark source's consumers reach the brokers as the worker's clients do.
             src.update({f"kafka.{k}": v for k, v in WorkerConfig(worker).kafka_common().items()})
+        src.update(sink_source_options(self.job.transport, self.job.source))  # format: avro
         max_events = (self.job.spark or {}).get("maxEventsPerTrigger", DEFAULT_MAX_EVENTS_PER_TRIGGER)
         src["maxEventsPerTrigger"] = str(max_events)
         return src

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.jobs.formats import converter_props
+
 # Short aliases users may write as source.connector.class.
 CONNECTOR_ALIASES = {
     "mysql": "io.debezium.connector.mysql.MySqlConnector",
@@ -161,6 +163,7 @@ class JobSpec:
         if "offset.flush.interval.ms" in t:
             props["offset.flush.interval.ms"] = _str(t["offset.flush.interval.ms"])
         props.update(self.kafka_security())
+        props.update(converter_props(t, self.source))  # format: avro (cdc/jobs/formats.py)
         for k, v in (t.get("kafka") or {}).items():
             props[f"kafka.{k}"] = _str(v)
         for prefix in ("producer", "consumer"):
