@@ -140,10 +140,10 @@ class PluginRegistry:
 
     def _scan_plugin_dir(self, directory: Path) -> None:
         if not directory.is_dir():
-            raise ConfigException(
-                f"plugin.path entry {str(directory)!r} is not a directory; create it or fix plugin.path",
-                "plugin.path",
-            )
+            # As Kafka Connect's plugin scanner does with an entry it cannot list: say so, go on.
+            why = "is not a directory, skipped; create it or fix plugin.path"
+            log.warning("plugin.path entry %r %s", str(directory), why)
+            return
         self.plugin_path.append(str(directory))
         for entry in sorted(directory.iterdir()):
             if entry.name.startswith("."):
