@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.mysql.harness import TaskRunner, connector_props, execute
-from tests.mysql.incremental_support import create_signal_table, incremental_reads, send_signal, signal_props
+from tests.mysql.incremental_support import create_signal_table, incremental_reads, replay, send_signal, signal_props
 from tests.rig import MariaDbServer
 
 
@@ -163,3 +163,38 @@ def test_bad_signals_log_one_line_naming_the_signal_and_change_nothing(
         lines = [r.getMessage() for r in caplog.records if f"'{signal_id}'" in r.getMessage()]
         assert len(lines) == 1 and fragment in lines[0] and "\n" not in lines[0], (signal_id, lines)
     assert not run.task.signals.ctx.running and incremental_reads(run.records) == []
+
+
+def test_blocking_snapshot_reads_the_tables_while_the_binlog_waits(mariadb_db: MariaDbServer, sender: Sender) -> None:
+    _tables(mariadb_db, 3000, "a", "b")
+    table = f"{mariadb_db.database}.a"
+    with _runner(mariadb_db, sender) as run:
+        _streaming(run)
+        sender.send("blk", "execute-snapshot", {"data-collections": [table], "type": "blocking"})
+        # Changes made while the snapshot reads: streamed after it, ranking above its rows.
+        execute(mariadb_db, "UPDATE a SET v = 'changed' WHERE id % 7 = 0", "DELETE FROM a WHERE id % 11 = 0",
+                "INSERT INTO a VALUES (5000, 'new')")  # fmt: skip
+        signals = run.task.signals
+
+        def done(rs: list[Any]) -> bool:
+            reads = [r for r in rs if r.topic.endswith(".a") and _snapshot(r) == "true"]
+            return len(reads) >= 2000 and signals._blocking is None and not signals._blocking_queue
+
+        run.poll_until(done, timeout=60, what="the blocking snapshot's reads")
+        execute(mariadb_db, "UPDATE b SET v = 'marker' WHERE id = 1")
+        run.poll_until(lambda rs: any(r.topic.endswith(".b") and r.value is not None for r in rs), what="marker")
+    assert replay(run.records, "a") == {(("id", i),): {"id": i, "v": v} for i, v in _rows(mariadb_db, "a")}
+    assert incremental_reads(run.records) == [] and not [r for r in run.records if r.topic.endswith(".b")
+                                                         and _snapshot(r) == "true"]  # fmt: skip
+
+
+def _snapshot(r: Any) -> str | None:
+    if r.value is None or r.value.schema.field("op") is None:
+        return None
+    return r.value.get("source").get("snapshot")
+
+
+def _rows(server: MariaDbServer, table: str) -> list[tuple[Any, ...]]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT id, v FROM {table}")
+        return [tuple(r) for r in cur.fetchall()]

@@ -22,10 +22,11 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymysql
+import pymysql.cursors
 
 from cdc.api import Struct
 from cdc_debezium.envelope import Operation
@@ -107,6 +108,8 @@ class MySqlIncrementalSnapshot:
         self._conn: pymysql.connections.Connection | None = None
         self._next_poll = 0.0
         self._retry_at = 0.0
+        self._blocking_queue: list[Collection] = []
+        self._blocking: Iterator[None] | None = None
         self._forward: Callable[..., None] = dispatcher.change
         self.rows_emitted = 0
         self.chunks = 0
@@ -266,9 +269,18 @@ class MySqlIncrementalSnapshot:
         log.info("Signal %r: incremental snapshot resumed", signal_id)
 
     # -- polled work ---------------------------------------------------------------------------
-    def tick(self) -> None:
+    def tick(self) -> bool:
         """From the task's poll loop: read the polled channels every signal.poll.interval.ms; start the
-        next chunk when none is in flight."""
+        next chunk when none is in flight. True while a blocking snapshot runs: the binlog waits."""
+        if self._blocking is not None:
+            try:
+                next(self._blocking)
+                return True
+            except StopIteration:
+                self._blocking = None
+            except pymysql.err.MySQLError as e:
+                log.warning("Blocking snapshot failed (%s); streaming resumes without the rest of it", e)
+                self._blocking = None
         if self.channels:
             now = time.monotonic()
             if now >= self._next_poll:
@@ -279,6 +291,53 @@ class MySqlIncrementalSnapshot:
         ctx = self.ctx
         if ctx.running and not ctx.paused and ctx.chunk_id is None and time.monotonic() >= self._retry_at:
             self._read_chunk()
+        if self._blocking_queue and self._blocking is None:
+            collections, self._blocking_queue = self._blocking_queue, []
+            self._blocking = self._blocking_reads(collections)
+        return False
+
+    # -- blocking snapshots ----------------------------------------------------------------------
+    def blocking_snapshot(self, collections: list[Collection], signal_id: str) -> None:
+        """Debezium's blocking snapshot: streaming waits while the tables are read, then goes on from
+        where it stopped. The rows rank at the stream's position when it paused, so every change streamed
+        afterwards wins over them and the result converges to the tables; a task stopped during it does
+        not resume it (send the signal again)."""
+        self._blocking_queue.extend(collections)
+        log.info("Signal %r: blocking snapshot of %s queued", signal_id, ", ".join(c.id for c in collections))
+
+    def _blocking_reads(self, collections: list[Collection]) -> Iterator[None]:
+        assert self.offset is not None
+        offset = self.offset.offset()
+        file, pos = self.offset.file, self.offset.pos
+        conn = self.connection.connect(autocommit=True, cursorclass=pymysql.cursors.SSCursor)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION time_zone = '+00:00'")
+            for current in collections:
+                ts = self._table_schema(current.id)
+                if ts is None:
+                    log.warning("Blocking snapshot of %s skipped: the table does not exist", current.id)
+                    continue
+                db, name = _split(current.id)
+                # As Debezium, a blocking snapshot's additional-conditions filter is a whole SELECT.
+                query = current.condition or f"SELECT * FROM {_q(db)}.{_q(name)}"
+                rows = 0
+                with conn.cursor() as cur:
+                    cur.execute(query)
+                    names = [d[0] for d in cur.description or ()]
+                    while batch := cur.fetchmany(1024):
+                        ts_ms = int(time.time() * 1000)
+                        for values in batch:
+                            src = self.source_info.struct(
+                                ts_ms=ts_ms, db=db, table=name, server_id=0, file=file, pos=pos,
+                                snapshot=SnapshotRecord.TRUE,
+                            )  # fmt: skip
+                            self.dispatcher.read(ts, dict(zip(names, values, strict=False)), src, offset)
+                        rows += len(batch)
+                        yield
+                log.info("Blocking snapshot of %s: %d rows", current.id, rows)
+        finally:
+            conn.close()
 
     def _db(self) -> pymysql.connections.Connection:
         if self._conn is None or not self._conn.open:

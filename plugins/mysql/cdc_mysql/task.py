@@ -353,9 +353,8 @@ class MySqlConnectorTask(SourceTask):
         signals = self.signals if self.streaming is not None else None
         while self._events is not None and len(dispatcher.buffer) < limit and not self.stop_event.is_set():
             try:
-                if signals is not None:
-                    signals.tick()
-                next(self._events)
+                if signals is None or not signals.tick():  # True: a blocking snapshot holds the binlog
+                    next(self._events)
             except StopIteration:
                 self._events = None
             except InterruptedError:

@@ -82,7 +82,7 @@ class SignalProcessor:
         kind = str(data.get("type") or "incremental").lower()
         if kind not in ("incremental", "blocking"):
             raise SignalError(f"{signal.describe()}: snapshot type {kind!r} is not incremental or blocking; ignored")
-        if kind == "blocking":
+        if kind == "blocking" and not callable(getattr(self.control, "blocking_snapshot", None)):
             raise SignalError(
                 f"{signal.describe()}: blocking snapshots are not supported by this connector; send "
                 '"type": "incremental" (it runs alongside streaming and yields the same rows); ignored'
@@ -110,7 +110,10 @@ class SignalProcessor:
                 if re.fullmatch(pattern, table_id, re.IGNORECASE):
                     condition = c["filter"]
             collections.append(Collection(table_id, condition, surrogate))
-        self.control.add_collections(collections, signal.id)
+        if kind == "blocking":
+            self.control.blocking_snapshot(collections, signal.id)  # type: ignore[attr-defined]
+        else:
+            self.control.add_collections(collections, signal.id)
 
     def _resolve(self, signal: SignalRecord, names: Any) -> list[str]:
         """The captured collections each regex of `data-collections` names; every regex must name one."""
