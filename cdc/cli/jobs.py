@@ -93,11 +93,13 @@ def run(job_file: str, until_caught_up: bool, verbose: bool) -> None:
     import signal
 
     from cdc.cli._common import friendly_errors
+    from cdc.jobs.java_check import check_java
     from cdc.jobs.load import load_job
     from cdc.jobs.run import JobRunner
 
     with friendly_errors():
         job = load_job(job_file)
+        check_java()  # before the source starts: no Java is one line, not Spark's JAVA_GATEWAY_EXITED
         runner = JobRunner(
             job, until_caught_up, progress=lambda m: click.echo(f"[{job.name}] {m}", err=True), verbose=verbose
         )
