@@ -256,3 +256,71 @@ def test_bad_signals_are_one_warning_each_and_the_stream_goes_on(
         lines = [r.getMessage() for r in caplog.records if f"'{signal_id}'" in r.getMessage()]
         assert len(lines) == 1 and fragment in lines[0], (signal_id, lines)
     assert _reads(run.records) == []
+
+
+def test_file_channel_pause_resume_and_stop(postgres_db: PostgresServer, tmp_path: Any) -> None:
+    _sql(
+        postgres_db,
+        f"CREATE TABLE {SIGNALS} (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))",
+        "CREATE TABLE a (id int PRIMARY KEY, v text)",
+        "CREATE TABLE b (id int PRIMARY KEY, v text)",
+        "INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 40) g",
+        "INSERT INTO b SELECT g, 'b' || g FROM generate_series(1, 40) g",
+    )
+    path = tmp_path / "signals.jsonl"
+
+    def send(signal_id: str, kind: str, data: Any = None) -> None:
+        with path.open("a") as f:
+            f.write(json.dumps({"id": signal_id, "type": kind, "data": data}) + "\n")
+
+    props = connector_props(
+        postgres_db, snapshot__mode="no_data", signal__data__collection=SIGNALS, signal__enabled__channels="file",
+        signal__file=str(path), signal__poll__interval__ms="50", incremental__snapshot__chunk__size="3",
+    )  # fmt: skip
+    with TaskRunner(props) as run:
+        with postgres_db.connect(autocommit=True) as sql:
+            run.wait_streaming(sql)
+        ctx = run.task.signals.ctx
+        send("p", "pause-snapshot")
+        run.poll_until(lambda _: ctx.paused, what="the pause")
+        send("x", "execute-snapshot", {"data-collections": ["public.a", "public.b"]})
+        run.poll_until(lambda _: len(ctx.collections) == 2, what="both tables queued")
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            run.poll_once()
+        assert _reads(run.records) == []  # paused: no chunk read
+        send("s", "stop-snapshot", {"type": "INCREMENTAL", "data-collections": ["public.b"]})
+        run.poll_until(lambda _: [c.id for c in ctx.collections] == ["public.a"], what="the stop of b")
+        send("r", "resume-snapshot")
+        run.poll_until(lambda _: not ctx.running, what="the snapshot's end")
+        run.poll_until(lambda rs: len(_reads(rs, "a")) >= 40, what="the reads of a")
+    assert sorted(r.key.get("id") for r in _reads(run.records, "a")) == list(range(1, 41))
+    assert _reads(run.records, "b") == [] and path.read_text() == ""
+
+
+def test_kafka_channel_through_the_runtimes_signal_log(postgres_db: PostgresServer, tmp_path: Any) -> None:
+    from cdc.log.embedded import EmbeddedLog
+    from cdc.runtime.signal_log import TopicSignalLog
+    from cdc.runtime.source_task import SourceTaskContextImpl, TopicCreator
+
+    _sql(
+        postgres_db,
+        f"CREATE TABLE {SIGNALS} (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))",
+        "CREATE TABLE a (id int PRIMARY KEY)",
+        "INSERT INTO a SELECT generate_series(1, 25)",
+    )
+    props = connector_props(
+        postgres_db, snapshot__mode="no_data", signal__data__collection=SIGNALS, signal__enabled__channels="kafka",
+        signal__poll__interval__ms="50", incremental__snapshot__chunk__size="4",
+    )  # fmt: skip
+    with EmbeddedLog(tmp_path / "state", synchronous="NORMAL") as log_:
+        offsets = MemoryOffsets()
+        run = TaskRunner(props, offsets)
+        run.task.initialize(SourceTaskContextImpl(props, offsets, signals=TopicCreator(log_, None, -1).signal_log))
+        with run:
+            with postgres_db.connect(autocommit=True) as sql:
+                run.wait_streaming(sql)
+            value = {"id": "k1", "type": "execute-snapshot", "data": {"data-collections": ["public.a"]}}
+            TopicSignalLog(log_, "test_server-signal", "writer").send(b"test_server", json.dumps(value).encode())
+            run.poll_until(lambda rs: len(_reads(rs, "a")) >= 25, what="the reads of a")
+    assert sorted(r.key.get("id") for r in _reads(run.records, "a")) == list(range(1, 26))
