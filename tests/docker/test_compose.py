@@ -177,7 +177,7 @@ def test_services_volumes_and_dependencies_line_up(compose: dict[str, Any], job:
         assert _host_path(compose, service, command[2]) == JOB.resolve()
         assert _named_volume_for(compose, service, job["sink"]["path"]) == "lake"
         assert _named_volume_for(compose, service, job["transport"]["state.dir"]) == "cdc-state"
-    assert set(services["cdc"]["depends_on"]) == {"mysql", "kafka"}
+    assert set(services["cdc"]["depends_on"]) == {"mysql", "kafka", "schema-registry"}
     assert job["source"]["database.hostname"] in services
     kafka_host = job["transport"]["bootstrap.servers"]
     assert kafka_host.split(":")[0] in services
@@ -204,3 +204,24 @@ def test_mysql_settings_match_the_connector_checks(compose: dict[str, Any], job:
     assert int(flags["server-id"]) != int(job["source"]["database.server.id"])
     init = (DOCKER / "mysql" / "init-shop.sh").read_text()
     assert "GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'cdc'" in init
+
+
+def test_the_job_writes_avro_through_the_composed_schema_registry(compose: dict[str, Any], job: dict[str, Any]) -> None:
+    """Issue 20: the demo's job writes Avro; its registry URL names the registry service and the
+    port it listens on, and that registry keeps its schemas in the same Kafka the job uses."""
+    services = compose["services"]
+    registry = services["schema-registry"]
+    assert registry["image"].startswith("confluentinc/cp-schema-registry:")
+    transport = job["transport"]
+    assert transport["format"] == "avro"
+    url = re.fullmatch(r"http://([\w-]+):(\d+)", transport["schema.registry.url"])
+    assert url and url[1] == "schema-registry" and url[1] in services, transport["schema.registry.url"]
+    env = registry["environment"]
+    assert env["SCHEMA_REGISTRY_LISTENERS"].endswith(f":{url[2]}")
+    assert (
+        env["SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS"].removeprefix("PLAINTEXT://")
+        == transport["bootstrap.servers"]
+    )
+    assert int(env["SCHEMA_REGISTRY_KAFKASTORE_TOPIC_REPLICATION_FACTOR"]) <= 1  # one broker here
+    assert registry["depends_on"] == {"kafka": {"condition": "service_healthy"}}
+    assert url[2] in registry["healthcheck"]["test"][1]
