@@ -53,10 +53,12 @@ def captured_tables(conn: Any, config: MySqlConnectorConfig) -> list[tuple[str, 
 
 
 def missing_rows_advice(db: str, table: str) -> str:
-    """How to get the existing rows of a table the snapshot did not read (there are no incremental snapshots)."""
+    """How to get the existing rows of a table the snapshot did not read."""
     regex = f"{re.escape(db)}\\.{re.escape(table)}"
     return (
-        "To emit them, snapshot that table: run a one-off connector with another name and database.server.id, "
+        "To emit them, send an execute-snapshot signal for it (an incremental snapshot, with "
+        f"signal.data.collection set: cdc signal job.yaml execute-snapshot --tables {db}.{table}); or "
+        "run a one-off connector with another name and database.server.id, "
         f"the same topic.prefix, snapshot.mode=initial_only and table.include.list={regex}; "
         "or restart this connector once with snapshot.mode=always (it re-reads every captured table)"
     )
