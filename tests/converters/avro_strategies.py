@@ -252,3 +252,21 @@ def top_level(schema: Schema, version: int) -> Schema:
         key_schema=schema.key_schema,
         value_schema=schema.value_schema,
     )
+
+
+def schema_diff(a: Schema, b: Schema, path: str = "") -> list[str]:
+    """Where two schemas differ (for assertion messages)."""
+    out = [
+        f"{path or '<top>'}.{attr}: {getattr(a, attr)!r} != {getattr(b, attr)!r}"
+        for attr in ("type", "optional", "name", "version", "doc", "parameters", "default_value")
+        if getattr(a, attr) != getattr(b, attr)
+    ]
+    if len(a.fields) != len(b.fields):
+        out.append(f"{path}: fields {[f.name for f in a.fields]} != {[f.name for f in b.fields]}")
+    for fa, fb in zip(a.fields, b.fields, strict=False):
+        out += schema_diff(fa.schema, fb.schema, f"{path}.{fa.name}")
+    for attr, mark in (("key_schema", "[key]"), ("value_schema", "[value]")):
+        x, y = getattr(a, attr), getattr(b, attr)
+        if x is not None and y is not None:
+            out += schema_diff(x, y, path + mark)
+    return out

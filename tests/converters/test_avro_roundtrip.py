@@ -19,7 +19,15 @@ from cdc.api.errors import DataException
 from cdc.api.sensitive import HIDDEN, mask_config
 from cdc.converters.avro import AvroConverter
 from cdc.converters.avro.names import debezium_adjust
-from tests.converters.avro_strategies import converter, mock_registry, read_back, schemas, top_level, values
+from tests.converters.avro_strategies import (
+    converter,
+    mock_registry,
+    read_back,
+    schema_diff,
+    schemas,
+    top_level,
+    values,
+)
 
 _topics = itertools.count(1)
 
@@ -40,8 +48,8 @@ def test_generated_schemas_and_values_round_trip(case: tuple[Schema, Any], is_ke
     assert data is not None and data[0] == 0
     back = c.to_connect_data(topic, data)
     expected = top_level(schema, version=1)
-    assert back.schema == expected
-    assert back.value == read_back(schema, value, expected)
+    assert back.schema == expected, schema_diff(back.schema, expected)
+    assert back.value == read_back(schema, value, expected), (back.value, value)
     # Writing again registers nothing new: one subject version, the same id.
     assert c.from_connect_data(topic, schema, value) == data
     assert c.registry().get_versions(f"{topic}-{'key' if is_key else 'value'}") == [1]
@@ -279,3 +287,33 @@ def test_avro_schema_text_is_deterministic_json() -> None:
     c1, c2 = converter(), converter()
     assert c1.avro_data.writer(schema).text == c2.avro_data.writer(schema).text
     assert json.loads(c1.avro_data.writer(schema).text) == c1.avro_data.from_connect_schema(schema)
+
+
+def test_defaults_of_every_kind_read_back() -> None:
+    point = SchemaBuilder.struct().name("a.b.Point").field("x", Schema.INT32_SCHEMA).build()
+    pairs = SchemaBuilder.map(Schema.INT8_SCHEMA, Schema.STRING_SCHEMA).build()
+    schema = (
+        SchemaBuilder.struct()
+        .name("a.b.Defaults")
+        .version(1)
+        .field("points", SchemaBuilder.array(point).default_value([Struct(point).put("x", 7)]).build())
+        .field("pairs", SchemaBuilder.map(Schema.INT8_SCHEMA, Schema.STRING_SCHEMA).default_value({1: "a"}).build())
+        .field("raw", SchemaBuilder.bytes().optional().default_value(b"\x00\xff").build())
+        .field("price", Decimal.builder(2).default_value(decimal.Decimal("-1.25")).build())
+        .field("day", Date.builder().optional().default_value(datetime.date(1969, 12, 31)).build())
+        .field("n", SchemaBuilder.float32().default_value(0.5).build())
+        .build()
+    )
+    assert pairs.type is schema.field("pairs").schema.type
+    c = converter()
+    value = Struct.from_values(schema, [None, None, None, None, None, None])
+    back = c.to_connect_data("d", c.from_connect_data("d", schema, value))
+    assert back.schema == schema, schema_diff(back.schema, schema)
+    assert back.value.to_dict() == {
+        "points": [Struct(point).put("x", 7)],
+        "pairs": {1: "a"},
+        "raw": b"\x00\xff",
+        "price": decimal.Decimal("-1.25"),
+        "day": datetime.date(1969, 12, 31),
+        "n": 0.5,
+    }

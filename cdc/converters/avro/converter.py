@@ -109,7 +109,8 @@ class AvroConverter(Converter):
 
     @property
     def registry_location(self) -> str:
-        return ",".join(self.urls) if self.urls else "the in-process registry"
+        """Where the registry is, for messages: `at <urls>`, or `in process` (an injected one)."""
+        return f"at {','.join(self.urls)}" if self.urls and not self._injected else "in process"
 
     def registry(self) -> SchemaRegistry:
         """The registry client: the injected one, or confluent-kafka's for schema.registry.url."""
@@ -254,12 +255,12 @@ class AvroConverter(Converter):
             message = getattr(e, "error_message", str(e))
             if schema_id is not None and (status == 404 or code in (40403, 40400, 40401)):
                 raise DataException(
-                    f"AvroConverter: schema id {schema_id} is unknown to the Schema Registry at"
+                    f"AvroConverter: schema id {schema_id} is unknown to the Schema Registry"
                     f" {self.registry_location} (record in topic {topic}); the record was written against another"
                     " registry, or its schema was deleted"
                 ) from None
             raise DataException(
-                f"AvroConverter: the Schema Registry at {self.registry_location} refused {what} (topic {topic}):"
+                f"AvroConverter: the Schema Registry {self.registry_location} refused {what} (topic {topic}):"
                 f" {one_line(str(message))} (HTTP {status}, error code {code})"
             ) from None
         except ConnectException:
@@ -267,12 +268,12 @@ class AvroConverter(Converter):
         except Exception as e:
             if _is_network_error(e):
                 raise RetriableException(
-                    f"AvroConverter: the Schema Registry at {self.registry_location} is unreachable while {what}"
+                    f"AvroConverter: the Schema Registry {self.registry_location} is unreachable while {what}"
                     f" (topic {topic}): {type(e).__name__}: {one_line(str(e))}; check schema.registry.url and"
                     " that the registry is running"
                 ) from None
             raise DataException(
-                f"AvroConverter: {what} failed at the Schema Registry at {self.registry_location} (topic {topic}):"
+                f"AvroConverter: {what} failed with the Schema Registry {self.registry_location} (topic {topic}):"
                 f" {type(e).__name__}: {one_line(str(e))}"
             ) from None
 

@@ -395,7 +395,15 @@ def default_from_json(schema: Schema, value: Any) -> Any:
             out[default_from_json(ks, k)] = default_from_json(vs, v)
         return out
     if t is Type.STRUCT:
-        raise DataException("struct defaults are not carried over")
+        # (a struct schema's own default would have to hold the schema being built: it fails
+        # validation in _build and is dropped, as Confluent drops defaults it cannot read)
+        return Struct.from_values(
+            schema,
+            [
+                default_from_json(f.schema, value[f.name]) if f.name in value else f.schema.default_value
+                for f in schema.fields
+            ],
+        )
     return value
 
 
