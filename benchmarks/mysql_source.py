@@ -13,6 +13,9 @@ benchmarks/_common.py); progress goes to stderr.
   the N records are in the log. Same baseline.
 - snapshot: the N rows as `r` events (snapshot.mode=initial_only) vs a bare streaming
   `SELECT *` (PyMySQL SSCursor, fetchmany) of the same table.
+- Avro (issue 20): the same end-to-end run into the embedded log with AvroConverter for keys
+  and values (the worker's own registry); events/s against the same bare loop, and the bytes
+  per record (key + value) against the JsonConverter records of the same events.
 - memory: peak RSS growth while the connector drains the N-event backlog, with
   max.queue.size bounding what it holds (the figure's baseline is the bare loop's growth).
 
@@ -215,6 +218,55 @@ def _bare_select(server: Any) -> float:
     return time.perf_counter() - t0
 
 
+def _avro_figures(server: Any, offset: dict[str, Any], bare: float) -> None:
+    """End to end into the embedded log in Avro: events/s, and bytes per record next to JSON's.
+
+    JSON's bytes are those of the same events: the first records read back from the Avro log
+    (through the log's registry) and written again with the worker's JsonConverter."""
+    from cdc.converters.avro import AvroConverter
+    from cdc.converters.json import JsonConverter
+    from cdc.log.embedded import EmbeddedLog
+    from cdc.log.schema_registry import open_schema_registry
+    from cdc.log.schema_registry_client import EmbeddedSchemaRegistryClient
+
+    avro = "io.confluent.connect.avro.AvroConverter"
+    with tempfile.TemporaryDirectory() as state:
+        transport = {"transport": "embedded", "state.dir": state, "key.converter": avro, "value.converter": avro}
+        seconds = _worker_run(server, transport, offset, 7400)
+        emit_throughput("mysql.streaming.e2e_embedded_avro", N, seconds, bare, "events/s")
+        log_ = EmbeddedLog(state, auto_create_topics=False)
+        store = open_schema_registry(log_)
+        convs = {}
+        for role in ("key", "value"):
+            a, j = AvroConverter(), JsonConverter()
+            a.use_registry(EmbeddedSchemaRegistryClient(store))  # type: ignore[arg-type]
+            a.configure({}, role == "key")
+            j.configure({"replace.null.with.default": "false"}, role == "key")
+            convs[role] = (a, j)
+        sizes = {"avro": 0, "json": 0}
+        reader = log_.reader()
+        reader.assign({tp: 0 for tp in _partitions(log_, "bench.bench.t")})
+        seen = 0
+        while seen < 5000:
+            batch = reader.poll(1000, 5.0)
+            if not batch:
+                break
+            for r in batch:
+                for role, data in (("key", r.key), ("value", r.value)):
+                    if data is None:
+                        continue
+                    a, j = convs[role]
+                    sv = a.to_connect_data(r.topic, data)
+                    sizes["avro"] += len(data)
+                    sizes["json"] += len(j.from_connect_data(r.topic, sv.schema, sv.value) or b"")
+                seen += 1
+        reader.close()
+        store.close()  # type: ignore[union-attr]
+        log_.close()
+    emit("mysql.record_bytes.avro_vs_json [bytes/record, lower is better]", sizes["avro"] / seen, "bytes",
+         sizes["json"] / seen)  # fmt: skip
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -246,6 +298,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as state:
             e2e = _worker_run(server, {"transport": "embedded", "state.dir": state}, offset, 7100)
         emit_throughput("mysql.streaming.e2e_embedded_json", N, e2e, bare, "events/s")
+        note("streaming end to end into the embedded log in Avro ...")
+        _avro_figures(server, offset, bare)
 
         note("streaming end to end into Kafka (librdkafka mock cluster) ...")
         try:
