@@ -147,26 +147,29 @@ class AbstractHerder(ABC):
             count = len(self._task_configs_of(name))
             store = self.worker.status_store
             status = store.get_connector(name)
-            if status is None:
-                raise NotFoundError(f"No status found for connector {name}")
+            tasks = {t.task: t for t in store.tasks(name) if t.task < count}
             return {
                 "name": name,
-                "connector": state_info(status.state.value, status.worker_id, status.trace),
-                "tasks": [
-                    {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
-                    for t in store.tasks(name)
-                    if t.task < count
-                ],
+                "connector": self._state_info(status),
+                "tasks": [{"id": i, **self._state_info(tasks.get(i))} for i in range(count)],
                 "type": connector_type_of(self.worker, config),
             }
 
+    def _state_info(self, status: ConnectorStatus | TaskStatus | None) -> dict[str, Any]:
+        """The status as Kafka's AbstractState. None (configured, but no worker has reported on it
+        yet: just created, or not yet started after a rebalance) reads UNASSIGNED, reported by
+        this worker, so a client can follow a connector from the moment its create succeeded."""
+        if status is None:
+            return state_info(State.UNASSIGNED.value, self.worker.worker_id, None)
+        return state_info(status.state.value, status.worker_id, status.trace)
+
     def task_status(self, id: ConnectorTaskId) -> dict[str, Any]:
         with self._rest_lock():
-            self._config(id.connector)
+            count = len(self._task_configs_of(id.connector))
             t = self.worker.status_store.get_task(id.connector, id.task)
-            if t is None:
+            if t is None and not 0 <= id.task < count:
                 raise NotFoundError(f"No status found for task {id}")
-            return {"id": t.task, **state_info(t.state.value, t.worker_id, t.trace)}
+            return {"id": id.task, **self._state_info(t)}
 
     def connector_topics(self, name: str) -> list[str]:
         with self._rest_lock():

@@ -342,8 +342,36 @@ WORKER_CONFIG_DEF = (
         300000,
         Range.at_least(1000),
         Importance.LOW,
-        "Distributed mode: how long a departed worker's connectors and tasks wait for it to come back "
-        "before they move to other workers (the group's session.timeout.ms).",
+        "Distributed mode: the longest a departed worker's connectors and tasks wait for it to come back "
+        "before they move to other workers; it caps session.timeout.ms (the wait is min of the two).",
+    )
+    .define(
+        "session.timeout.ms",
+        ConfigType.INT,
+        10000,
+        Range.at_least(1000),
+        Importance.HIGH,
+        "Distributed mode: a worker that sends no heartbeat for this long (at most "
+        "scheduled.rebalance.max.delay.ms) is dropped from the group and stops everything it ran; its "
+        "connectors and tasks then move to the others.",
+    )
+    .define(
+        "heartbeat.interval.ms",
+        ConfigType.INT,
+        3000,
+        Range.at_least(1),
+        Importance.HIGH,
+        "Distributed mode: how often a worker heartbeats to the group coordinator (below a third of the "
+        "session timeout; a larger value is lowered to that).",
+    )
+    .define(
+        "rebalance.timeout.ms",
+        ConfigType.INT,
+        60000,
+        Range.at_least(1),
+        Importance.MEDIUM,
+        "Distributed mode: how long each worker may take, once a rebalance starts, to stop what it gives up "
+        "and rejoin (the group consumer's max.poll.interval.ms; at least the session timeout).",
     )
     .define(
         "exactly.once.source.support",

@@ -23,7 +23,7 @@ from cdc.api.errors import ConfigException
 from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
 from cdc.runtime.abstract_herder import AbstractHerder, config_secrets, keep_hidden_passwords
 from cdc.runtime.distributed.config_topic import ClusterConfigState, ConfigTopic
-from cdc.runtime.distributed.membership import GroupMembership, slot_of
+from cdc.runtime.distributed.membership import GroupMembership, GroupTimeouts, slot_of
 from cdc.runtime.herder import (
     ForwardRequired,
     NotFoundError,
@@ -87,7 +87,7 @@ class DistributedHerder(AbstractHerder):
             self.group_id,
             config.get("offset.storage.topic"),
             worker.worker_id,
-            config.get("scheduled.rebalance.max.delay.ms"),
+            GroupTimeouts.from_worker_config(config),
             self._on_assigned,
             self._on_revoked,
         )

@@ -13,8 +13,19 @@ Why this gives "never on two workers at once":
 - a member that cannot heartbeat for `session.timeout.ms` is dropped by the coordinator, and
   librdkafka declares the assignment lost on its side at the same timeout (on_lost), where we
   stop everything as well (KAFKA-9184's rule);
-- `session.timeout.ms` is `scheduled.rebalance.max.delay.ms`: a worker killed with -9 keeps its
-  slots for that long (it may come back), then they move (KIP-415's delay).
+- the group's `session.timeout.ms` is the worker's `session.timeout.ms` (Kafka Connect's key,
+  10 s by default) capped by `scheduled.rebalance.max.delay.ms`: a worker killed with -9 keeps
+  its slots that long, then they move. Kafka Connect would hold them unassigned up to
+  `scheduled.rebalance.max.delay.ms` after the session ends (KIP-415); here nobody holds a
+  slot without a session, so the delay can only shorten the session, never outlast it. The
+  rule above does not depend on the value: the old owner stops at the same timeout.
+- `rebalance.timeout.ms` is the consumer's `max.poll.interval.ms` (librdkafka sends it as the
+  JoinGroup rebalance timeout): how long a member may spend in its revoke callback, stopping
+  tasks, before the group goes on without it (and it stops everything in on_lost).
+
+How soon a new group forms is the broker's business: Apache Kafka (and librdkafka's mock
+cluster) hold the first JoinGroup `group.initial.rebalance.delay.ms` (3 s); Tansu holds it
+half the session timeout (5 s with the defaults).
 
 The leader is the owner of slot 0; it alone writes connector configs and target states.
 """
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
@@ -33,6 +45,31 @@ from cdc.log.murmur2 import partition_for_key
 log = logging.getLogger(__name__)
 
 SlotsCallback = Callable[[set[int]], None]
+
+
+@dataclass(frozen=True)
+class GroupTimeouts:
+    """The group consumer's timeouts, from Kafka Connect's worker keys (see the module docstring)."""
+
+    session_ms: int
+    heartbeat_ms: int
+    rebalance_ms: int
+
+    @classmethod
+    def of(cls, session_ms: int, heartbeat_ms: int, rebalance_ms: int, max_delay_ms: int) -> GroupTimeouts:
+        session = min(session_ms, max_delay_ms)
+        # the coordinator needs heartbeats well inside the session; librdkafka needs
+        # max.poll.interval.ms >= session.timeout.ms
+        return cls(session, max(100, min(heartbeat_ms, session // 3)), max(rebalance_ms, session))
+
+    @classmethod
+    def from_worker_config(cls, config: Any) -> GroupTimeouts:
+        return cls.of(
+            config.get("session.timeout.ms"),
+            config.get("heartbeat.interval.ms"),
+            config.get("rebalance.timeout.ms"),
+            config.get("scheduled.rebalance.max.delay.ms"),
+        )
 
 
 def slot_of(key: str, slots: int) -> int:
@@ -47,11 +84,10 @@ class GroupMembership:
         group_id: str,
         topic: str,
         worker_id: str,
-        session_timeout_ms: int,
+        timeouts: GroupTimeouts,
         on_assigned: SlotsCallback,
         on_revoked: SlotsCallback,
     ) -> None:
-        heartbeat = max(100, min(3000, session_timeout_ms // 4))
         self._consumer = Consumer(
             {
                 **client_config,
@@ -59,9 +95,9 @@ class GroupMembership:
                 "client.id": worker_id,
                 "enable.auto.commit": False,
                 "partition.assignment.strategy": "roundrobin",
-                "session.timeout.ms": session_timeout_ms,
-                "heartbeat.interval.ms": heartbeat,
-                "max.poll.interval.ms": max(session_timeout_ms, 30000),
+                "session.timeout.ms": timeouts.session_ms,
+                "heartbeat.interval.ms": timeouts.heartbeat_ms,
+                "max.poll.interval.ms": timeouts.rebalance_ms,
             }
         )
         self.topic = topic
@@ -70,6 +106,7 @@ class GroupMembership:
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
         self.generation = 0
+        self._closing = False  # close() runs the revoke callback too: say it is no rebalance
 
     def start(self, slot_count: int) -> None:
         self.slot_count = slot_count
@@ -100,7 +137,10 @@ class GroupMembership:
 
     def _revoke(self, consumer: Consumer, parts: list[KTopicPartition]) -> None:
         revoked = {p.partition for p in parts} or set(self.slots)
-        log.info("Rebalance: giving up slots %s", sorted(revoked))
+        if self._closing:
+            log.info("Leaving the group: giving up slots %s", sorted(revoked))
+        else:
+            log.info("Rebalance: giving up slots %s", sorted(revoked))
         self._on_revoked(revoked)  # stops their connectors and tasks before we rejoin
         self.slots -= revoked
         consumer.unassign()
@@ -112,6 +152,7 @@ class GroupMembership:
         consumer.unassign()
 
     def close(self) -> None:
+        self._closing = True
         try:
             self._consumer.close()  # leaves the group: the others rebalance at once
         except (KafkaException, RuntimeError) as e:
