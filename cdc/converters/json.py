@@ -37,6 +37,7 @@ ENVELOPE_ADVICE = (
 )
 _SCHEMA_PREFIX = '{"schema":'
 _PAYLOAD_KEY = ',"payload":'
+_SCHEMALESS_PREFIX = b'{"schema":null,"payload":'
 _DECIMAL_NAME = Decimal.LOGICAL_NAME
 _WS = " \t\n\r"
 
@@ -146,12 +147,15 @@ class _LRU(Generic[K, V]):
 class _Writer:
     """Everything needed to write records of one schema: the envelope prefix and encoder."""
 
-    __slots__ = ("encode", "prefix")
+    __slots__ = ("encode", "prefix", "prefix_bytes")
 
     def __init__(self, schema: Schema, opts: _json_encode.EncodeOptions) -> None:
         self.encode = _json_encode.compile_text(schema, opts)
         schema_json = _json_schema.render(schema, lambda s, v: _json_encode.compile_text(s, opts)(v))
         self.prefix = jackson_fixup(_SCHEMA_PREFIX + schema_json + _PAYLOAD_KEY)
+        # UTF-8 of the prefix, made by the first batch that needs it (a schema text that cannot be
+        # encoded then fails the batch, and the record's own conversion reports it).
+        self.prefix_bytes: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,40 +231,45 @@ class JsonConverter(Converter, HeaderConverter):
     ) -> list[bytes | None]:
         """`from_connect_data` of each (topic, schema, value), byte for byte, in a few C calls per batch.
 
-        The texts are joined with newlines (which JSON output never holds unescaped), fixed up
-        for Jackson and encoded once, and split again; consecutive records of one schema object
-        reuse its writer without a cache lookup. Any error propagates: the caller converts the
-        batch record by record (`from_connect_data`) to name the failing record.
+        Only the payloads are written per record; they are joined with newlines (which JSON
+        output never holds unescaped), fixed up for Jackson and encoded once, split again, and
+        each joined to its schema's cached UTF-8 prefix. Consecutive records of one schema
+        object reuse its writer without a cache lookup. Any error propagates: the caller then
+        converts the batch record by record (`from_connect_data`) to name the failing record.
         """
         if type(self).from_connect_data is not JsonConverter.from_connect_data:
             return [self.from_connect_data(t, s, v) for t, s, v in zip(topics, schemas, values, strict=True)]
         if len(topics) != len(values):
             raise ValueError(f"from_connect_batch: {len(topics)} topics for {len(values)} values")
-        parts: list[str] = []
-        add = parts.append
         enveloped = self.schemas_enabled
+        payloads: list[str] = []
+        add = payloads.append
+        prefixes: list[bytes | None] = []  # per record; None: a tombstone
+        mark = prefixes.append
         last: Schema | None = None
         encode: _json_encode.TextEncoder = _json_encode.encode_schemaless
-        prefix = ""
+        prefix = b""
+        schemaless_prefix = _SCHEMALESS_PREFIX if enveloped else b""
         for schema, value in zip(schemas, values, strict=True):
             if schema is None:
                 if value is None:
-                    add("\n")  # an empty text: a tombstone, None below
+                    mark(None)
                     continue
-                if enveloped:
-                    add('{"schema":null,"payload":')
                 add(_json_encode.encode_schemaless(value))
-            else:
-                if schema is not last:
-                    writer = self._writer(schema)
-                    encode, prefix, last = writer.encode, writer.prefix, schema
-                if enveloped:
-                    add(prefix)
-                add(encode(value))
-            add("}\n" if enveloped else "\n")
-        # The cached prefixes are fixed up already; jackson_fixup leaves its own output unchanged.
-        blob = jackson_fixup("".join(parts)).encode("utf-8")
-        return [chunk or None for chunk in blob.split(b"\n")[:-1]]
+                mark(schemaless_prefix)
+                continue
+            if schema is not last:
+                writer = self._writer(schema)
+                if enveloped and writer.prefix_bytes is None:
+                    writer.prefix_bytes = writer.prefix.encode("utf-8")
+                encode, prefix, last = writer.encode, writer.prefix_bytes if enveloped else b"", schema
+            add(encode(value))
+            mark(prefix)
+        text = "\n".join(payloads)
+        bodies = iter(jackson_fixup(text).encode("utf-8").split(b"\n"))
+        if not enveloped:
+            return [None if p is None else next(bodies) for p in prefixes]
+        return [None if p is None else p + next(bodies) + b"}" for p in prefixes]
 
     def _writer(self, schema: Schema) -> _Writer:
         writer = self._writers.get(schema)

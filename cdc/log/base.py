@@ -69,12 +69,18 @@ class UnknownTopicError(LogError):
 OutgoingRecord = tuple[str, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int | None, int | None]
 """What `LogProducer.send_many` takes: (topic, value, key, headers, timestamp, partition)."""
 ErrorCallback = Callable[[Exception], None]
+SuccessCallback = Callable[[], None]
 
 
-def error_only(on_error: ErrorCallback) -> DeliveryCallback:
+def outcome_callback(on_error: ErrorCallback | None, on_success: SuccessCallback | None) -> DeliveryCallback:
+    """A DeliveryCallback reporting only the outcome (`send_many`'s callbacks)."""
+
     def on_delivery(stored: LogRecord | None, error: Exception | None) -> None:
         if error is not None:
-            on_error(error)
+            if on_error is not None:
+                on_error(error)
+        elif on_success is not None:
+            on_success()
 
     return on_delivery
 
@@ -95,13 +101,19 @@ class LogProducer(ABC):
     ) -> None:
         """Queue one record; `partition` None places it by key with murmur2 (random if keyless)."""
 
-    def send_many(self, records: Sequence[OutgoingRecord], on_error: ErrorCallback | None = None) -> None:
+    def send_many(
+        self,
+        records: Sequence[OutgoingRecord],
+        on_error: ErrorCallback | None = None,
+        on_success: SuccessCallback | None = None,
+    ) -> None:
         """Queue a batch of (topic, value, key, headers, timestamp, partition) in order, as `send` each.
 
-        Only failures are reported (`on_error` once per failed record); for a record's stored
-        offset use `send` with `on_delivery`. Producers override this to skip per-record work.
+        Per record, `on_error(error)` once it failed or `on_success()` once it is durable; no
+        LogRecord is built (for a record's stored offset use `send` with `on_delivery`).
+        Producers override this to skip per-record work.
         """
-        callback = None if on_error is None else error_only(on_error)
+        callback = None if on_error is None and on_success is None else outcome_callback(on_error, on_success)
         for topic, value, key, headers, timestamp, partition in records:
             self.send(topic, value, key, headers, timestamp, partition, callback)
 

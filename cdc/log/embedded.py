@@ -32,6 +32,7 @@ from cdc.log.base import (
     LogRecord,
     OutgoingRecord,
     RebalanceListener,
+    SuccessCallback,
     TopicDescription,
     TopicLog,
     TopicPartition,
@@ -561,7 +562,15 @@ class EmbeddedProducer(LogProducer):
             if not self._in_txn and len(self._pending) >= self._batch_size:
                 self._write()
 
-    def send_many(self, records: Sequence[OutgoingRecord], on_error: ErrorCallback | None = None) -> None:
+    def send_many(
+        self,
+        records: Sequence[OutgoingRecord],
+        on_error: ErrorCallback | None = None,
+        on_success: SuccessCallback | None = None,
+    ) -> None:
+        if on_success is not None:
+            super().send_many(records, on_error, on_success)
+            return
         if self._closed:
             raise LogError("producer is closed")
         callback = None if on_error is None else _ErrorsOnly(on_error)

@@ -35,6 +35,7 @@ from cdc.log.base import (
     LogRecord,
     OutgoingRecord,
     RebalanceListener,
+    SuccessCallback,
     TopicDescription,
     TopicLog,
     TopicPartition,
@@ -275,8 +276,13 @@ class KafkaProducer(LogProducer):
             except KafkaException as e:
                 raise LogError(f"cannot produce to {topic!r}: {_error_text(e.args[0])}") from e
 
-    def send_many(self, records: Sequence[OutgoingRecord], on_error: ErrorCallback | None = None) -> None:
-        callback = None if on_error is None else _error_adapter(on_error)
+    def send_many(
+        self,
+        records: Sequence[OutgoingRecord],
+        on_error: ErrorCallback | None = None,
+        on_success: SuccessCallback | None = None,
+    ) -> None:
+        callback = None if on_error is None and on_success is None else _outcome_adapter(on_error, on_success)
         produce = self._p.produce
         for topic, value, key, headers, timestamp, partition in records:
             while True:
@@ -332,11 +338,14 @@ def _delivery_adapter(
     return on_delivery
 
 
-def _error_adapter(on_error: ErrorCallback) -> Any:
+def _outcome_adapter(on_error: ErrorCallback | None, on_success: SuccessCallback | None) -> Any:
     # One callback for a whole send_many: a delivered message costs no LogRecord.
     def on_delivery(err: KafkaError | None, msg: Any) -> None:
         if err is not None:
-            on_error(LogError(f"delivery to {msg.topic()} failed: {_error_text(err)}"))
+            if on_error is not None:
+                on_error(LogError(f"delivery to {msg.topic()} failed: {_error_text(err)}"))
+        elif on_success is not None:
+            on_success()
 
     return on_delivery
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from cdc.api.errors import RetriableException
@@ -27,6 +28,7 @@ from cdc.log.base import LogProducer, LogRecord, TopicLog, TopicSpec
 from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage, ToleranceExceededError
 from cdc.runtime.history_log import TopicHistoryLog
 from cdc.runtime.signal_log import TopicSignalLog
+from cdc.runtime.source_batches import SubmittedBatch, SubmittedBatches, latest_offsets
 from cdc.runtime.submitted_records import SubmittedRecord, SubmittedRecords
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageWriter
@@ -47,25 +49,6 @@ def _to_bytes(
         return batch(topics, schemas, values)  # type: ignore[no-any-return]
     convert = converter.from_connect_data
     return [convert(t, s, v, r.headers) for t, s, v, r in zip(topics, schemas, values, records, strict=True)]
-
-
-def _latest_offsets(records: list[SourceRecord]) -> dict[str, tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
-    """The last source offset of each source partition in the batch (first-seen order).
-
-    A connector hands the same partition dict to consecutive records; its key is computed
-    once per run of the same object.
-    """
-    latest: dict[str, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
-    last: Mapping[str, Any] | None = None
-    key = ""
-    for record in records:
-        partition = record.source_partition
-        if partition is None:
-            continue
-        if partition is not last:
-            key, last = repr(sorted(partition.items())), partition
-        latest[key] = (partition, record.source_offset)
-    return latest
 
 
 class SourceTaskContextImpl:
@@ -190,13 +173,15 @@ class WorkerSourceTask(WorkerTask):
         self.transactional = transactional
         self.flush_interval = flush_interval_ms / 1000
         self.flush_timeout = flush_timeout_ms / 1000
-        self.submitted = SubmittedRecords()
+        # SourceTask.commit_record is a no-op unless the task overrides it: then the log is asked
+        # for no per-record offset, and acknowledgements are counted per poll batch.
+        self._wants_record_metadata = type(task).commit_record is not SourceTask.commit_record
+        self.submitted: SubmittedRecords | SubmittedBatches = (
+            SubmittedRecords() if self._wants_record_metadata else SubmittedBatches()
+        )
         self._send_error: Exception | None = None
         self._last_flush = time.monotonic()
         self.records_sent = 0
-        # SourceTask.commit_record is a no-op unless the task overrides it: then no per-record
-        # offset is asked of the log in a transaction.
-        self._wants_record_metadata = type(task).commit_record is not SourceTask.commit_record
         self._in_flight: _Transaction | None = None
         self._txn_writer: ThreadPoolExecutor | None = None
         if transactional and self.PIPELINE:
@@ -358,6 +343,13 @@ class WorkerSourceTask(WorkerTask):
     def _send(self, records: list[SourceRecord]) -> None:
         converted = self._convert_batch(records)
         self._ensure_topics(converted)
+        if isinstance(self.submitted, SubmittedBatches):
+            live = [(r.topic, v, k, h, r.timestamp, r.kafka_partition) for r, k, v, h in filter(None, converted)]
+            batch = self.submitted.submit(records, len(live))
+            self.producer.send_many(live, partial(self._on_batch_error, batch), partial(self.submitted.ack, batch))
+            self.records_sent += len(live)
+            self.producer.poll(0)
+            return
         send = self.producer.send
         for record, c in zip(records, converted, strict=True):
             sub = self.submitted.submit(record)
@@ -377,6 +369,13 @@ class WorkerSourceTask(WorkerTask):
             )
             self.records_sent += 1
         self.producer.poll(0)
+
+    def _on_batch_error(self, batch: SubmittedBatch, error: Exception) -> None:
+        if self.errors.tolerate_all:
+            log.error("Task %s: record dropped by the producer (errors.tolerance=all): %s", self.id, error)
+            self.submitted.ack(batch)  # type: ignore[arg-type]
+            return
+        self._send_error = error
 
     def _on_delivery(self, sub: SubmittedRecord) -> Any:
         def callback(stored: LogRecord | None, error: Exception | None) -> None:
@@ -434,7 +433,7 @@ class WorkerSourceTask(WorkerTask):
         """
         converted = self._convert_batch(records)
         self._ensure_topics(converted)
-        for partition, offset in _latest_offsets(records).values():
+        for partition, offset in latest_offsets(records).values():
             self.writer.offset(partition, offset)
         txn = _Transaction(records, converted, self.writer.take())
         self.records_sent += sum(1 for c in converted if c is not None)
