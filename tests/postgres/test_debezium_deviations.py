@@ -244,6 +244,8 @@ BASE = {
 }
 # Valid values for keys whose type or choices Debezium checks too (others take any text).
 SAMPLES = {
+    "signal.enabled.channels": "source,file",  # implemented (issue 22): its values are checked
+    "incremental.snapshot.watermarking.strategy": "insert_delete",
     "binary.handling.mode": "hex",
     "decimal.handling.mode": "string",
     "event.processing.failure.handling.mode": "warn",

@@ -20,6 +20,7 @@ from cdc.api import (
 from cdc_debezium import config as common
 from cdc_debezium.connector_config import RelationalDatabaseConnectorConfig
 from cdc_debezium.filters import ColumnMappers, IncludeExclude, include_exclude
+from cdc_debezium.signals import config as signal_config
 from cdc_mysql import column_hash, debezium_keys, tls
 from cdc_mysql.schema_options import SchemaOptions
 
@@ -217,6 +218,7 @@ def validate(props: Mapping[str, str]) -> list[ConfigValue]:
         return [*CONFIG_DEF.validate(props), cv]
     values = common.add_cross_field_errors(CONFIG_DEF.validate(props))
     by_name = {v.name: v for v in values}
+    signal_config.add_errors(props, by_name)
     if props.get(GTID_SOURCE_INCLUDES) and props.get(GTID_SOURCE_EXCLUDES):
         by_name[GTID_SOURCE_EXCLUDES].add_error_message(
             f"{GTID_SOURCE_INCLUDES} and {GTID_SOURCE_EXCLUDES} are mutually exclusive: set only one of them"

@@ -30,6 +30,7 @@ from cdc_debezium.config import (
 from cdc_debezium.connector_config import RelationalDatabaseConnectorConfig
 from cdc_debezium.filters import IncludeExclude, include_exclude
 from cdc_debezium.key_columns import KeyColumns
+from cdc_debezium.signals import config as signal_config
 from cdc_postgres import debezium_keys, names, replica_identity, tls
 from cdc_postgres.column_mappers import ColumnMappers
 from cdc_postgres.replica_identity import ValidAutosetValues
@@ -373,6 +374,7 @@ def validate(props: Mapping[str, Any]) -> list[ConfigValue]:
     props, post_processor_errors = with_post_processors(props)
     values = add_cross_field_errors(CONFIG_DEF.validate(props))
     by_name = {v.name: v for v in values}
+    signal_config.add_errors(props, by_name)
     for inc, exc in _EXCLUSIVE:
         if props.get(inc) and props.get(exc):
             by_name[exc].add_error_message(f"{inc} and {exc} are mutually exclusive: set only one of them")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.api import ConfigDef, ConfigException, ConfigType, Importance
+from cdc.api import ConfigDef, ConfigException, ConfigType, ConfigValue, Importance
 
 ENABLED_CHANNELS = "signal.enabled.channels"
 DATA_COLLECTION = "signal.data.collection"
@@ -59,11 +59,15 @@ class SignalConfig:
             raise ConfigException(
                 f"{WATERMARKING}={strategy} is not one of {', '.join(STRATEGIES)}", WATERMARKING, strategy
             )
-        try:
-            chunk = int(get(CHUNK_SIZE, "1024"))
-            poll_ms = int(get(POLL_INTERVAL_MS, "5000"))
-        except ValueError as e:
-            raise ConfigException(f"{CHUNK_SIZE} and {POLL_INTERVAL_MS} must be integers ({e})") from None
+        numbers = {}
+        for key, default in ((CHUNK_SIZE, "1024"), (POLL_INTERVAL_MS, "5000")):
+            try:
+                numbers[key] = int(get(key, default))
+            except ValueError:
+                raise ConfigException(
+                    f"{key}={get(key, default)}: must be an integer", key, get(key, default)
+                ) from None
+        chunk, poll_ms = numbers[CHUNK_SIZE], numbers[POLL_INTERVAL_MS]
         if chunk < 1:
             raise ConfigException(f"{CHUNK_SIZE}={chunk}: must be at least 1", CHUNK_SIZE, chunk)
         return cls(
@@ -93,3 +97,13 @@ def define(d: ConfigDef) -> ConfigDef:
         if key not in known:
             d.define(key, ConfigType.STRING, default, None, Importance.LOW, doc)
     return d
+
+
+def add_errors(props: Mapping[str, Any], by_name: Mapping[str, ConfigValue]) -> None:
+    """A connector's `validate`: a bad signal or incremental snapshot value is an error on its key."""
+    try:
+        SignalConfig.from_props(props, "")
+    except ConfigException as e:
+        cv = by_name.get(e.name or "")
+        if cv is not None:
+            cv.add_error_message(str(e))
