@@ -324,3 +324,52 @@ def test_kafka_channel_through_the_runtimes_signal_log(postgres_db: PostgresServ
             TopicSignalLog(log_, "test_server-signal", "writer").send(b"test_server", json.dumps(value).encode())
             run.poll_until(lambda rs: len(_reads(rs, "a")) >= 25, what="the reads of a")
     assert sorted(r.key.get("id") for r in _reads(run.records, "a")) == list(range(1, 26))
+
+
+def test_blocking_snapshot_rows_rank_below_later_changes(postgres_db: PostgresServer) -> None:
+    _sql(
+        postgres_db,
+        f"CREATE TABLE {SIGNALS} (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))",
+        "CREATE TABLE a (id int PRIMARY KEY, v text)",
+        "INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 3000) g",
+        "CREATE TABLE marker (id int PRIMARY KEY, v int)",
+        "INSERT INTO marker VALUES (1, 0)",
+    )
+    props = connector_props(postgres_db, snapshot__mode="no_data", signal__data__collection=SIGNALS)
+    with TaskRunner(props) as run:
+        with postgres_db.connect(autocommit=True) as sql:
+            run.wait_streaming(sql)
+        _send(postgres_db, "blk", "execute-snapshot", {"data-collections": ["public.a"], "type": "blocking"})
+        # Changes while the snapshot reads: whichever way they fall, the replay must equal the table.
+        _sql(postgres_db, "UPDATE a SET v = 'changed' WHERE id % 7 = 0", "DELETE FROM a WHERE id % 11 = 0",
+             "INSERT INTO a VALUES (5000, 'new')")  # fmt: skip
+        run.poll_until(lambda rs: len(_table_reads(rs)) >= 2000, timeout=60, what="the blocking snapshot's reads")
+        time.sleep(1)
+        _sql(postgres_db, "UPDATE marker SET v = 1")
+        run.wait_data(1, "public.marker")
+    assert {r.value.get("source").get("snapshot") for r in _table_reads(run.records)} == {"true"}
+    with postgres_db.connect() as conn:
+        table = {((("id", i),)): {"id": i, "v": v} for i, v in conn.execute("SELECT id, v FROM a").fetchall()}
+    assert _replay_commit_ranked(run.records, "a") == table
+
+
+def _replay_commit_ranked(records: list[SourceRecord], table: str) -> dict[Any, dict[str, Any]]:
+    """Per key, the event with the highest (source lsn_commit, lsn) wins, as the sinks rank PostgreSQL events."""
+    latest: dict[Any, tuple[tuple[int, int], int, SourceRecord]] = {}
+    for i, r in enumerate(records):
+        if r.value is None or not r.topic.endswith("." + table) or r.value.schema.field("op") is None:
+            continue
+        commit, lsn = json.loads(r.value.get("source").get("sequence"))
+        seq = (int(commit or lsn or 0), int(lsn or 0))
+        key = tuple(sorted(r.key.to_dict().items()))
+        if key not in latest or (seq, i) >= latest[key][:2]:
+            latest[key] = (seq, i, r)
+    return {k: r.value.get("after").to_dict() for k, (_, _, r) in latest.items() if r.value.get("op") != "d"}
+
+
+def _table_reads(records: list[SourceRecord], table: str = "a") -> list[SourceRecord]:
+    return [
+        r for r in records
+        if r.topic.endswith("." + table) and r.value is not None and r.value.schema.field("op") is not None
+        and r.value.get("op") == "r"
+    ]  # fmt: skip

@@ -109,6 +109,7 @@ class PostgresIncrementalSnapshot:
         self._retry_at = 0.0
         self.rows_emitted = 0
         self.chunks = 0
+        self._blocking_queue: list[Collection] = []
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, streaming: Any) -> None:
@@ -265,6 +266,51 @@ class PostgresIncrementalSnapshot:
         self.ctx.paused = False
         log.info("Signal %r: incremental snapshot resumed", signal_id)
 
+    # -- blocking snapshots ------------------------------------------------------------------
+    def blocking_snapshot(self, collections: list[Collection], signal_id: str) -> None:
+        """Debezium's blocking snapshot, read on the chunk thread: the rows rank at the WAL position read
+        just before their SELECT (DBLog's argument: every change committed before it is in the rows, every
+        later one streams with a higher commit LSN and wins), so the stream need not stop for the result
+        to equal the tables. A task stopped during it does not resume it (send the signal again)."""
+        self._blocking_queue.extend(collections)
+        log.info("Signal %r: blocking snapshot of %s queued", signal_id, ", ".join(c.id for c in collections))
+
+    def _blocking_reads(self, collections: list[Collection]) -> None:
+        conn = self._db()
+        for oid in self.schema.types.types if self.schema is not None else ():
+            conn.adapters.register_loader(oid, _RawText)
+        assert self.emitter is not None and self._last_offset is not None
+        offset = {k: v for k, v in self._last_offset.items() if k not in OFFSET_KEYS}
+        for current in collections:
+            table = self._table(conn, current.id)
+            if table is None:
+                log.warning("Blocking snapshot of %s skipped: the table does not exist", current.id)
+                continue
+            lsn = int(conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
+            pos = {"lsn": lsn, "lsn_commit": lsn, "tx_id": None, "ts_us": time.time_ns() // 1000}
+            schema_name, name = _split(current.id)
+            cols = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.value_columns)
+            # As Debezium, a blocking snapshot's additional-conditions filter is a whole SELECT.
+            query = (
+                sql.SQL(current.condition)
+                if current.condition
+                else sql.SQL("SELECT {} FROM {}").format(cols, sql.Identifier(schema_name, name))
+            )
+            width = max((c.index for c in table.value_columns), default=-1) + 1
+            by_name = {c.name: c.index for c in table.value_columns}
+            rows = 0
+            with conn.cursor() as cur:
+                cur.execute(query)
+                targets = [by_name.get(d.name) for d in cur.description or ()]
+                for row in cur:
+                    values: list[object] = [None] * width
+                    for index, v in zip(targets, row, strict=True):
+                        if index is not None:
+                            values[index] = v
+                    self.emitter.read(table, tuple(values), pos, dict(offset), SnapshotRecord.TRUE.value)
+                    rows += 1
+            log.info("Blocking snapshot of %s: %d rows", current.id, rows)
+
     # -- the chunk thread --------------------------------------------------------------------
     def _work(self) -> None:
         while not self._stop.is_set():
@@ -285,6 +331,14 @@ class PostgresIncrementalSnapshot:
                     for signal in channel.read():
                         with self.lock:
                             self.processor.process(signal)
+        with self.lock:
+            blocking, self._blocking_queue = self._blocking_queue, []
+        if blocking:
+            if self._last_offset is None:
+                with self.lock:  # no streamed record yet to resume from: wait for one
+                    self._blocking_queue = blocking + self._blocking_queue
+            else:
+                self._blocking_reads(blocking)
         with self.lock:
             ctx = self.ctx
             ready = ctx.running and not ctx.paused and ctx.chunk_id is None and time.monotonic() >= self._retry_at
