@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_spark.decode.avro_json import PlainPayloads, payloads
 from cdc_spark.decode.deserializer import JsonDeserializer
 from cdc_spark.decode.events import DECODED_ARROW, decode_batches
 from cdc_spark.decode.unavailable import Placeholder
@@ -167,7 +168,8 @@ def read_bodies(codec_text: str, bodies: pa.Array) -> list[Any]:
 
 
 class _Schema:
-    """One registry id: its codec (structure only, for fastavro), Connect schema and datum reader."""
+    """One registry id: its codec (structure only, for fastavro), Connect schema and datum reader, and
+    whether its datums are their JsonConverter payloads (avro_json.py)."""
 
     def __init__(self, text: str) -> None:
         import json
@@ -177,6 +179,14 @@ class _Schema:
         avro = json.loads(text)
         self.reader = AvroData().reader(text)
         self.codec_text = json.dumps(codec_schema(avro))
+        self.plain = PlainPayloads(avro)
+        self.prefixes: dict[bool, bytes] = {}
+
+    def prefix(self, conv: Any, is_key: bool) -> bytes:
+        """`{"schema":<the Connect schema as JsonConverter writes it>,"payload":`."""
+        if is_key not in self.prefixes:
+            self.prefixes[is_key] = f'{{"schema":{conv.as_json_schema(self.reader.schema)},"payload":'.encode()
+        return self.prefixes[is_key]
 
 
 class AvroToJson:
@@ -259,6 +269,10 @@ class AvroToJson:
             if datums is None or len(datums) != len(rows):
                 datums = self._one_by_one(batch, schema, bodies, rows, sid, what, errors)
             conv = self._json[is_key]
+            if schema.plain.plain and not any(int(i) in errors for i in rows) and schema.plain.finite(datums):
+                for i, text in zip(rows, payloads(schema.prefix(conv, is_key), datums), strict=True):
+                    out[int(i)] = text
+                continue
             read = schema.reader.read
             connect = schema.reader.schema
             topic_list = topics.take(idx).to_pylist()
