@@ -109,6 +109,7 @@ class MySqlIncrementalSnapshot:
         self._next_poll = 0.0
         self._retry_at = 0.0
         self._blocking_queue: list[Collection] = []
+        self._schema_cache: tuple[str, TableSchema] | None = None
         self._blocking: Iterator[None] | None = None
         self._forward: Callable[..., None] = dispatcher.change
         self.rows_emitted = 0
@@ -346,20 +347,26 @@ class MySqlIncrementalSnapshot:
                 cur.execute("SET SESSION time_zone = '+00:00'")
         return self._conn
 
-    def _table_schema(self, table_id: str) -> TableSchema | None:
+    def _table_schema(self, table_id: str, cached: bool = False) -> TableSchema | None:
+        """The table as information_schema has it; `cached`: read once per snapshot of the table (its
+        chunks share it, as Debezium's do without incremental.snapshot.allow.schema.changes)."""
+        if cached and self._schema_cache is not None and self._schema_cache[0] == table_id:
+            return self._schema_cache[1]
         found = read_tables(self._db(), [_split(table_id)], self.is_mariadb)
         if not found:
             return None
         table, meta = found[0]
         self.schema.set_meta(table, meta)
-        return self.schema.schema_for(table)
+        ts = self.schema.schema_for(table)
+        self._schema_cache = (table_id, ts)
+        return ts
 
     def _read_chunk(self) -> None:
         ctx = self.ctx
         current = ctx.current
         assert current is not None
         try:
-            ts = self._table_schema(current.id)
+            ts = self._table_schema(current.id, cached=ctx.last_key is not None)
         except pymysql.err.MySQLError as e:
             log.warning("Incremental snapshot of %s skipped: its definition cannot be read (%s)", current.id, e)
             ts = None
