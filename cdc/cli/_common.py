@@ -16,6 +16,7 @@ from cdc.api.errors import ConfigException, ConnectException
 from cdc.config.files import load_worker_config
 from cdc.config.providers import ConfigTransformer, TransformResult
 from cdc.log.base import LogError
+from cdc.runtime.logging_context import LOG_FORMATS, configure, current_format
 from cdc.runtime.unknown_keys import log_unknown_keys, unknown_worker_keys
 from cdc.runtime.worker_config import WorkerConfig, inferred_transport
 from cdc.storage.offsets import OffsetStoreError
@@ -40,12 +41,10 @@ def friendly_errors() -> Iterator[None]:
         fail(str(e), EXIT_RUNTIME)
 
 
-def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
-        stream=sys.stderr,
-    )
+def setup_logging(level: str | None, fmt: str | None = None) -> None:
+    """stderr logging in Kafka Connect's pattern with its `connector.context` (`[name|task-0] `),
+    or as JSON lines (`fmt` json); a second call (a worker file's `log.format`) switches format."""
+    configure(getattr(logging, level.upper(), logging.INFO) if level else None, fmt or current_format())
     # librdkafka and friends, and py4j's gateway (every callback into the Spark sink), are
     # chatty at INFO; keep their warnings.
     for name in ("kafka", "py4j"):
@@ -59,6 +58,11 @@ def load_worker(path: str, *, distributed: bool = False) -> tuple[WorkerConfig, 
     inferred (worker_config.inferred_transport) and said once in the log.
     """
     props = load_worker_config(path)
+    log_format = props.pop("log.format", None)  # the CLI's, not the worker's: applied here, at once
+    if log_format is not None:
+        if log_format.strip().lower() not in LOG_FORMATS:
+            raise ConfigException(f"{path}: log.format={log_format}: use text or json", "log.format")
+        setup_logging(None, log_format.strip().lower())
     transport = inferred_transport(props, distributed=distributed)
     if transport is not None:
         why = "distributed mode" if distributed else "bootstrap.servers is set"

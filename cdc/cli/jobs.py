@@ -6,7 +6,9 @@ The job layer's commands, found by `cdc` through the `cdc.commands` entry points
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -92,17 +94,17 @@ def run(job_file: str, until_caught_up: bool, verbose: bool) -> None:
     """
     import signal
 
-    from cdc.cli._common import friendly_errors
+    from cdc.cli._common import friendly_errors, setup_logging
     from cdc.jobs.java_check import check_java
     from cdc.jobs.load import load_job
     from cdc.jobs.run import JobRunner
 
     with friendly_errors():
         job = load_job(job_file)
+        if job.log_format:
+            setup_logging(None, job.log_format)
         check_java()  # before the source starts: no Java is one line, not Spark's JAVA_GATEWAY_EXITED
-        runner = JobRunner(
-            job, until_caught_up, progress=lambda m: click.echo(f"[{job.name}] {m}", err=True), verbose=verbose
-        )
+        runner = JobRunner(job, until_caught_up, progress=_progress(job.name), verbose=verbose)
 
         def on_signal(signum: int, frame: object) -> None:
             runner.stop_requested.set()
@@ -110,6 +112,21 @@ def run(job_file: str, until_caught_up: bool, verbose: bool) -> None:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         sys.exit(runner.run())
+
+
+def _progress(job: str) -> Callable[[str], None]:
+    """`cdc run`'s progress lines: `[job] message` on stderr, or log records under log.format=json
+    (connector = the job), so that stderr stays one JSON object per line."""
+    from cdc.runtime.logging_context import current_format
+
+    if current_format() != "json":
+        return lambda m: click.echo(f"[{job}] {m}", err=True)
+    logger = logging.getLogger("cdc.jobs.run")
+
+    def log_line(message: str) -> None:
+        logger.info("%s", message, extra={"connector": job})
+
+    return log_line
 
 
 @click.command("status", short_help="Show where a job stands, per table.")

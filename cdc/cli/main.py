@@ -65,9 +65,17 @@ WORKER_OPTION = click.option(
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     help="How much the runtime logs on stderr.",
 )
-def cli(log_level: str) -> None:
+@click.option(
+    "--log-format",
+    default=env_default("CDC_LOG_FORMAT", "text"),
+    show_default="text or $CDC_LOG_FORMAT",
+    type=click.Choice(["text", "json"], case_sensitive=False),
+    help="text: Kafka Connect's pattern with [connector|task-N]; json: one object per line with connector, task "
+    "and table fields (a worker file's or job's log.format sets it too).",
+)
+def cli(log_level: str, log_format: str) -> None:
     """Change data capture with a Kafka Connect-shaped runtime."""
-    setup_logging(log_level)
+    setup_logging(log_level, log_format.lower())
 
 
 # -- standalone ------------------------------------------------------------------------------

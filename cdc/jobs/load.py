@@ -95,6 +95,7 @@ def validate_job_text(
             data.get("transport") or {},
             data["sink"],
             data.get("spark") or {},
+            data.get("log.format"),
         ),
         out.warnings,
     )

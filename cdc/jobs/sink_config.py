@@ -166,3 +166,31 @@ def tables_to_name(job: JobSpec) -> list[str]:
 
     raw = {"name": job.name, "source": job.source, "transforms": job.transforms, "transport": job.transport}
     return captured_tables(raw, PluginRegistry.discover()) or []
+
+
+# The Spark sink's key names that a job file spells otherwise (sink_config renames them), for
+# its messages: a user is told about the key they wrote.
+_JOB_SPELLING = (
+    (re.compile(r"\berrors\.deadletterqueue\.path\b"), "errors.deadletter.table"),
+    (re.compile(r"\btruncate\.enabled\b"), "truncate"),
+    (re.compile(r"\btarget=(\w+)"), r"type \1"),
+)
+_PARTITIONED = re.compile(r"^partition\.by \([^)]*\): ")
+
+
+def sink_problem(error: Exception, sink: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+    """The YAML path and message of a sink config error, in the job file's own key names."""
+    path = getattr(error, "path", None)
+    if path is not None:
+        return tuple(path), str(getattr(error, "detail", error))
+    message = str(error)
+    for pattern, spelling in _JOB_SPELLING:
+        message = pattern.sub(spelling, message)
+    if _PARTITIONED.match(message):  # named by the sink's table names; the user wrote sink.tables.<t>
+        tables = [name for name, opts in (sink.get("tables") or {}).items() if (opts or {}).get("partition.by")]
+        if tables:
+            return ("sink", "tables", tables[0], "partition.by"), _PARTITIONED.sub("", message)
+    key = re.match(r"^([a-z][a-z.]*)[=:]", message)
+    if key and key.group(1) in sink:
+        return ("sink", key.group(1)), message
+    return ("sink",), message

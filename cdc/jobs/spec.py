@@ -71,6 +71,7 @@ class JobSpec:
     transport: dict[str, Any] = field(default_factory=dict)
     sink: dict[str, Any] = field(default_factory=dict)
     spark: dict[str, Any] = field(default_factory=dict)
+    log_format: str | None = None  # `log.format`: text or json (cdc.runtime.logging_context)
 
     @property
     def transport_type(self) -> str:

@@ -23,6 +23,7 @@ from cdc.api.connector import Connector
 from cdc.api.errors import ConfigException
 from cdc.config.providers import ConfigTransformer, has_references, reverse_transform
 from cdc.log.base import TopicPartition
+from cdc.runtime import logging_context
 from cdc.runtime.abstract_herder import AbstractHerder, config_secrets, keep_hidden_passwords
 from cdc.runtime.herder import (
     AlreadyExistsError,
@@ -236,7 +237,8 @@ class StandaloneHerder(AbstractHerder):
             resolved = self._resolve(state.config)
             instance = self.worker.new_connector(resolved)
             instance.initialize(_Context(self, state.name, instance))
-            instance.start(dict(resolved))
+            with logging_context.for_connector(state.name):  # its lines say `[name|worker] `
+                instance.start(dict(resolved))
         except Exception as e:
             secrets = self._secrets(state.name)
             log.error("Connector %s failed to start: %s", state.name, redact(str(e), secrets))
@@ -270,7 +272,8 @@ class StandaloneHerder(AbstractHerder):
         resolved = self._resolve(state.config)
         max_tasks = int(resolved.get("tasks.max", "1"))
         try:
-            configs = state.connector.task_configs(max_tasks)
+            with logging_context.for_connector(state.name):
+                configs = state.connector.task_configs(max_tasks)
         except Exception as e:
             self.connector_failed(state.name, e)
             return

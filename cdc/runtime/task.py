@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from cdc.api.errors import ConnectException
 from cdc.api.metrics import TaskMetrics
+from cdc.runtime import logging_context
 from cdc.runtime.gc_tuning import raise_young_threshold
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,10 @@ class WorkerTask(ABC):
         self._thread.start()
 
     def _run(self) -> None:
+        with logging_context.for_task(self.id.connector, self.id.task):  # `[name|task-0] ` on every line
+            self._run_in_context()
+
+    def _run_in_context(self) -> None:
         raise_young_threshold()
         try:
             if self.paused:

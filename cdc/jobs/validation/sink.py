@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc.api.errors import ConfigException
-from cdc.jobs.sink_config import sink_config
+from cdc.jobs.sink_config import sink_config, sink_problem
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.validation.problems import Collector, did_you_mean
 
@@ -21,8 +21,8 @@ def check_sink(job: dict[str, Any], out: Collector) -> None:
     spec = JobSpec(job["name"], job["source"], [], job.get("transport") or {}, job["sink"], job.get("spark") or {})
     try:
         SinkConfig.parse(sink_config(spec))
-    except (SinkConfigError, ConfigException) as e:  # a job-layer error knows its YAML path (SinkSettingError)
-        out.add(getattr(e, "path", ("sink",)), getattr(e, "detail", str(e)))
+    except (SinkConfigError, ConfigException) as e:  # at its YAML path, in the job's key names
+        out.add(*sink_problem(e, job["sink"]))
 
 
 # Transforms that rename topics: sink.tables is then keyed by the routed names, not the source's.
