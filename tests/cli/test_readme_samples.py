@@ -11,6 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from cdc.jobs.load import validate_job_text
+from cdc.jobs.sink_config import TableNamer, sink_config
 from cdc.runtime.plugins import PluginRegistry
 from tests.support.proc import cdc_argv
 
@@ -72,3 +74,12 @@ def test_the_readme_worker_properties_start_a_standalone_worker_as_pasted(tmp_pa
     assert "plugin.path entry '/opt/cdc/plugins' is not a directory, skipped" in output
     assert "error" not in output.lower(), output
     assert (tmp_path / ".cdc" / "cdc.db").exists()  # the sample's state.dir, relative to where it ran
+
+
+def test_the_readme_job_sample_names_tables_as_it_says() -> None:
+    sample = _readme_block("`cdc/jobs/job.schema.json`):")
+    job, problems = validate_job_text(sample, "job.yaml", check_connectivity=False, inspect_only=True)
+    assert job is not None, [p.render("job.yaml") for p in problems]
+    namer = TableNamer(job)
+    assert (namer.target("shop.orders"), namer.target("shop.customers")) == ("orders", "shop_customers")
+    assert sink_config(job)["delete.mode"] == "hard"
