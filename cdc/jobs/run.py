@@ -23,9 +23,10 @@ from typing import Any
 from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.formats import sink_source_options
 from cdc.jobs.lock import JobLock
-from cdc.jobs.sink_config import sink_config, tables_to_name
+from cdc.jobs.sink_config import sink_config
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import JobSpec, source_family
+from cdc.jobs.table_names import tables_to_name
 from cdc.jobs.topics import data_topic_pattern, topic_prefix
 from cdc.log.private_files import make_private_dir
 from cdc.runtime.plugins import PluginRegistry

@@ -156,18 +156,6 @@ def _one_setting(job: JobSpec, key: str) -> str:
     return str(chosen)
 
 
-def tables_to_name(job: JobSpec) -> list[str]:
-    """The captured tables, asked of the live connector, when `sink.table.name.format` uses
-    ${db}/${schema}: the sink sees only topics, so the job names each table up front."""
-    if not TableNamer(job, lambda t: t).needs_tables:
-        return []
-    from cdc.jobs.validation.source import captured_tables
-    from cdc.runtime.plugins import PluginRegistry
-
-    raw = {"name": job.name, "source": job.source, "transforms": job.transforms, "transport": job.transport}
-    return captured_tables(raw, PluginRegistry.discover()) or []
-
-
 # The Spark sink's key names that a job file spells otherwise (sink_config renames them), for
 # its messages: a user is told about the key they wrote.
 _JOB_SPELLING = (
