@@ -28,6 +28,7 @@ from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fi
 from cdc.jobs.spec import JobSpec, source_family
 from cdc.jobs.table_names import tables_to_name
 from cdc.jobs.topics import data_topic_pattern, topic_prefix
+from cdc.jobs.watch import Watch
 from cdc.log.private_files import make_private_dir
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
@@ -389,7 +390,9 @@ class JobRunner:
             self.progress(f"source position at start: {position_text(family, target)}")
         herder.start()
         spark: _SparkStarter | None = None
+        watch: Watch | None = None
         try:
+            watch = Watch.start(self.job, config, herder, sink)  # metrics.port; the live view on a terminal
             herder.put_connector_config(connector, trusted=True)  # the job file is the operator's
             spark = _SparkStarter(self.job, self.verbose)
             if self.until_caught_up:
@@ -439,6 +442,8 @@ class JobRunner:
             self._raise_if_failed(query)
             return 0
         finally:
+            if watch is not None:
+                watch.stop()
             if herder is not None:
                 herder.stop()
             if spark is not None:

@@ -161,8 +161,9 @@ class JobSpec:
             props["bootstrap.servers"] = _str(t["bootstrap.servers"])
             props["offset.storage.topic"] = f"{self.name}-offsets"
             props["status.storage.topic"] = f"{self.name}-status"
-        if "offset.flush.interval.ms" in t:
-            props["offset.flush.interval.ms"] = _str(t["offset.flush.interval.ms"])
+        for key in ("offset.flush.interval.ms", "metrics.port", "metrics.host"):  # the worker keys of those names
+            if key in t:
+                props[key] = _str(t[key])
         props.update(self.kafka_security())
         props.update(converter_props(t, self.source))  # format: avro (cdc/jobs/formats.py)
         for k, v in (t.get("kafka") or {}).items():

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from prometheus_client import start_http_server
+from prometheus_client.registry import Collector
 
 from cdc.api.errors import ConfigException
 from cdc.runtime.prometheus import worker_registry
@@ -40,14 +41,18 @@ class MetricsServer:
         self._thread.join(5)
 
 
-def start_metrics_server(config: WorkerConfig, herder: Any) -> MetricsServer | None:
-    """Serve `herder`'s worker metrics on `metrics.port`, or None when the key is unset."""
+def start_metrics_server(config: WorkerConfig, herder: Any, *collectors: Collector) -> MetricsServer | None:
+    """Serve `herder`'s worker metrics on `metrics.port`, or None when the key is unset.
+    `collectors`: more metrics in the same exposition (`cdc run` adds its sink's)."""
     port = config.get("metrics.port")
     if port is None:
         return None
     host = config.get("metrics.host")
+    registry = worker_registry(herder)
+    for collector in collectors:
+        registry.register(collector)
     try:
-        server, thread = start_http_server(port, host, registry=worker_registry(herder))
+        server, thread = start_http_server(port, host, registry=registry)
     except OSError as e:
         raise ConfigException(
             f"metrics.port: cannot listen on {host}:{port} ({e.strerror}): another process may be using it; "

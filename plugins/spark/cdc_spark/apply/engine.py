@@ -30,6 +30,7 @@ from cdc_spark.apply.arrowutil import by_topic
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import BatchTooLargeError, Refused, SinkConfigError, driver_limit, naming_keys
 from cdc_spark.apply.latest import decode, latest_and_earlier, topic_marks, truncate_marks
+from cdc_spark.apply.metrics import process_metrics
 from cdc_spark.apply.refused import PARTITION_RESULT, blank, lake_cells, rows_left_out
 from cdc_spark.apply.unchanged import flatten_latest
 from cdc_spark.decode import Deserializer, FlatBatch, JsonDeserializer, flatten
@@ -68,6 +69,7 @@ class ChangeApplier:
         self._poison: DataFrame | None = None  # this batch's poison events, under errors.tolerance=all
         self._parked: list[dict[str, Any]] = []  # this batch's refused rows: position, problem, error_class
         self.last_batch_id: int | None = None
+        self.metrics = process_metrics()  # per-table figures (apply/metrics.py), read by `cdc run`
 
     @property
     def target(self) -> Any:
@@ -104,6 +106,7 @@ class ChangeApplier:
                 self._dead_letter(events, batch_id)
             finally:
                 events.unpersist()
+        self.metrics.batch_done()
         log.info("batch %d applied to %s in %.2fs", batch_id, self.config.target, time.perf_counter() - started)
         self.last_batch_id = batch_id
         every = self.config.maintenance_interval_batches
@@ -141,6 +144,7 @@ class ChangeApplier:
             deadletter.stop_on_first(errors, self.config.table_for, failed)
         elif errors:
             self._poison = failed()
+            self.metrics.rejected(self.config.table_for(r["topic"]) for r in errors)
             log.debug("batch %d: %d poison events for the dead letters", batch_id, len(errors))
 
     @property
@@ -152,6 +156,7 @@ class ChangeApplier:
         in one write per batch (a replay overwrites the table's batch directory)."""
         if self._poison is None and not self._parked:
             return
+        self.metrics.rejected(self.config.table_for(p["topic"]) for p in self._parked)
         refused = deadletter.refused_records(events, self._parked, self._schemas) if self._parked else None
         where = []
         if self.config.deadletter_path:
@@ -281,6 +286,7 @@ class ChangeApplier:
                 continue  # every row refused
             with naming_keys(table, flat):  # errors name the table and key, and stop the query
                 self.target.apply(table, flat, batch_id)
+            self.metrics.applied(table, flat.table.num_rows, rows)
             t3 = time.perf_counter()
             log.debug("batch %d: %s flattened in %.2fs, applied in %.2fs", batch_id, table, t2 - t1, t3 - t2)
             self._tables.add(table)
@@ -300,6 +306,7 @@ class ChangeApplier:
                 continue
             with naming_keys(table, flat):
                 writer.apply(self.target.path(table), table, flat, batch_id)
+            self.metrics.applied(table, flat.table.num_rows, rows)
             self._tables.add(table)
 
     def _apply_postgres(self, changes: DataFrame) -> None:
@@ -316,6 +323,7 @@ class ChangeApplier:
         for row in applied.collect():
             if row["rows"] is not None:
                 self._tables.add(self.config.table_for(row["topic"]))
+                self.metrics.applied(self.config.table_for(row["topic"]), row["rows"])
             elif row["deleted"]:  # errors.tolerance=all: a delete applied without a value it refuses
                 log.warning("%s; the row is deleted, without that value of its old row", row["problem"])
             else:  # errors.tolerance=all: a row PostgreSQL refuses, left out
