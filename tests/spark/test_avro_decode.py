@@ -138,10 +138,11 @@ def test_records_that_are_not_avro_or_of_an_unknown_schema_are_named() -> None:
     key, value = good[0]
     unknown = value[:1] + (999).to_bytes(4, "big") + value[5:]
     truncated = value[: len(value) - 3]
-    records = [good[0], (key, b'{"op":"c"}'), good[1], (key, unknown), (key, truncated), good[2]]
+    records = [good[0], (key, b'{"op":"c"}'), good[1], (key, unknown), (key, truncated), good[2], (key, b"{}")]
     out = pa.Table.from_batches(list(decode_avro_batches(iter([_raw(records, TOPIC)]), lookup)))
     errors = {r["offset"]: r["__error"] for r in out.to_pylist() if r["__error"]}
-    assert set(errors) == {1, 3, 4}
+    assert set(errors) == {1, 3, 4, 6}
+    assert f"{TOPIC}-0@6: the record value is not Confluent Avro" in errors[6] and "first bytes: 7b 7d," in errors[6]
     assert f"{TOPIC}-0@1: the record value is not Confluent Avro" in errors[1] and "7b 22 6f 70" in errors[1]
     assert f"{TOPIC}-0@3: schema id 999 of the record value is unknown to the Schema Registry at mock://" in errors[3]
     assert f"{TOPIC}-0@4: the record value does not decode with its schema id" in errors[4]

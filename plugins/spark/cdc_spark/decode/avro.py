@@ -223,17 +223,15 @@ class AvroToJson:
     def _column(self, batch: pa.RecordBatch, col: pa.Array, is_key: bool, errors: dict[int, str]) -> pa.Array:
         n = len(col)
         valid = pc.is_valid(col)
-        lengths = pc.fill_null(pc.binary_length(col), _HEAD)
-        heads = pc.binary_slice(pc.fill_null(col, b"\0" * _HEAD), 0, _HEAD)
-        head_bytes = np.frombuffer(
-            pc.binary_join_element_wise(heads, b"").buffers()[2].to_pybytes()[: n * _HEAD] if n else b"", np.uint8
-        )
-        ok = pc.and_(pc.greater_equal(lengths, _HEAD), pc.equal(pc.binary_slice(heads, 0, 1), b"\0"))
-        ok_np = np.asarray(pc.fill_null(ok, False))
-        ids = np.zeros(n, np.int64)
-        if n and len(head_bytes) == n * _HEAD:
-            ids = head_bytes.reshape(n, _HEAD)[:, 1:].astype(np.int64)
-            ids = (ids[:, 0] << 24) | (ids[:, 1] << 16) | (ids[:, 2] << 8) | ids[:, 3]
+        # Every value cut or padded to exactly 5 bytes (a short or null one becomes zeros): one
+        # fixed-width block whose bytes 1-4 are the big-endian schema ids.
+        short = pc.fill_null(pc.less(pc.binary_length(col), _HEAD), True)
+        heads = pc.binary_slice(pc.if_else(short, pa.scalar(b"\0" * _HEAD, pa.binary()), col), 0, _HEAD)
+        start = int(np.frombuffer(heads.buffers()[1], np.int32, 1, heads.offset * 4)[0]) if n else 0
+        block = np.frombuffer(heads.buffers()[2], np.uint8, n * _HEAD, start) if n else np.zeros(0, np.uint8)
+        block = block.reshape(n, _HEAD).astype(np.int64)
+        ids = (block[:, 1] << 24) | (block[:, 2] << 16) | (block[:, 3] << 8) | block[:, 4]
+        ok_np = ~np.asarray(short) & (block[:, 0] == MAGIC_BYTE)
         valid_np = np.asarray(valid)
         what = "key" if is_key else "value"
         for i in np.flatnonzero(valid_np & ~ok_np):
