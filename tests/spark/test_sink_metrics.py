@@ -1,8 +1,8 @@
 """The sink's per-table figures (cdc_spark/apply/metrics.py, exported by `cdc run` as cdc_sink_*):
-after a seeded run of two tables through ChangeApplier, rows applied are each table's keys,
-rejected are the poison events dead-lettered under errors.tolerance=all, batches are the
-micro-batches that wrote the table, and the lag is the commit time minus the newest source
-commit time applied."""
+after a seeded run of two tables through ChangeApplier under errors.tolerance=all, rows applied
+are each table's keys but those whose row Delta refuses (a date of the year 10000), rejected are
+those and the poison events (both dead-lettered), batches are the micro-batches that wrote the
+table, and the lag is the commit time minus the newest source commit time the batch handled."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ import random
 from pathlib import Path
 from typing import Any
 
+from cdc.api.data import Schema
 from cdc.log.embedded import EmbeddedLog
 from cdc_spark.apply.metrics import TableFigures, process_metrics
 from tests.spark.events import Table, produce
 from tests.spark.helpers import delta_rows, run_available_now
+from tests.spark.test_error_keys import DATE
 
 SEED = random.randrange(2**32)
 BASE_TS = 1_700_000_000_000  # tests/spark/events.py: source.ts_ms = BASE_TS + seq
+YEAR_10000_DAY = 2_932_897  # 10000-01-01 in days since 1970
 
 
 def _events(rng: random.Random, table: Table, keys: int, start: int) -> tuple[list[Any], int]:
@@ -24,7 +27,7 @@ def _events(rng: random.Random, table: Table, keys: int, start: int) -> tuple[li
     records, seq = [], start
     for key in range(1, keys + 1):
         seq += 1
-        records.append(table.event("c", key, {"name": f"n{key}", "qty": key}, seq))
+        records.append(table.event("c", key, {"name": f"n{key}", "qty": key, "day": key}, seq))
     for _ in range(rng.randint(0, 3 * keys)):
         seq += 1
         key = rng.randint(1, keys)
@@ -34,9 +37,15 @@ def _events(rng: random.Random, table: Table, keys: int, start: int) -> tuple[li
 
 def test_figures_per_table_follow_a_seeded_run(spark: Any, tmp_path: Path) -> None:
     rng = random.Random(SEED)
-    alpha, beta = Table("shop.inv.alpha"), Table("shop.inv.beta")
+    alpha = Table("shop.inv.alpha", {"id": Schema.INT32_SCHEMA, "name": Schema.OPTIONAL_STRING_SCHEMA, "day": DATE})
+    beta = Table("shop.inv.beta")
     alpha_keys, beta_keys, poison = rng.randint(1, 40), rng.randint(1, 40), rng.randint(1, 5)
     alpha_records, alpha_seq = _events(rng, alpha, alpha_keys, 0)
+    # Keys whose latest event has a date Delta cannot hold (year 10000): parked, not applied.
+    refused = rng.sample(range(1, alpha_keys + 1), rng.randint(0, alpha_keys // 2))
+    for key in refused:
+        alpha_seq += 1
+        alpha_records.append(alpha.event("u", key, {"name": "late", "day": YEAR_10000_DAY}, alpha_seq))
     beta_records, beta_seq = _events(rng, beta, beta_keys, 10_000)
     state = str(tmp_path / "state")
     with EmbeddedLog(state) as log:
@@ -62,8 +71,8 @@ def test_figures_per_table_follow_a_seeded_run(spark: Any, tmp_path: Path) -> No
         a, b = after[table], before.get(table, TableFigures())
         return TableFigures(a.batches - b.batches, a.rows_applied - b.rows_applied, a.rows_rejected - b.rows_rejected)
 
-    assert len(delta_rows(str(tmp_path / "lake" / "shop_inv_alpha"))) == alpha_keys, SEED
-    assert delta("shop_inv_alpha") == TableFigures(batches, alpha_keys, poison), SEED
+    assert len(delta_rows(str(tmp_path / "lake" / "shop_inv_alpha"))) == alpha_keys - len(refused), SEED
+    assert delta("shop_inv_alpha") == TableFigures(batches, alpha_keys - len(refused), poison + len(refused)), SEED
     assert delta("shop_inv_beta") == TableFigures(batches, beta_keys, 0), SEED
     for table, newest in (("shop_inv_alpha", BASE_TS + alpha_seq), ("shop_inv_beta", BASE_TS + beta_seq)):
         figures = after[table]
