@@ -21,6 +21,10 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
   newest ids, 1k new ids) into a CDC_BENCH_LARGE_ROWS-row table (default 5M, 10 files),
   against delta-rs's merge with its defaults, best of 3 on fresh copies. The script checks
   that the Delta tables all hold the same rows.
+- Avro (issue 20): the same events written by AvroConverter's rules (Confluent's wire format,
+  the schemas in the embedded log's registry) to another log, applied by the same query with
+  decode=debezium-avro; the figure is its rows/s against the JSON query's, and the bytes per
+  record against JSON's. The script checks both lakes hold the same rows.
 - Not measured: SparkSession start and a 2,000-event warm-up batch (Python worker start-up).
 - Time: about 3 minutes on 2 cores, 17-24 s of it producing the events and ~20 s writing
   the large table.
@@ -57,7 +61,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from _common import best_of_pair, emit_throughput, note
+from _common import best_of_pair, emit, emit_throughput, note
 
 from cdc.log.base import TopicSpec
 from cdc.log.embedded import EmbeddedLog
@@ -127,6 +131,83 @@ def produce(state: Path) -> pa.Table:
             "__deleted": pa.array([r[1] == "d" for r in rows], pa.bool_()),
         }
     )
+
+
+def produce_avro(state: Path) -> float:
+    """The same events in Avro (Confluent's wire format: magic byte, registry id, fastavro body), their
+    schemas registered in the log's registry as AvroConverter registers them; returns bytes/record."""
+    import struct
+
+    import fastavro
+
+    from cdc.api.data import Schema, SchemaBuilder
+    from cdc.converters.avro.avro_data import AvroData
+    from cdc.log.schema_registry import open_schema_registry
+
+    row = (
+        SchemaBuilder.struct().name("bench.shop.items.Value").optional().field("id", Schema.INT32_SCHEMA)
+        .field("name", Schema.OPTIONAL_STRING_SCHEMA).field("qty", Schema.OPTIONAL_INT64_SCHEMA).build()
+    )  # fmt: skip
+    source = (
+        SchemaBuilder.struct().name("io.debezium.connector.mysql.Source").field("file", Schema.STRING_SCHEMA)
+        .field("pos", Schema.INT64_SCHEMA).field("row", Schema.INT32_SCHEMA).field("ts_ms", Schema.INT64_SCHEMA)
+        .build()
+    )  # fmt: skip
+    envelope = (
+        SchemaBuilder.struct().name("bench.shop.items.Envelope").field("before", row).field("after", row)
+        .field("source", source).field("op", Schema.STRING_SCHEMA).field("ts_ms", Schema.OPTIONAL_INT64_SCHEMA)
+        .build()
+    )  # fmt: skip
+    key = SchemaBuilder.struct().name("bench.shop.items.Key").field("id", Schema.INT32_SCHEMA).build()
+    data = AvroData()
+    total = 0
+    with EmbeddedLog(state, synchronous="NORMAL") as log:
+        store = open_schema_registry(log)
+        assert store is not None
+        writers = {}
+        for role, schema in (("key", key), ("value", envelope)):
+            w = data.writer(schema)
+            writers[role] = (struct.pack(">bI", 0, store.register(f"{TOPIC}-{role}", w.text)), w.codec)
+        store.close()
+        log.create_topics([TopicSpec(TOPIC, 2)])
+        producer = log.producer()
+        (khead, kcodec), (vhead, vcodec) = writers["key"], writers["value"]
+        for i in range(EVENTS):
+            k, rnd = i % KEYS, i // KEYS
+            op = "c" if rnd == 0 else ("d" if rnd == 4 and k % 10 == 0 else "u")
+            r = {"id": k, "name": f"item-{k}-{rnd}", "qty": i}
+            ts = 1_700_000_000_000 + i
+            src = {"file": "mysql-bin.000001", "pos": i + 4, "row": 0, "ts_ms": ts}
+            datum = {"before": r if op == "d" else None, "after": None if op == "d" else r, "source": src,
+                     "op": op, "ts_ms": ts}  # fmt: skip
+            kb, vb = io.BytesIO(), io.BytesIO()
+            kb.write(khead)
+            fastavro.schemaless_writer(kb, kcodec, {"id": k})
+            vb.write(vhead)
+            fastavro.schemaless_writer(vb, vcodec, datum)
+            total += kb.tell() + vb.tell()
+            producer.send(TOPIC, vb.getvalue(), key=kb.getvalue(), partition=k % 2)
+        assert producer.flush(300) == 0
+        producer.close()
+    return total / EVENTS
+
+
+def json_bytes_per_record() -> float:
+    return sum(len(k) + len(v) for k, v, _ in map(_event, range(0, EVENTS, max(1, EVENTS // 1000)))) / len(
+        range(0, EVENTS, max(1, EVENTS // 1000))
+    )
+
+
+def ours_avro(spark: object, state: Path, sink: dict, checkpoint: str) -> float:
+    from cdc_spark.pipeline import start_query
+
+    t0 = time.perf_counter()
+    options = {"state.dir": str(state), "topics": TOPIC, "decode": "debezium-avro"}
+    q = start_query(spark, options, sink, checkpoint, available_now=True)
+    q.awaitTermination()
+    if q.exception() is not None:
+        raise RuntimeError(str(q.exception()))
+    return time.perf_counter() - t0
 
 
 def _guarded_merge(final: pa.Table, path: str) -> None:
@@ -399,6 +480,17 @@ def main() -> None:
             bare_all,
             unit="rows/s",
         )
+
+        # Avro: the same events in Confluent's wire format, through the same query (decode=debezium-avro).
+        note("producing the same events in Avro ...")
+        avro_bytes = produce_avro(work / "avro_state")
+        ours_a = ours_avro(spark, work / "avro_state", {"target": "delta", "path": str(work / "avro_lake")},
+                           str(work / "ck_a"))  # fmt: skip
+        note(f"spark sink → delta from Avro: {ours_a:.2f}s (JSON: {ours_d:.2f}s)")
+        _same_rows(str(work / "lake" / TABLE), str(work / "avro_lake" / TABLE))
+        emit_throughput(f"spark sink to Delta from Avro vs from JSON, {EVENTS} events", rows, ours_a, ours_d, "rows/s")
+        emit("bytes per record (key + value), Avro vs JSON [lower is better]", avro_bytes, "bytes",
+             json_bytes_per_record())  # fmt: skip
 
         # Context: the apply step alone, the part of the sink the bare merge does the same work as.
         emit_throughput(
