@@ -117,14 +117,18 @@ class LiveView:
         self._live: Live | None = None
         self._swapped: list[tuple[logging.StreamHandler[Any], Any]] = []
         self._last: RenderableType = Text("")
+        self._last_source: tuple[Mapping[str, Any], float] = ({}, 0.0)
 
     # -- figures ------------------------------------------------------------------------------
     def _source(self) -> tuple[Mapping[str, Any], float]:
-        """The source task's last published metrics and their time (s); empty before any."""
+        """The source task's last published metrics and their time (s); empty before any. Once
+        the task is gone (`--until-caught-up` stops the source before the sink's last batches),
+        its last values stay."""
         for t in worker_view(self.herder).tasks:
             if t.type == "source" and t.metrics:
-                return t.metrics, (t.metrics_ms or 0) / 1000
-        return {}, 0.0
+                self._last_source = (t.metrics, (t.metrics_ms or 0) / 1000)
+                break
+        return self._last_source
 
     def render(self) -> RenderableType:
         values, at = self._source()
