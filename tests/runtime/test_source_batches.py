@@ -94,9 +94,7 @@ def test_a_write_failing_mid_batch_stores_nothing_past_the_last_durable_batch(
     _refuse_offset(state, bad)
     herder = _herder(state)
     try:
-        herder.put_connector_config(
-            {"name": "gen", "connector.class": connector, "topic": TOPIC, "count": str(COUNT)}
-        )
+        herder.put_connector_config({"name": "gen", "connector.class": connector, "topic": TOPIC, "count": str(COUNT)})
         _wait(lambda: herder.worker.status_store.get_task("gen", 0).state is State.FAILED, "the task to fail")
         trace = herder.worker.status_store.get_task("gen", 0).trace or ""
         assert "injected failure" in trace
