@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import socket
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ import pytest
 from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props, execute
 from tests.runtime.prometheus_scrape import names, scrape_until, value
-from tests.support.proc import CdcProcess, wait_for
+from tests.support.proc import CdcProcess, run_cdc, wait_for
 
 SEED = random.randrange(2**32)
 
@@ -112,3 +113,34 @@ def test_cdc_run_serves_source_connect_and_sink_metrics(tmp_path: Path, mariadb_
             proc.kill9()
     out = (tmp_path / "run.log").read_text(errors="replace")
     assert "┏" not in out and " rows/s │" not in out, "the live view is for terminals only"
+
+
+def test_a_metrics_port_out_of_range_is_one_line_at_its_key(tmp_path: Path) -> None:
+    port = random.Random(SEED).choice([-1, 65536, 10**6])
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        f"name: shop\nsource: {{connector.class: mysql, database.hostname: h, topic.prefix: p}}\n"
+        f"transport: {{type: embedded, state.dir: {tmp_path / 'state'}, metrics.port: {port}}}\n"
+        f"sink: {{type: delta, path: {tmp_path / 'lake'}}}\n"
+    )
+    res = run_cdc("validate", "--offline", str(job))
+    assert res.returncode == 2, res.stdout + res.stderr
+    problems = [line for line in (res.stdout + res.stderr).splitlines() if "metrics.port" in line]
+    assert len(problems) == 1, res.stdout + res.stderr
+    assert "transport['metrics.port']" in problems[0] and "use a port from 1 to 65535" in problems[0], problems
+
+
+def test_a_metrics_port_in_use_stops_the_run_in_one_line(tmp_path: Path, mariadb_db) -> None:
+    """Before the source starts: one line naming metrics.port and the fix, exit 2, nothing written."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        job = mysql_delta_job(tmp_path, "shop", connector_props(mariadb_db), {f"{mariadb_db.database}.t": "keys: [id]"})
+        job.write_text(job.read_text().replace("  type: embedded\n", f"  type: embedded\n  metrics.port: {port}\n", 1))
+        res = run_cdc("run", str(job), timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert f"metrics.port: cannot listen on 127.0.0.1:{port}" in last and "free port" in last, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "lake").exists()
