@@ -22,6 +22,7 @@ from cdc.rest.resources.loggers import loggers_router
 from cdc.rest.resources.metrics import metrics_router
 from cdc.rest.resources.root import root_router
 from cdc.rest.resources.schema_registry import install_schema_registry
+from cdc.rest.resources.signals import signals_router
 from cdc.runtime.herder import Herder
 
 
@@ -44,6 +45,7 @@ def create_app(
     app.include_router(root_router(cluster_id))
     app.include_router(connector_plugins_router(herder))
     app.include_router(connectors_router(herder))
+    app.include_router(signals_router(herder))
     app.include_router(loggers_router())
     app.include_router(metrics_router(herder))
     # transport=embedded: Confluent's Schema Registry API over the log's own registry
