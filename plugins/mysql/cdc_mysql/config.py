@@ -35,6 +35,8 @@ CONNECT_TIMEOUT_MS = "connect.timeout.ms"
 SNAPSHOT_MODE = "snapshot.mode"
 SNAPSHOT_LOCKING_MODE = "snapshot.locking.mode"
 SNAPSHOT_LOCK_TIMEOUT_MS = "snapshot.lock.timeout.ms"
+SNAPSHOT_MAX_THREADS = "snapshot.max.threads"
+SNAPSHOT_MAX_THREADS_MULTIPLIER = "snapshot.max.threads.multiplier"
 INCLUDE_QUERY = "include.query"
 GTID_SOURCE_INCLUDES = "gtid.source.includes"
 GTID_SOURCE_EXCLUDES = "gtid.source.excludes"
@@ -116,6 +118,24 @@ def config_def() -> ConfigDef:
         ValidString.in_ignore_case(*SNAPSHOT_MODES, *_MODE_ALIASES),
         Importance.MEDIUM,
         "When to snapshot: " + ", ".join(SNAPSHOT_MODES),
+    )
+    d.define(
+        SNAPSHOT_MAX_THREADS,
+        ConfigType.INT,
+        1,
+        Range.between(1, 64),
+        Importance.MEDIUM,
+        "Readers of the initial snapshot: above 1, tables and primary-key ranges of large tables are read at once "
+        "by that many reader processes, all in transactions of the snapshot's one consistent point",
+    )
+    d.define(
+        SNAPSHOT_MAX_THREADS_MULTIPLIER,
+        ConfigType.INT,
+        1,
+        Range.between(1, 64),
+        Importance.LOW,
+        "With snapshot.max.threads above 1, a large table is split into up to 2 x snapshot.max.threads x this "
+        "many primary-key ranges (each of at least 20000 estimated rows)",
     )
     d.define(
         SNAPSHOT_LOCKING_MODE,
@@ -287,6 +307,8 @@ class MySqlConnectorConfig(RelationalDatabaseConnectorConfig):
         self.snapshot_mode: str = self.get(SNAPSHOT_MODE).lower()
         self.locking_mode: str = self.get(SNAPSHOT_LOCKING_MODE).lower()
         self.lock_timeout_ms: int = self.get(SNAPSHOT_LOCK_TIMEOUT_MS)
+        self.snapshot_threads: int = self.get(SNAPSHOT_MAX_THREADS)
+        self.snapshot_threads_multiplier: int = self.get(SNAPSHOT_MAX_THREADS_MULTIPLIER)
         self.include_query: bool = self.get(INCLUDE_QUERY)
         self.gtid_filter: IncludeExclude = include_exclude(self.values(), GTID_SOURCE_INCLUDES, GTID_SOURCE_EXCLUDES)
         # Debezium's gtid.source.filter.dml.events: row events of other GTID sources are not emitted.

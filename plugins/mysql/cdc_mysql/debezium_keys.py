@@ -94,8 +94,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "snapshot.mode.configuration.based.start.stream": ("false", _BUILT_IN_MODES),
     "snapshot.mode.configuration.based.snapshot.on.schema.error": ("false", _BUILT_IN_MODES),
     "snapshot.mode.configuration.based.snapshot.on.data.error": ("false", _BUILT_IN_MODES),
-    "snapshot.max.threads": ("1", "the snapshot reads one table at a time"),
-    "snapshot.max.threads.multiplier": ("1", "the snapshot reads one table at a time"),
     "legacy.snapshot.max.threads": (None, "the snapshot reads one table at a time"),
     "snapshot.scan.all.columns.force": ("false", "the snapshot selects every column"),
     "snapshot.tables.order.by.row.count": ("disabled", "tables are snapshotted in name order"),

@@ -10,6 +10,7 @@ snapshot_start.py.
 from __future__ import annotations
 
 import logging
+import queue
 import re
 import threading
 import time
@@ -29,8 +30,11 @@ from cdc_mysql.debezium_keys import SNAPSHOT_INCLUDE_COLLECTIONS
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.lineage import BinlogLineage
 from cdc_mysql.offset_context import MySqlOffsetContext
-from cdc_mysql.schema import MySqlSchema, TableSchema
-from cdc_mysql.snapshot_start import SnapshotStart
+from cdc_mysql.schema import MySqlSchema
+from cdc_mysql.snapshot_parallel import ParallelRead, join_snapshot
+from cdc_mysql.snapshot_reader import ReaderProcess, connect_readers, props_for_readers
+from cdc_mysql.snapshot_records import Emit, compile_emit
+from cdc_mysql.snapshot_start import SnapshotStart, StartPoint
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef
 
@@ -118,16 +122,25 @@ class MySqlSnapshotChangeEventSource:
             captured=lambda c: captured_tables(c, self.config),
             open_connection=lambda: self.connection.connect(autocommit=True),
         )
+        readers = self._open_readers() if with_data and at is None else None
         try:
-            point = start.begin(read_position=at is None)
-            if at is not None:
-                offset = MySqlOffsetContext(at.file, at.pos, at.gtids, ts_sec=at.ts_sec)
-            else:
-                assert point is not None
-                offset = MySqlOffsetContext(point.file, point.pos, point.gtids)
-            tables = self._read_schema(conn)
-        finally:
-            start.release()
+            try:
+                point = start.begin(read_position=at is None)
+                if at is not None:
+                    offset = MySqlOffsetContext(at.file, at.pos, at.gtids, ts_sec=at.ts_sec)
+                else:
+                    assert point is not None
+                    offset = MySqlOffsetContext(point.file, point.pos, point.gtids)
+                    if readers is not None and not self._join(readers, start, cur, point):
+                        self._close_readers(readers)
+                        readers = None
+                tables = self._read_schema(conn)
+            finally:
+                start.release()
+        except BaseException:
+            if readers is not None:
+                self._close_readers(readers, kill=True)
+            raise
         if lineage is not None:
             offset.epoch, offset.server_identity = lineage.epoch, lineage.server_identity
         offset.snapshot = with_data
@@ -143,11 +156,62 @@ class MySqlSnapshotChangeEventSource:
             self.dispatcher.schema_change(table.db, ddl, source, offset.offset(), [change])
             self.schema.schema_for(table)
         yield
-        if with_data:
+        if with_data and readers is not None:
+            try:
+                yield from self._read_parallel(conn, readers, tables, offset)
+            except BaseException:
+                self._close_readers(readers, kill=True)
+                raise
+            self._close_readers(readers)
+        elif with_data:
             yield from self._read_data(conn, tables, offset)
         conn.commit()
         offset.snapshot = False
         return offset
+
+    # -- snapshot.max.threads > 1 ------------------------------------------------------------
+    def _open_readers(self) -> tuple[list[ReaderProcess], queue.Queue] | None:
+        """The reader processes of snapshot.max.threads > 1, connected before any lock is taken."""
+        if self.config.snapshot_threads <= 1:
+            return None
+        props = props_for_readers(self.config.originals())
+        return connect_readers(props, self.config.snapshot_threads, self.fetch_size)
+
+    def _join(
+        self, readers: tuple[list[ReaderProcess], queue.Queue], start: SnapshotStart, cur: Any, point: StartPoint
+    ) -> bool:
+        """Opens the readers' transactions at the snapshot's point; False (read on one connection) if that failed.
+
+        Under the global or table read locks no commit can come between the transactions. Without
+        them, MariaDB's reported snapshot positions must be the snapshot's; on MySQL the binlog
+        position must not have moved, with no GTID owned (snapshot_start.py)."""
+        consistent = join_snapshot(*readers, (point.file, point.pos) if self.is_mariadb else None)
+        if consistent and not self.is_mariadb and not start.holds_locks():
+            consistent = start.unmoved(cur, point)
+        if not consistent:
+            log.warning(
+                "Snapshot: a commit came between the snapshot's transaction and its readers' (snapshot.locking.mode="
+                "%s takes no lock), so the data is read on one connection; set snapshot.locking.mode=minimal for "
+                "snapshot.max.threads=%d to apply",
+                self.config.locking_mode, self.config.snapshot_threads,
+            )  # fmt: skip
+        return consistent
+
+    @staticmethod
+    def _close_readers(readers: tuple[list[ReaderProcess], queue.Queue], kill: bool = False) -> None:
+        for r in readers[0]:
+            r.close(kill)
+
+    def _read_parallel(
+        self, conn: Any, readers: tuple[list[ReaderProcess], queue.Queue], tables: list[TableDef],
+        offset: MySqlOffsetContext,
+    ) -> Iterator[None]:  # fmt: skip
+        run = ParallelRead(
+            readers[0], readers[1], self.schema, self.source_info, self.dispatcher, self.progress,
+            self.stop.is_set, 2 * self.config.snapshot_threads * self.config.snapshot_threads_multiplier,
+        )  # fmt: skip
+        tables = [t for t in tables if self._reads_rows_of(t)]
+        yield from run.run(conn, tables, offset, lambda t: self._estimate(conn, t), self._select_override)
 
     def _read_schema(self, conn: Any) -> list[TableDef]:
         tables = []
@@ -193,22 +257,18 @@ class MySqlSnapshotChangeEventSource:
         """
         snapshot_offset = offset.offset()
         completed = offset.completed().offset()
-        pending: tuple[TableSchema, dict[str, Any], int, bool] | None = None
+        pending: tuple[Emit, tuple[Any, ...], int, bool] | None = None
         self.progress.begin(len(tables))
 
-        def emit(p: tuple[TableSchema, dict[str, Any], int, bool], last_in_table: bool, final: bool) -> None:
-            ts, row, index, first_in_table = p
+        def emit(p: tuple[Emit, tuple[Any, ...], int, bool], last_in_table: bool, final: bool) -> None:
+            table_emit, values, index, first_in_table = p
             marker = SnapshotRecord.of(
                 first=index == 0 and first_in_table,
                 last=final,
                 first_in_table=first_in_table,
                 last_in_table=last_in_table,
             )
-            src = self.source_info.struct(
-                ts_ms=int(time.time() * 1000), db=ts.table.db, table=ts.table.name, server_id=0, file=offset.file,
-                pos=offset.pos, snapshot=marker,
-            )  # fmt: skip
-            self.dispatcher.read(ts, row, src, completed if final else snapshot_offset)
+            table_emit(values, marker.value, completed if final else snapshot_offset)
 
         tables = [t for t in tables if self._reads_rows_of(t)]
         for index, table in enumerate(tables):
@@ -226,15 +286,27 @@ class MySqlSnapshotChangeEventSource:
                     cur.execute(statement)
                     # The override's own columns, by name; a column it leaves out is null.
                     names = [d[0] for d in cur.description or ()]
+                table_emit = compile_emit(ts, names, self.source_info, self.dispatcher, offset.file, offset.pos)
+                true, row_progress = SnapshotRecord.TRUE.value, self.progress.row
                 while batch := cur.fetchmany(self.fetch_size):
                     if self.stop.is_set():
                         raise InterruptedError("snapshot stopped")
-                    for values in batch:
-                        if pending is not None:
-                            emit(pending, pending[2] != index, False)
-                        pending = (ts, dict(zip(names, values, strict=False)), index, first_in_table)
-                        first_in_table = False
-                        self.progress.row(table.id)
+                    if pending is not None:
+                        emit(pending, pending[2] != index, False)
+                        pending = None
+                    start = 0
+                    if first_in_table:
+                        first_in_table, start = False, 1
+                        if len(batch) > 1:  # rows follow: not the table's last
+                            emit((table_emit, batch[0], index, True), False, False)
+                        else:
+                            pending = (table_emit, batch[0], index, True)
+                    for values in batch[start:-1]:  # neither the table's first nor possibly its last: `true`
+                        table_emit(values, true, snapshot_offset)
+                    if len(batch) > start:
+                        pending = (table_emit, batch[-1], index, False)
+                    for _ in batch:
+                        row_progress(table.id)
                     yield
             self.progress.finish_table(table.id)
         if pending is not None:

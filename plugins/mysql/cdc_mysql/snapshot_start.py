@@ -157,6 +157,16 @@ class SnapshotStart:
                 len(self._locked_tables), self._held_ms(),
             )  # fmt: skip
 
+    def holds_locks(self) -> bool:
+        """Whether the global or the table read locks are held (no commit of a captured table can happen)."""
+        return self._global_lock or self._table_locks is not None
+
+    def unmoved(self, cur: Any, point: StartPoint) -> bool:
+        """MySQL without locks: the binlog is still at `point`, with no commit in flight (no GTID owned)."""
+        if self._binlog_position(cur) != (point.file, point.pos):
+            return False
+        return not self._gtid_state(cur).get("gtid_owned")
+
     def _held_ms(self) -> float:
         return (time.monotonic() - self._locked_at) * 1000
 

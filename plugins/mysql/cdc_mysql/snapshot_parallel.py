@@ -1,0 +1,216 @@
+"""The data part of an initial snapshot with `snapshot.max.threads` > 1 (Debezium's parallel snapshot).
+
+Readers (snapshot_reader.py) each hold a transaction opened WITH CONSISTENT SNAPSHOT at the
+snapshot's one point (see `join_snapshot`), and read chunks (snapshot_chunks.py): whole tables,
+and primary-key ranges of large ones. The task's thread turns their rows into the same `r`
+records the one-thread path emits, in another order across tables and chunks only; the rows of
+one key are in one chunk. Markers follow the one-thread path: `first` on the first row of the
+first table, `first_in_data_collection` on the first row of each table seen, one
+`last_in_data_collection` per table, and `last`, with the completed offset, on the very last
+record.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from cdc.api import ConnectException
+from cdc_debezium.progress import SnapshotProgress
+from cdc_debezium.source_info import SnapshotRecord
+from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.offset_context import MySqlOffsetContext
+from cdc_mysql.schema import MySqlSchema, TableSchema
+from cdc_mysql.snapshot_chunks import Chunk, plan_table
+from cdc_mysql.snapshot_reader import ReaderProcess
+from cdc_mysql.snapshot_records import Emit, compile_emit
+from cdc_mysql.source_info import SourceInfo
+from cdc_mysql.table import TableDef
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT = 2  # chunks queued per reader, so it never waits for the next one
+
+
+def join_snapshot(readers: list[ReaderProcess], inbox: queue.Queue, point: tuple[str, int] | None) -> bool:
+    """Opens every reader's transaction WITH CONSISTENT SNAPSHOT; False when one is not at `point`.
+
+    Called while the snapshot's locks are held. MariaDB reports each transaction's binlog
+    position, which must be the snapshot's own (`point`); with no report (MySQL) the caller
+    checks that nothing committed meanwhile.
+    """
+    for r in readers:
+        r.send("begin")
+    consistent = True
+    for _ in readers:
+        index, message = inbox.get(timeout=60)
+        if message[0] != "begun":
+            raise ConnectException(f"Snapshot reader {index} could not start its transaction: {message[-1]}")
+        file, pos = message[1], message[2]
+        if point is not None and file is not None and (file, pos) != point:
+            log.info("Snapshot reader %d started at %s:%s, not at the snapshot's %s:%d", index, file, pos, *point)
+            consistent = False
+    return consistent
+
+
+class ParallelRead:
+    def __init__(
+        self,
+        readers: list[ReaderProcess],
+        inbox: queue.Queue,
+        schema: MySqlSchema,
+        source_info: SourceInfo,
+        dispatcher: EventDispatcher,
+        progress: SnapshotProgress,
+        stopped: Callable[[], bool],
+        chunks_per_table: int,
+    ) -> None:
+        self.readers = readers
+        self.inbox = inbox
+        self.schema = schema
+        self.source_info = source_info
+        self.dispatcher = dispatcher
+        self.progress = progress
+        self.stopped = stopped
+        self.chunks_per_table = chunks_per_table
+
+    def plan(
+        self,
+        conn: Any,
+        tables: list[TableDef],
+        estimate: Callable[[TableDef], int],
+        override: Callable[[TableDef], str | None],
+    ) -> tuple[list[Chunk], dict[str, int], set[str]]:
+        """Every chunk in table order, the row estimates, and the tables read by their select override."""
+        chunks: list[Chunk] = []
+        estimates: dict[str, int] = {}
+        overridden: set[str] = set()
+        for table in tables:
+            estimates[table.id] = estimate(table)
+            statement = override(table)
+            if statement is not None:
+                chunks.append(Chunk(table.id, 0, 1, statement, ()))
+                overridden.add(table.id)
+                continue
+            chunks.extend(
+                plan_table(conn, table.db, table.name, table.primary_key, estimates[table.id], self.chunks_per_table)
+            )
+        return chunks, estimates, overridden
+
+    def run(
+        self,
+        conn: Any,
+        tables: list[TableDef],
+        offset: MySqlOffsetContext,
+        estimate: Callable[[TableDef], int],
+        override: Callable[[TableDef], str | None],
+    ) -> Iterator[None]:
+        snapshot_offset = offset.offset()
+        completed = offset.completed().offset()
+        by_id = {t.id: t for t in tables}
+        chunks, estimates, overridden = self.plan(conn, tables, estimate, override)
+        log.info("Snapshot: %d tables in %d chunks on %d readers", len(tables), len(chunks), len(self.readers))
+        first_table = tables[0].id if tables else None
+        remaining = {t.id: 0 for t in tables}
+        for c in chunks:
+            remaining[c.table_id] += 1
+        schemas: dict[str, TableSchema] = {t.id: self.schema.schema_for(t) for t in tables}
+        started: set[str] = set()
+        seen: set[str] = set()  # tables with a row out (the next one is not first_in_table)
+        pending: dict[str, tuple[Emit, tuple[Any, ...], bool]] = {}  # each table's latest row, not yet out
+        held: list[tuple[Emit, tuple[Any, ...], bool]] = []  # the last row of a finished table
+        held_table: list[str] = []
+        emitters: dict[int, Emit] = {}  # by chunk
+        compiled: dict[tuple[str, tuple[str, ...]], Emit] = {}
+        chunk_ids: dict[int, Chunk] = {}
+        todo = deque(enumerate(chunks))
+        true, row_progress = SnapshotRecord.TRUE.value, self.progress.row
+        self.progress.begin(len(tables))
+
+        def emit(p: tuple[Emit, tuple[Any, ...], bool], table_id: str, last_in_table: bool, final: bool) -> None:
+            table_emit, values, first_in_table = p
+            marker = SnapshotRecord.of(
+                first=first_in_table and table_id == first_table,
+                last=final,
+                first_in_table=first_in_table,
+                last_in_table=last_in_table,
+            )
+            table_emit(values, marker.value, completed if final else snapshot_offset)
+
+        def feed(reader: ReaderProcess) -> None:
+            while todo and reader.in_flight < IN_FLIGHT:
+                cid, chunk = todo.popleft()
+                chunk_ids[cid] = chunk
+                if chunk.table_id not in started:
+                    started.add(chunk.table_id)
+                    self.progress.start_table(chunk.table_id, estimates[chunk.table_id])
+                reader.send("chunk", cid, chunk.sql, chunk.args or None)
+                reader.in_flight += 1
+
+        for r in self.readers:
+            feed(r)
+        while any(remaining.values()):
+            if self.stopped():
+                raise InterruptedError("snapshot stopped")
+            try:
+                index, message = self.inbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            kind = message[0]
+            if kind == "rows":
+                tid, rows = chunk_ids[message[1]].table_id, message[2]
+                table_emit = emitters[message[1]]
+                start = 0
+                prev = pending.pop(tid, None)
+                if prev is not None:
+                    emit(prev, tid, False, False)
+                elif tid not in seen and rows:
+                    seen.add(tid)
+                    start = 1
+                    if len(rows) > 1:
+                        emit((table_emit, rows[0], True), tid, False, False)
+                    else:
+                        pending[tid] = (table_emit, rows[0], True)
+                for values in rows[start:-1]:
+                    table_emit(values, true, snapshot_offset)
+                if len(rows) > start:
+                    pending[tid] = (table_emit, rows[-1], False)
+                for _ in rows:
+                    row_progress(tid)
+                yield
+            elif kind == "names":
+                chunk = chunk_ids[message[1]]
+                table = by_id[chunk.table_id]
+                names = list(message[2]) if chunk.table_id in overridden else [c.name for c in table.columns]
+                ckey = (chunk.table_id, tuple(names))
+                if ckey not in compiled:
+                    compiled[ckey] = compile_emit(
+                        schemas[chunk.table_id], names, self.source_info, self.dispatcher, offset.file, offset.pos
+                    )
+                emitters[message[1]] = compiled[ckey]
+            elif kind == "done":
+                chunk = chunk_ids.pop(message[1])
+                emitters.pop(message[1], None)
+                reader = self.readers[index]
+                reader.in_flight -= 1
+                feed(reader)
+                remaining[chunk.table_id] -= 1
+                if remaining[chunk.table_id] == 0:
+                    self.progress.finish_table(chunk.table_id)
+                    last = pending.pop(chunk.table_id, None)
+                    if last is not None:
+                        if held:
+                            emit(held[0], held_table[0], True, False)
+                            held.clear()
+                            held_table.clear()
+                        held.append(last)
+                        held_table.append(chunk.table_id)
+            else:
+                raise ConnectException(f"Snapshot reader {index} failed: {message[-1]}")
+        if held:
+            emit(held[0], held_table[0], True, True)
+        self.progress.complete()
+        yield
