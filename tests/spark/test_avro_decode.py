@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import decimal
 import io
+import socket
 from typing import Any
 
 import fastavro
 import pyarrow as pa
+import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -176,3 +178,26 @@ def test_plain_payloads_are_recognised_and_the_rest_goes_the_exact_way() -> None
     assert not PlainPayloads(__import__("json").loads(AvroData().writer(int_keys).text)).plain  # MapEntry array
     floats = SchemaBuilder.array(Schema.FLOAT64_SCHEMA).build()
     assert not PlainPayloads(__import__("json").loads(AvroData().writer(floats).text)).plain
+
+
+def test_the_sinks_registry_settings_and_an_unreachable_registry_are_one_line() -> None:
+    from cdc_spark.decode.avro import EmbeddedSchemas, UrlSchemas, schema_lookup
+    from cdc_spark.source.options import SourceOptionError, SourceOptions
+
+    with pytest.raises(SourceOptionError, match="decode=debezium-avro with transport=kafka needs the option schema"):
+        SourceOptions.parse(
+            {"transport": "kafka", "bootstrap.servers": "h:9", "topics": "t", "decode": "debezium-avro"}
+        )
+    opts = SourceOptions.parse(
+        {"state.dir": "/s", "topics": "t", "decode": "debezium-avro", "schema.registry.ssl.ca.location": "/ca.pem"}
+    )
+    assert opts.registry == {"schema.registry.ssl.ca.location": "/ca.pem"}
+    assert isinstance(schema_lookup(opts.transport, opts.state_dir, dict(opts.registry)), EmbeddedSchemas)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"  # nothing listens once the socket is closed
+    lookup = schema_lookup("kafka", None, {"schema.registry.url": url})
+    assert isinstance(lookup, UrlSchemas)
+    with pytest.raises(RuntimeError) as e:
+        lookup.texts({1})
+    assert f"the Schema Registry at {url} is unreachable" in str(e.value) and "\n" not in str(e.value)
