@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cdc.api import SourceRecord, Struct
+from cdc.api import Headers, SourceRecord, Struct
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.schema import TableSchema
 from cdc_mysql.source_info import SourceInfo
@@ -23,6 +23,22 @@ from cdc_mysql.value_converters import IDENTITY, Converter
 
 # emit(values, marker, offset): buffers the `r` record of one result row.
 Emit = Callable[[tuple[Any, ...], str, dict[str, Any]], None]
+
+
+# The attributes SourceRecord's constructor sets; the emitter sets them itself while they are all there is.
+RECORD_FIELDS = frozenset(
+    ("source_partition", "source_offset", "topic", "kafka_partition", "key_schema", "key", "value_schema", "value",
+     "timestamp", "headers")
+)  # fmt: skip
+
+
+def _record_slots() -> frozenset[str]:
+    return frozenset(name for cls in SourceRecord.__mro__ for name in getattr(cls, "__slots__", ()))
+
+
+def _struct(target: str, schema: str, values: str) -> str:
+    """`target = Struct.from_values(schema, [values])` inlined (the values are the schema's fields, in order)."""
+    return f"{target} = new(Struct); {target}.schema = {schema}; {target}._values = [{values}]"
 
 
 def _exprs(columns: list[tuple[str, Converter]], position: dict[str, int], ns: dict[str, Any], tag: str) -> str | None:
@@ -52,9 +68,9 @@ def compile_emit(
         source_parts[index[name]] = expr
     ns: dict[str, Any] = {f"s{i}": v for i, v in enumerate(template._values)}
     ns.update(
-        from_values=Struct.from_values, time=time.time, time_ns=time.time_ns, SourceRecord=SourceRecord,
-        dict=dict, zip=zip, names=list(names), value_of=ts.value, key_of=ts.key, vschema=ts.value_schema,
-        kschema=ts.key_schema, sschema=sschema, eschema=ts.envelope.schema, topic=ts.topic,
+        new=object.__new__, Struct=Struct, Headers=Headers, time=time.time, time_ns=time.time_ns,
+        SourceRecord=SourceRecord, dict=dict, zip=zip, names=list(names), value_of=ts.value, key_of=ts.key,
+        vschema=ts.value_schema, kschema=ts.key_schema, sschema=sschema, eschema=ts.envelope.schema, topic=ts.topic,
         partition=dispatcher.partition, buffer=dispatcher.buffer,
     )  # fmt: skip
     value_expr = _exprs(ts.value_columns, position, ns, "v")
@@ -62,24 +78,34 @@ def compile_emit(
     if value_expr is None or key_expr is None:
         build = "    row = dict(zip(names, values))\n    after = value_of(row)\n    key = key_of(row)\n"
     else:
-        key_build = "None" if ts.key_schema is None else f"from_values(kschema, [{key_expr}])"
+        key_build = "key = None" if ts.key_schema is None else _struct("key", "kschema", key_expr)
         build = (
             "    try:\n"
-            f"        after = from_values(vschema, [{value_expr}])\n"
-            f"        key = {key_build}\n"
+            f"        {_struct('after', 'vschema', value_expr)}\n"
+            f"        {key_build}\n"
             "    except Exception:\n"  # the builders' own path: failure handling mode, exact errors
             "        row = dict(zip(names, values))\n"
             "        after = value_of(row)\n"
             "        key = key_of(row)\n"
         )
+    if _record_slots() == RECORD_FIELDS:
+        record = (
+            "    r = new(SourceRecord); r.source_partition = partition; r.source_offset = offset; r.topic = topic\n"
+            "    r.kafka_partition = None; r.key_schema = kschema; r.key = key; r.value_schema = eschema\n"
+            "    r.value = value; r.timestamp = None; r.headers = Headers()\n"
+            "    buffer.append(r)\n"
+        )
+    else:  # SourceRecord changed shape: its own constructor
+        record = "    buffer.append(SourceRecord(partition, offset, topic, None, kschema, key, eschema, value))\n"
+    envelope = "None, after, src, None, 'r', ns // 1000000, ns // 1000, ns"
     source = (
         "def emit(values, marker, offset):\n"
         "    ms = int(time() * 1000)\n"
         f"{build}"
-        f"    src = from_values(sschema, [{', '.join(source_parts)}])\n"
+        f"    {_struct('src', 'sschema', ', '.join(source_parts))}\n"
         "    ns = time_ns()\n"
-        "    value = from_values(eschema, [None, after, src, None, 'r', ns // 1000000, ns // 1000, ns])\n"
-        "    buffer.append(SourceRecord(partition, offset, topic, None, kschema, key, eschema, value))\n"
+        f"    {_struct('value', 'eschema', envelope)}\n"
+        f"{record}"
     )
     exec(compile(source, f"<snapshot emit {ts.table.id}>", "exec"), ns)
     emit: Emit = ns["emit"]
