@@ -218,13 +218,15 @@ def test_partitioning_a_target_that_cannot_be_partitioned(tmp_path: Path) -> Non
         "      mode: scd1\n", "      mode: scd1\n      partition.by: [day]\n"
     )
     line = one_error(tmp_path, text, "--offline")
-    assert "sink: partition.by (" in line and "target=delta" in line
+    # At the YAML path the user wrote, in the job's own words (type, not the sink's target=).
+    assert "job.yaml:21: sink.tables['shop.orders']['partition.by']:" in line and "for type delta" in line
 
 
 def test_tolerating_errors_without_a_dead_letter_target(tmp_path: Path) -> None:
     text = GOOD.replace("  path: ./lake\n", "  path: ./lake\n  errors.tolerance: all\n")
     line = one_error(tmp_path, text, "--offline")
-    assert "sink: errors.tolerance=all needs" in line and "errors.deadletterqueue.topic.name" in line
+    assert "sink['errors.tolerance']: errors.tolerance=all needs" in line
+    assert "errors.deadletterqueue.topic.name" in line
 
 
 def test_dead_letter_topic_and_per_table_options_reach_the_sink(tmp_path: Path) -> None:
