@@ -99,8 +99,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "snapshot.tables.order.by.row.count": ("disabled", "tables are snapshotted in name order"),
     "query.fetch.size": ("0", "snapshot.fetch.size sets the rows per fetch"),
     "incremental.snapshot.allow.schema.changes": ("false", _NO_INCREMENTAL),
-    "notification.enabled.channels": (None, "no notifications are sent"),
-    "notification.sink.topic.name": (None, "no notifications are sent"),
     # events and records
     "post.processors": (None, "no post processors run"),
     "unavailable.value.placeholder": ("__debezium_unavailable_value", "full row images have no unavailable values"),

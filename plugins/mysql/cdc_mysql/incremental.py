@@ -30,6 +30,7 @@ import pymysql.cursors
 
 from cdc.api import Struct
 from cdc_debezium.envelope import Operation
+from cdc_debezium.notifications import EMPTY, NO_PRIMARY_KEY, SQL_EXCEPTION, UNKNOWN_SCHEMA, IncrementalSnapshotNotifier
 from cdc_debezium.signals import record as signal_types
 from cdc_debezium.signals.channels import open_channels
 from cdc_debezium.signals.config import SignalConfig
@@ -114,6 +115,7 @@ class MySqlIncrementalSnapshot:
         self._forward: Callable[..., None] = dispatcher.change
         self.rows_emitted = 0
         self.chunks = 0
+        self.notify = IncrementalSnapshotNotifier(_props(task_context), config.topic_prefix, dispatcher._put)
         if self.ctx.running:
             log.info(
                 "Resuming the incremental snapshot of %s after key %s",
@@ -218,6 +220,7 @@ class MySqlIncrementalSnapshot:
         # the chunk is durable reads the whole chunk again; the last row's offset moves past it.
         before = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
         before.update(ctx.offset())
+        table_id = ctx.current.id if ctx.current is not None else ""
         rows = ctx.close_window()
         self._sync()
         after = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
@@ -233,6 +236,7 @@ class MySqlIncrementalSnapshot:
             self.dispatcher.read(ts, values, src, after if i == last else before)
         self.rows_emitted += len(rows)
         self.chunks += 1
+        self.notify.chunk(ctx, table_id, len(rows))
         if not ctx.running:
             log.info("Incremental snapshot completed (%d rows in %d chunks)", self.rows_emitted, self.chunks)
 
@@ -250,6 +254,7 @@ class MySqlIncrementalSnapshot:
             return
         added = self.ctx.add(collections, signal_id)
         self._sync()
+        self.notify.started(self.ctx, signal_id, [c.id for c in added])
         log.info(
             "Signal %r: incremental snapshot of %s queued%s",
             signal_id, ", ".join(c.id for c in added) or "(already queued)",
@@ -259,14 +264,17 @@ class MySqlIncrementalSnapshot:
     def stop_collections(self, ids: set[str] | None, signal_id: str) -> None:
         dropped = self.ctx.remove(ids)
         self._sync()
+        self.notify.aborted(self.ctx, signal_id, dropped)
         log.info("Signal %r: incremental snapshot of %s stopped", signal_id, ", ".join(dropped) or "nothing")
 
     def pause(self, signal_id: str) -> None:
         self.ctx.paused = True
+        self.notify.paused(self.ctx)
         log.info("Signal %r: incremental snapshot paused", signal_id)
 
     def resume(self, signal_id: str) -> None:
         self.ctx.paused = False
+        self.notify.resumed(self.ctx)
         log.info("Signal %r: incremental snapshot resumed", signal_id)
 
     # -- polled work ---------------------------------------------------------------------------
@@ -372,7 +380,7 @@ class MySqlIncrementalSnapshot:
             ts = None
         if ts is None:
             log.warning("Incremental snapshot of %s skipped: the table does not exist", current.id)
-            self._done_with(current)
+            self._done_with(current, UNKNOWN_SCHEMA)
             return
         key_names = [name for name, _ in ts.key_columns]
         order = [current.surrogate_key] if current.surrogate_key else key_names
@@ -382,7 +390,7 @@ class MySqlIncrementalSnapshot:
                 "(and a surrogate-key in the signal) to snapshot it incrementally",
                 current.id,
             )
-            self._done_with(current)
+            self._done_with(current, NO_PRIMARY_KEY)
             return
         db, name = _split(current.id)
         table = f"{_q(db)}.{_q(name)}"
@@ -397,7 +405,7 @@ class MySqlIncrementalSnapshot:
                     top = cur.fetchone()
                     if top is None:
                         log.info("Incremental snapshot of %s: the table is empty", current.id)
-                        self._done_with(current)
+                        self._done_with(current, EMPTY)
                         return
                     ctx.maximum_key = tuple(top)
                     self._sync()
@@ -435,7 +443,7 @@ class MySqlIncrementalSnapshot:
                 "additional-conditions filter and the table",
                 current.id, e,
             )  # fmt: skip
-            self._done_with(current)
+            self._done_with(current, SQL_EXCEPTION)
             return
 
     def _watermark(self, cur: Any, chunk_id: str, which: str, table_id: str) -> None:
@@ -458,10 +466,11 @@ class MySqlIncrementalSnapshot:
                 log.debug("closing the incremental snapshot connection: %s", e)
         self._conn = None
 
-    def _done_with(self, current: Collection) -> None:
+    def _done_with(self, current: Collection, status: str) -> None:
         if self.ctx.current is current:
             self.ctx.next_collection()
         self._sync()
+        self.notify.table_done(self.ctx, current.id, status)
 
 
 def _text(row: dict[str, Any], index: int) -> str | None:
@@ -471,3 +480,9 @@ def _text(row: dict[str, Any], index: int) -> str | None:
         return None
     v = values[index]
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _props(task_context: Any) -> dict[str, str]:
+    """The task's config, for the notification.* keys (Kafka Connect's SourceTaskContext.configs())."""
+    configs = getattr(task_context, "configs", None)
+    return dict(configs()) if callable(configs) else {}

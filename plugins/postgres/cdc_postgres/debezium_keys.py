@@ -164,8 +164,6 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
     "errors.retry.delay.initial.ms": ("reconnects back off from 0.5 s to 10 s", None),
     "errors.retry.delay.max.ms": ("reconnects back off from 0.5 s to 10 s", None),
     "retriable.restart.connector.wait.ms": ("reconnects back off from 0.5 s to 10 s", None),
-    "notification.enabled.channels": ("no notifications are sent", None),
-    "notification.sink.topic.name": ("no notifications are sent", None),
     "offset.mismatch.strategy": (
         "a stored offset behind the slot's confirmed position is always refused, unless snapshot.mode=when_needed",
         None,
@@ -218,7 +216,7 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
 _UNSUPPORTED_PREFIXES = {
     "signal.kafka.": "the kafka signal channel reads signal.kafka.topic in the worker's own log",
     "signal.consumer.": "the kafka signal channel reads signal.kafka.topic in the worker's own log",
-    "notification.": "no notifications are sent",
+    "notification.": "notifications go to the log and sink channels only",
     "openlineage.integration.": "no OpenLineage events are emitted",
 }
 _OVERRIDE_TABLE = re.compile(r"^snapshot\.select\.statement\.overrides\.(.+)$")

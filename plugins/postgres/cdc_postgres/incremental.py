@@ -32,6 +32,7 @@ from psycopg import sql
 from psycopg.adapt import Loader
 
 from cdc.api import SourceRecord
+from cdc_debezium.notifications import EMPTY, NO_PRIMARY_KEY, SQL_EXCEPTION, UNKNOWN_SCHEMA, IncrementalSnapshotNotifier
 from cdc_debezium.signals import record as signal_types
 from cdc_debezium.signals.channels import open_channels
 from cdc_debezium.signals.config import SignalConfig
@@ -110,6 +111,10 @@ class PostgresIncrementalSnapshot:
         self.rows_emitted = 0
         self.chunks = 0
         self._blocking_queue: list[Collection] = []
+        configs = getattr(task_context, "configs", None)
+        self.notify = IncrementalSnapshotNotifier(
+            dict(configs()) if callable(configs) else {}, topic_prefix, lambda r: self.emitter and self.emitter.emit(r)
+        )
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, streaming: Any) -> None:
@@ -225,6 +230,7 @@ class PostgresIncrementalSnapshot:
         # of the chunk is durable reads the whole chunk again; the last row's offset moves past it.
         before = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
         before.update(ctx.offset())
+        table_id = ctx.current.id if ctx.current is not None else ""
         rows = ctx.close_window()
         after = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
         after.update(ctx.offset())
@@ -235,6 +241,7 @@ class PostgresIncrementalSnapshot:
             self.emitter.read(table, values, pos, after if i == last else before, marker)
         self.rows_emitted += len(rows)
         self.chunks += 1
+        self.notify.chunk(ctx, table_id, len(rows))
         if not ctx.running:
             log.info("Incremental snapshot completed (%d rows in %d chunks)", self.rows_emitted, self.chunks)
 
@@ -252,18 +259,22 @@ class PostgresIncrementalSnapshot:
             )
             return
         added = self.ctx.add(collections, signal_id)
+        self.notify.started(self.ctx, signal_id, [c.id for c in added])
         log.info("Signal %r: incremental snapshot of %s queued", signal_id, ", ".join(c.id for c in added) or "none")
 
     def stop_collections(self, ids: set[str] | None, signal_id: str) -> None:
         dropped = self.ctx.remove(ids)
+        self.notify.aborted(self.ctx, signal_id, dropped)
         log.info("Signal %r: incremental snapshot of %s stopped", signal_id, ", ".join(dropped) or "nothing")
 
     def pause(self, signal_id: str) -> None:
         self.ctx.paused = True
+        self.notify.paused(self.ctx)
         log.info("Signal %r: incremental snapshot paused", signal_id)
 
     def resume(self, signal_id: str) -> None:
         self.ctx.paused = False
+        self.notify.resumed(self.ctx)
         log.info("Signal %r: incremental snapshot resumed", signal_id)
 
     # -- blocking snapshots ------------------------------------------------------------------
@@ -370,17 +381,18 @@ class PostgresIncrementalSnapshot:
             return None
         return self.schema.for_table(int(row[0]), schema_name, name)
 
-    def _done_with(self, current: Collection) -> None:
+    def _done_with(self, current: Collection, status: str) -> None:
         with self.lock:
             if self.ctx.current is current:
                 self.ctx.next_collection()
+            self.notify.table_done(self.ctx, current.id, status)
 
     def _read_chunk(self, current: Collection) -> None:
         conn = self._db()
         table = self._table(conn, current.id)
         if table is None:
             log.warning("Incremental snapshot of %s skipped: the table does not exist", current.id)
-            self._done_with(current)
+            self._done_with(current, UNKNOWN_SCHEMA)
             return
         key_names = [c.name for c in table.key_columns]
         order = [current.surrogate_key] if current.surrogate_key else key_names
@@ -390,7 +402,7 @@ class PostgresIncrementalSnapshot:
                 "(and a surrogate-key in the signal) to snapshot it incrementally",
                 current.id,
             )
-            self._done_with(current)
+            self._done_with(current, NO_PRIMARY_KEY)
             return
         schema_name, name = _split(current.id)
         relation = sql.Identifier(schema_name, name)
@@ -408,7 +420,7 @@ class PostgresIncrementalSnapshot:
                 ).fetchone()
                 if top is None:
                     log.info("Incremental snapshot of %s: the table is empty", current.id)
-                    self._done_with(current)
+                    self._done_with(current, EMPTY)
                     return
                 maximum = tuple(top)
                 with self.lock:
@@ -461,7 +473,7 @@ class PostgresIncrementalSnapshot:
                 "additional-conditions filter and the table",
                 current.id, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__,
             )  # fmt: skip
-            self._done_with(current)
+            self._done_with(current, SQL_EXCEPTION)
 
     def _watermark(self, conn: psycopg.Connection, chunk_id: str, which: str, table_id: str) -> None:
         schema_name, name = _split(self.signals.data_collection or "")

@@ -16,7 +16,10 @@ POLL_INTERVAL_MS = "signal.poll.interval.ms"
 CHUNK_SIZE = "incremental.snapshot.chunk.size"
 WATERMARKING = "incremental.snapshot.watermarking.strategy"
 CHANNELS = ("source", "kafka", "file")
-KEYS = (ENABLED_CHANNELS, DATA_COLLECTION, SIGNAL_FILE, KAFKA_TOPIC, POLL_INTERVAL_MS, CHUNK_SIZE, WATERMARKING)
+NOTIFICATION_CHANNELS = "notification.enabled.channels"  # cdc_debezium.notifications
+NOTIFICATION_TOPIC = "notification.sink.topic.name"
+KEYS = (ENABLED_CHANNELS, DATA_COLLECTION, SIGNAL_FILE, KAFKA_TOPIC, POLL_INTERVAL_MS, CHUNK_SIZE, WATERMARKING,
+        NOTIFICATION_CHANNELS, NOTIFICATION_TOPIC)  # fmt: skip
 STRATEGIES = ("insert_insert", "insert_delete")
 
 
@@ -91,6 +94,8 @@ def define(d: ConfigDef) -> ConfigDef:
         POLL_INTERVAL_MS: ("5000", "How often the file and kafka channels are read."),
         CHUNK_SIZE: ("1024", "Rows per incremental snapshot chunk."),
         WATERMARKING: ("insert_insert", "Incremental snapshot watermarks: insert_insert or insert_delete."),
+        NOTIFICATION_CHANNELS: (None, "Notification channels: log, sink (Debezium's snapshot notifications)."),
+        NOTIFICATION_TOPIC: (None, "The sink notification channel's topic."),
     }
     known = set(d.names())
     for key, (default, doc) in docs.items():
@@ -101,8 +106,11 @@ def define(d: ConfigDef) -> ConfigDef:
 
 def add_errors(props: Mapping[str, Any], by_name: Mapping[str, ConfigValue]) -> None:
     """A connector's `validate`: a bad signal or incremental snapshot value is an error on its key."""
+    from cdc_debezium.notifications import NotificationConfig
+
     try:
         SignalConfig.from_props(props, "")
+        NotificationConfig.from_props(props)
     except ConfigException as e:
         cv = by_name.get(e.name or "")
         if cv is not None:
