@@ -31,8 +31,9 @@ from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.lineage import BinlogLineage
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
+from cdc_mysql.snapshot_decoders import CONVERSIONS
 from cdc_mysql.snapshot_parallel import ParallelRead, join_snapshot
-from cdc_mysql.snapshot_reader import ReaderProcess, connect_readers, props_for_readers
+from cdc_mysql.snapshot_reader import ReaderProcess, await_connected, props_for_readers, spawn_readers
 from cdc_mysql.snapshot_records import Emit, compile_emit
 from cdc_mysql.snapshot_start import SnapshotStart, StartPoint
 from cdc_mysql.source_info import SourceInfo
@@ -100,15 +101,26 @@ class MySqlSnapshotChangeEventSource:
         instead of reading the current one (snapshot.mode=recovery). `lineage`: the epoch and
         server the offsets carry (lineage.py).
         """
-        conn = self.connection.connect(autocommit=False, cursorclass=pymysql.cursors.SSCursor)
+        readers = self._spawn_readers() if with_data and at is None else None  # they start while we connect
         try:
-            offset = yield from self._run(conn, with_data, at, lineage)
+            conn = self.connection.connect(autocommit=False, cursorclass=pymysql.cursors.SSCursor, conv=CONVERSIONS)
+        except BaseException:
+            if readers is not None:
+                self._close_readers(readers, kill=True)
+            raise
+        try:
+            offset = yield from self._run(conn, with_data, at, lineage, readers)
             return offset
         finally:
             conn.close()
 
     def _run(
-        self, conn: Any, with_data: bool, at: MySqlOffsetContext | None, lineage: BinlogLineage | None
+        self,
+        conn: Any,
+        with_data: bool,
+        at: MySqlOffsetContext | None,
+        lineage: BinlogLineage | None,
+        readers: tuple[list[ReaderProcess], queue.Queue] | None,
     ) -> Generator[None, None, MySqlOffsetContext]:
         cur = conn.cursor(pymysql.cursors.Cursor)
         cur.execute("SET SESSION time_zone = '+00:00'")
@@ -122,8 +134,9 @@ class MySqlSnapshotChangeEventSource:
             captured=lambda c: captured_tables(c, self.config),
             open_connection=lambda: self.connection.connect(autocommit=True),
         )
-        readers = self._open_readers() if with_data and at is None else None
         try:
+            if readers is not None:
+                await_connected(*readers)
             try:
                 point = start.begin(read_position=at is None)
                 if at is not None:
@@ -170,12 +183,12 @@ class MySqlSnapshotChangeEventSource:
         return offset
 
     # -- snapshot.max.threads > 1 ------------------------------------------------------------
-    def _open_readers(self) -> tuple[list[ReaderProcess], queue.Queue] | None:
-        """The reader processes of snapshot.max.threads > 1, connected before any lock is taken."""
+    def _spawn_readers(self) -> tuple[list[ReaderProcess], queue.Queue] | None:
+        """The reader processes of snapshot.max.threads > 1 (connected before any lock is taken)."""
         if self.config.snapshot_threads <= 1:
             return None
         props = props_for_readers(self.config.originals())
-        return connect_readers(props, self.config.snapshot_threads, self.fetch_size)
+        return spawn_readers(props, self.config.snapshot_threads, self.fetch_size)
 
     def _join(
         self, readers: tuple[list[ReaderProcess], queue.Queue], start: SnapshotStart, cur: Any, point: StartPoint

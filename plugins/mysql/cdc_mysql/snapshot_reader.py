@@ -100,6 +100,12 @@ class ReaderProcess:
         with contextlib.suppress(OSError, ValueError):
             self.send("close")
             self._stdin.close()
+        if kill:
+            self._reap()
+        else:  # an idle reader exits at once; nothing waits for it
+            threading.Thread(target=self._reap, name=f"snapshot-reader-{self.index}-exit", daemon=True).start()
+
+    def _reap(self) -> None:
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -115,6 +121,7 @@ def _child() -> None:  # pragma: no cover - runs in the reader process (covered 
 
     from cdc_mysql.config import MySqlConnectorConfig
     from cdc_mysql.connection import MySqlConnection
+    from cdc_mysql.snapshot_decoders import CONVERSIONS
 
     out, inp = sys.stdout.buffer, sys.stdin.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
@@ -122,7 +129,7 @@ def _child() -> None:  # pragma: no cover - runs in the reader process (covered 
         setup = read_frame(inp)
         config = MySqlConnectorConfig(setup["props"])
         fetch_size = int(setup["fetch_size"])
-        conn = MySqlConnection(config).connect(autocommit=False, cursorclass=pymysql.cursors.SSCursor)
+        conn = MySqlConnection(config).connect(autocommit=False, cursorclass=pymysql.cursors.SSCursor, conv=CONVERSIONS)
         with conn.cursor(pymysql.cursors.Cursor) as cur:
             cur.execute("SET SESSION time_zone = '+00:00'")
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -153,22 +160,20 @@ def _child() -> None:  # pragma: no cover - runs in the reader process (covered 
             write_frame(out, ("error", f"{type(e).__name__}: {e}"))
 
 
-def connect_readers(props: dict[str, str], count: int, fetch_size: int) -> tuple[list[ReaderProcess], queue.Queue]:
-    """`count` reader processes, connected (not yet in a transaction); started before any lock is taken."""
+def spawn_readers(props: dict[str, str], count: int, fetch_size: int) -> tuple[list[ReaderProcess], queue.Queue]:
+    """`count` reader processes, starting and connecting (`await_connected` waits for them)."""
     inbox: queue.Queue[Any] = queue.Queue(maxsize=4 * count + 4)
-    readers = [ReaderProcess(i, props, fetch_size, inbox) for i in range(count)]
-    waiting = set(range(count))
-    try:
-        while waiting:
-            index, message = inbox.get(timeout=60)
-            if message[0] != "connected":
-                raise ConnectException(f"Snapshot reader {index} could not connect: {message[-1]}")
-            waiting.discard(index)
-    except BaseException:
-        for r in readers:
-            r.close(kill=True)
-        raise
-    return readers, inbox
+    return [ReaderProcess(i, props, fetch_size, inbox) for i in range(count)], inbox
+
+
+def await_connected(readers: list[ReaderProcess], inbox: queue.Queue) -> None:
+    """Waits until every reader is connected (not yet in a transaction)."""
+    waiting = {r.index for r in readers}
+    while waiting:
+        index, message = inbox.get(timeout=60)
+        if message[0] != "connected":
+            raise ConnectException(f"Snapshot reader {index} could not connect: {message[-1]}")
+        waiting.discard(index)
 
 
 def props_for_readers(originals: dict[str, Any]) -> dict[str, str]:
