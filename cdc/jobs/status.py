@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdc.jobs import incremental_status
 from cdc.jobs.lock import JobLock, JobRunningError
 from cdc.jobs.run import checkpoint_dir
 from cdc.jobs.spec import JobSpec
@@ -45,6 +46,7 @@ class TableStatus:
     lag_ms: int | None = None  # age of the oldest unapplied change; 0 when caught up
     snapshot_rows: int | None = None
     snapshot_estimate: int | None = None
+    incremental: dict[str, Any] | None = None  # a running incremental snapshot's progress (incremental_status)
 
 
 @dataclass
@@ -231,6 +233,18 @@ def _collect_tables(job: JobSpec, log_: TopicLog, status: JobStatus, now_ms: int
             t.lag_ms = max(0, now_ms - oldest_pending)
         t.snapshot_rows, t.snapshot_estimate = _snapshot_counts(status.metrics, table)
         status.tables.append(t)
+    _add_incremental(job, log_, status, prefix)
+
+
+def _add_incremental(job: JobSpec, log_: TopicLog, status: JobStatus, prefix: str) -> None:
+    """The running incremental snapshot's tables: progress on theirs, a row for one with no topic yet."""
+    by_table = {t.table: t for t in status.tables}
+    topics = {name: t.topic for name, t in by_table.items()}
+    for table, p in incremental_status.progress(job, log_, status.source_offset, topics).items():
+        if table not in by_table:
+            by_table[table] = TableStatus(table, f"{prefix}.{table}")
+            status.tables.append(by_table[table])
+        by_table[table].incremental = p.to_json()
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -244,6 +258,8 @@ def _duration(ms: int | None) -> str:
 
 
 def _snapshot_cell(t: TableStatus, metrics: dict[str, Any], offset: dict[str, Any] | None) -> str:
+    if t.incremental is not None:
+        return incremental_status.IncrementalProgress(**t.incremental).cell()
     if t.snapshot_rows is None:
         # A later run streams only; its stored offset says the snapshot finished long ago.
         finished = metrics.get("SnapshotCompleted") or (offset and str(offset.get("snapshot", "false")) == "false")
