@@ -160,3 +160,30 @@ def test_signals_sit_behind_basic_auth_and_the_host_guard(mariadb_db: MariaDbSer
         assert len(path.read_text().splitlines()) == 1
     finally:
         r.close()
+
+
+def test_the_postgres_plugin_writes_the_signal_table_with_the_connectors_settings(postgres_db: Any) -> None:
+    """The source channel's delivery for PostgreSQL (the REST action and `cdc signal` share it)."""
+    from cdc.runtime.signal_delivery import Signal, deliver, table_writer_for
+    from cdc_postgres.connector import PostgresConnector
+    from tests.postgres.harness import connector_props as pg_props
+
+    with postgres_db.connect(autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.sig (id varchar(42) PRIMARY KEY, type varchar(32), data varchar(2048))")
+    config = pg_props(postgres_db, signal__data__collection="public.sig")
+    signal = Signal("pg-1", "execute-snapshot", {"data-collections": ["public.t"]})
+
+    def no_log() -> Any:
+        raise AssertionError("the source channel opens no log")
+
+    where = deliver(config, signal, table_writer=table_writer_for(PostgresConnector), topic_log=no_log)
+    assert where == "signal table public.sig"
+    with postgres_db.connect(autocommit=True) as conn:
+        rows = conn.execute("SELECT id, type, data FROM public.sig").fetchall()
+    assert rows == [("pg-1", "execute-snapshot", json.dumps({"data-collections": ["public.t"]}))]
+    config["database.password"] = "wrong-" + str(random.Random(5).random())
+    config["database.user"] = "nobody_here"
+    with pytest.raises(Exception) as refused:
+        deliver(config, signal, table_writer=table_writer_for(PostgresConnector), topic_log=no_log)
+    message = str(refused.value)
+    assert "public.sig" in message and "\n" not in message, message
