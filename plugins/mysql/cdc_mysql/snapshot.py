@@ -33,7 +33,7 @@ from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
 from cdc_mysql.snapshot_decoders import CONVERSIONS
 from cdc_mysql.snapshot_parallel import ParallelRead, join_snapshot
-from cdc_mysql.snapshot_reader import ReaderProcess, await_connected, props_for_readers, spawn_readers
+from cdc_mysql.snapshot_reader import ReaderProcess, await_connected, reader_setup, spawn_readers
 from cdc_mysql.snapshot_records import Emit, compile_emit
 from cdc_mysql.snapshot_start import SnapshotStart, StartPoint
 from cdc_mysql.source_info import SourceInfo
@@ -187,8 +187,8 @@ class MySqlSnapshotChangeEventSource:
         """The reader processes of snapshot.max.threads > 1 (connected before any lock is taken)."""
         if self.config.snapshot_threads <= 1:
             return None
-        props = props_for_readers(self.config.originals())
-        return spawn_readers(props, self.config.snapshot_threads, self.fetch_size)
+        setup = reader_setup(self.connection.settings(), self.config.originals(), self.fetch_size)
+        return spawn_readers(setup, self.config.snapshot_threads - 1)  # the snapshot's own connection reads too
 
     def _join(
         self, readers: tuple[list[ReaderProcess], queue.Queue], start: SnapshotStart, cur: Any, point: StartPoint
@@ -222,6 +222,7 @@ class MySqlSnapshotChangeEventSource:
         run = ParallelRead(
             readers[0], readers[1], self.schema, self.source_info, self.dispatcher, self.progress,
             self.stop.is_set, 2 * self.config.snapshot_threads * self.config.snapshot_threads_multiplier,
+            self.fetch_size,
         )  # fmt: skip
         tables = [t for t in tables if self._reads_rows_of(t)]
         yield from run.run(conn, tables, offset, lambda t: self._estimate(conn, t), self._select_override)

@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pymysql.cursors
+
 from cdc.api import ConnectException
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.source_info import SnapshotRecord
@@ -25,7 +27,7 @@ from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema, TableSchema
 from cdc_mysql.snapshot_chunks import Chunk, plan_table
-from cdc_mysql.snapshot_reader import ReaderProcess
+from cdc_mysql.snapshot_reader import ReaderProcess, reader_failure
 from cdc_mysql.snapshot_records import Emit, compile_emit
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef
@@ -33,6 +35,35 @@ from cdc_mysql.table import TableDef
 log = logging.getLogger(__name__)
 
 IN_FLIGHT = 2  # chunks queued per reader, so it never waits for the next one
+
+
+class OwnReader:
+    """The snapshot's own connection as one more reader: a chunk's SELECT fetched batch by batch, in
+    the messages the reader processes send."""
+
+    def __init__(self, conn: Any, fetch_size: int) -> None:
+        self.conn = conn
+        self.fetch_size = fetch_size
+        self.cursor: Any | None = None
+        self.chunk_id = -1
+
+    def idle(self) -> bool:
+        return self.cursor is None
+
+    def open(self, chunk_id: int, chunk: Chunk) -> tuple[Any, ...]:
+        self.cursor = self.conn.cursor(pymysql.cursors.SSCursor)
+        self.chunk_id = chunk_id
+        self.cursor.execute(chunk.sql, chunk.args or None)
+        return ("names", chunk_id, [d[0] for d in self.cursor.description or ()])
+
+    def step(self) -> tuple[Any, ...]:
+        assert self.cursor is not None
+        rows = self.cursor.fetchmany(self.fetch_size)
+        if rows:
+            return ("rows", self.chunk_id, rows)
+        self.cursor.close()
+        self.cursor = None
+        return ("done", self.chunk_id, 0)
 
 
 def join_snapshot(readers: list[ReaderProcess], inbox: queue.Queue, point: tuple[str, int] | None) -> bool:
@@ -67,6 +98,7 @@ class ParallelRead:
         progress: SnapshotProgress,
         stopped: Callable[[], bool],
         chunks_per_table: int,
+        fetch_size: int,
     ) -> None:
         self.readers = readers
         self.inbox = inbox
@@ -76,6 +108,7 @@ class ParallelRead:
         self.progress = progress
         self.stopped = stopped
         self.chunks_per_table = chunks_per_table
+        self.fetch_size = fetch_size
 
     def plan(
         self,
@@ -112,7 +145,7 @@ class ParallelRead:
         completed = offset.completed().offset()
         by_id = {t.id: t for t in tables}
         chunks, estimates, overridden = self.plan(conn, tables, estimate, override)
-        log.info("Snapshot: %d tables in %d chunks on %d readers", len(tables), len(chunks), len(self.readers))
+        log.info("Snapshot: %d tables in %d chunks on %d connections", len(tables), len(chunks), len(self.readers) + 1)
         first_table = tables[0].id if tables else None
         remaining = {t.id: 0 for t in tables}
         for c in chunks:
@@ -150,15 +183,8 @@ class ParallelRead:
                 reader.send("chunk", cid, chunk.sql, chunk.args or None)
                 reader.in_flight += 1
 
-        for r in self.readers:
-            feed(r)
-        while any(remaining.values()):
-            if self.stopped():
-                raise InterruptedError("snapshot stopped")
-            try:
-                index, message = self.inbox.get(timeout=0.2)
-            except queue.Empty:
-                continue
+        def handle(index: int, message: tuple[Any, ...]) -> bool:
+            """Takes one message of reader `index` (-1: this connection); True when rows went out."""
             kind = message[0]
             if kind == "rows":
                 tid, rows = chunk_ids[message[1]].table_id, message[2]
@@ -180,8 +206,8 @@ class ParallelRead:
                     pending[tid] = (table_emit, rows[-1], False)
                 for _ in rows:
                     row_progress(tid)
-                yield
-            elif kind == "names":
+                return True
+            if kind == "names":
                 chunk = chunk_ids[message[1]]
                 table = by_id[chunk.table_id]
                 names = list(message[2]) if chunk.table_id in overridden else [c.name for c in table.columns]
@@ -191,12 +217,14 @@ class ParallelRead:
                         schemas[chunk.table_id], names, self.source_info, self.dispatcher, offset.file, offset.pos
                     )
                 emitters[message[1]] = compiled[ckey]
-            elif kind == "done":
+                return False
+            if kind == "done":
                 chunk = chunk_ids.pop(message[1])
                 emitters.pop(message[1], None)
-                reader = self.readers[index]
-                reader.in_flight -= 1
-                feed(reader)
+                if index >= 0:
+                    reader = self.readers[index]
+                    reader.in_flight -= 1
+                    feed(reader)
                 remaining[chunk.table_id] -= 1
                 if remaining[chunk.table_id] == 0:
                     self.progress.finish_table(chunk.table_id)
@@ -208,8 +236,36 @@ class ParallelRead:
                             held_table.clear()
                         held.append(last)
                         held_table.append(chunk.table_id)
-            else:
-                raise ConnectException(f"Snapshot reader {index} failed: {message[-1]}")
+                return False
+            raise ConnectException(f"Snapshot reader {index} failed: {reader_failure(message)}")
+
+        own = OwnReader(conn, self.fetch_size)
+        for r in self.readers:
+            feed(r)
+        while any(remaining.values()):
+            if self.stopped():
+                raise InterruptedError("snapshot stopped")
+            try:
+                index, message = self.inbox.get_nowait()
+            except queue.Empty:
+                # Nothing from the readers: this connection reads a batch of a chunk of its own.
+                if own.idle() and todo:
+                    cid, chunk = todo.popleft()
+                    chunk_ids[cid] = chunk
+                    if chunk.table_id not in started:
+                        started.add(chunk.table_id)
+                        self.progress.start_table(chunk.table_id, estimates[chunk.table_id])
+                    handle(-1, own.open(cid, chunk))
+                if not own.idle():
+                    if handle(-1, own.step()):
+                        yield
+                    continue
+                try:
+                    index, message = self.inbox.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+            if handle(index, message):
+                yield
         if held:
             emit(held[0], held_table[0], True, True)
         self.progress.complete()
