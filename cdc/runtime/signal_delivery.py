@@ -160,7 +160,8 @@ def deliver_to_connector(herder: Any, name: str, signal: Signal, channel: str | 
     the worker's own log. Returns (channel, where). Raises the herder's NotFoundError for an unknown name."""
     from contextlib import nullcontext
 
-    config = herder._resolve(herder._config(name))  # the running config: secrets resolved, not masked
+    with herder._rest_lock():  # the running config (secrets resolved, not masked), read as the offsets calls do
+        config = herder._resolve(herder._config(name))
     chosen = channel or channel_of(config)
     writer = table_writer_for(herder.worker.connector_class(config)) if chosen == "source" else None
     where = deliver(
