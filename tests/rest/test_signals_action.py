@@ -39,8 +39,9 @@ def test_execute_snapshot_through_the_signal_table_reads_the_table(mariadb_db: M
         "INSERT INTO t VALUES " + ",".join(f"({i}, 'v{i}')" for i in ids),
     )
     props = connector_props(
-        mariadb_db, snapshot__mode="no_data", **signal_props(mariadb_db, incremental__snapshot__chunk__size="10")
-    )
+        mariadb_db, snapshot__mode="no_data", notification__enabled__channels="sink",
+        notification__sink__topic__name="notes", **signal_props(mariadb_db, incremental__snapshot__chunk__size="10"),
+    )  # fmt: skip
     r = Rest(tmp_path)
     try:
         assert r.http.post("/connectors", json={"name": "my", "config": props}).status_code == 201
@@ -60,6 +61,14 @@ def test_execute_snapshot_through_the_signal_table_reads_the_table(mariadb_db: M
             return sorted(v["payload"]["after"]["id"] for v in values if v["payload"]["op"] == "r")
 
         assert wait_until(lambda: reads() == ids and reads(), timeout=60, what="the snapshot's r events") == ids
+
+        # the sink notifications go through the worker's runtime too (no source offset to store)
+        def notes_() -> list[dict[str, Any]]:
+            return [json.loads(rec.value)["payload"] for rec in topic_records(r.worker.log, "notes") if rec.value]
+
+        notes = wait_until(lambda: (n := notes_()) and n[-1]["type"] == "COMPLETED" and n, what="COMPLETED")
+        assert notes[0]["type"] == "STARTED" and notes[-1]["type"] == "COMPLETED", notes
+        assert {n["id"] for n in notes} == {"rest-1"} and len(notes) == 2 + len(ids) // 10 + 1
         missing = r.http.post("/connectors/nope/signals", json={"type": "pause-snapshot"})
         assert missing.status_code == 404
     finally:
