@@ -25,7 +25,7 @@ from cdc.jobs.validation.providers import resolve_references
 from cdc.jobs.validation.registry import check_registry, check_registry_reachable
 from cdc.jobs.validation.routes import check_topic_routes
 from cdc.jobs.validation.schema import check_schema, job_schema
-from cdc.jobs.validation.sink import check_sink, check_sink_tables
+from cdc.jobs.validation.sink import check_sink, check_sink_tables, check_sink_writable
 from cdc.jobs.validation.source import (
     captured_tables,
     check_source,
@@ -85,6 +85,8 @@ def validate_job_text(
                 check_sink_tables(data, captured, out)
         check_kafka_reachable(data, out)
         check_registry_reachable(data, out)
+        if not inspect_only:
+            check_sink_writable(data, out)  # the lake directory or the warehouse user's grants
     if out.problems:
         return None, out.problems + out.warnings
     return (

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from cdc.api.errors import ConfigException
-from cdc.jobs.sink_config import sink_config, sink_problem
+from cdc.jobs.sink_config import TableNamer, literal_include_list, sink_config, sink_problem
 from cdc.jobs.spec import JobSpec
+from cdc.jobs.topics import job_topic_router, topic_prefix
 from cdc.jobs.validation.problems import Collector, did_you_mean
 
 
@@ -47,3 +52,135 @@ def check_sink_tables(job: dict[str, Any], captured: list[str], out: Collector) 
             f"{did_you_mean(str(name), captured)}; fix the name, or capture it with table.include.list "
             "(a table the source user cannot SELECT is not listed either)",
         )
+
+
+def check_sink_writable(job: dict[str, Any], out: Collector) -> None:
+    """The target reachable and writable by this user, before Spark starts: a lake directory
+    that exists or can be created and takes a file (a temporary one, removed at once), or a
+    PostgreSQL user who may CREATE in the target schema and INSERT/UPDATE/DELETE the target
+    tables that exist. The Kafka Connect JDBC sink finds these only at its first write."""
+    sink = job.get("sink") or {}
+    kind = sink.get("type")
+    if kind in ("delta", "parquet", "iceberg"):
+        path = str(sink.get("path") or ("lake" if kind == "iceberg" else ""))
+        if path and (problem := lake_problem(path)):
+            out.add(("sink", "path"), problem)
+    elif kind == "postgres" and sink.get("dsn"):
+        for where, message in warehouse_problems(job):
+            out.add(where, message)
+
+
+def lake_problem(path: str) -> str | None:
+    """Why the lake directory `path` cannot be written (None: it can), in one line with the fix.
+    Nothing is left behind: a missing directory is not created, its nearest existing parent is
+    tried instead."""
+    if path.startswith("file://"):
+        path = path[len("file://") :]
+    elif "://" in path:
+        return None  # an object store: its credentials are the executors', checked at run time
+    target = Path(path).absolute()
+    probe = target
+    while not probe.exists():  # the nearest existing ancestor (the root always exists)
+        probe = probe.parent
+    if not probe.is_dir():
+        if probe == target:
+            return f"{target} is a file, not a directory; point path at a directory (one sub-directory per table)"
+        return f"cannot create {target}: {probe} is a file, not a directory; choose a path under a directory"
+    try:
+        fd, name = tempfile.mkstemp(prefix=".cdc-validate-", dir=probe)
+    except OSError as e:
+        what = "write to" if probe == target else f"create {target} under"
+        return (
+            f"cannot {what} {probe} ({e.strerror or e}); give this user write access to it "
+            f"(e.g. chown or chmod u+w {probe}) or choose another path"
+        )
+    os.close(fd)
+    os.unlink(name)
+    return None
+
+
+def warehouse_problems(job: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """The PostgreSQL target's privileges: CREATE in the schema (on the database when the schema
+    is yet to be created), or else every known target table already there; INSERT, UPDATE and
+    DELETE on the target tables that exist. An unreachable warehouse is check_reachable's."""
+    import psycopg
+
+    from cdc.jobs.source_db import sink_conninfo
+
+    sink = job["sink"]
+    schema = str(sink.get("schema") or "public")
+    at = ("sink", "schema") if "schema" in sink else ("sink", "dsn")
+    tables = _target_tables(job)
+    try:
+        conn = psycopg.connect(sink_conninfo(sink), connect_timeout=3, autocommit=True)
+    except (psycopg.Error, ConfigException):
+        return []
+    problems: list[tuple[tuple[str, ...], str]] = []
+    with conn:
+        user, has_schema, can_create, can_create_db = conn.execute(
+            "SELECT current_user, n.oid IS NOT NULL, has_schema_privilege(n.oid, 'CREATE'),"
+            " has_database_privilege(current_database(), 'CREATE')"
+            " FROM (SELECT 1) one LEFT JOIN pg_namespace n ON n.nspname = %s",
+            (schema,),
+        ).fetchone()
+        existing = {
+            r[0]
+            for r in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = %s AND c.relkind IN ('r', 'p')",
+                (schema,),
+            )
+        }
+        if not has_schema and not can_create_db:
+            problems.append(
+                (
+                    at,
+                    f'schema "{schema}" does not exist and user "{user}" may not create it; create it '
+                    f'(CREATE SCHEMA "{schema}" AUTHORIZATION "{user}") or GRANT CREATE ON DATABASE to "{user}"',
+                )
+            )
+        elif has_schema and not can_create:
+            missing = [t for t in tables if t not in existing]
+            if missing or not tables:
+                which = f"tables {', '.join(missing[:5])} do not exist yet" if missing else "the tables are not known"
+                problems.append(
+                    (
+                        at,
+                        f'user "{user}" may not CREATE in schema "{schema}" and {which}; '
+                        f'GRANT CREATE ON SCHEMA "{schema}" TO "{user}"',
+                    )
+                )
+        for table, source in tables.items():
+            if table not in existing:
+                continue
+            lacking = [
+                p
+                for p in ("INSERT", "UPDATE", "DELETE")
+                if not conn.execute(
+                    "SELECT has_table_privilege(format('%%I.%%I', %s::text, %s::text), %s)", (schema, table, p)
+                ).fetchone()[0]
+            ]
+            if lacking:
+                where = ("sink", "tables", source) if source in (sink.get("tables") or {}) else at
+                problems.append(
+                    (
+                        where,
+                        f'user "{user}" lacks {", ".join(lacking)} on table "{schema}"."{table}"; '
+                        f'GRANT INSERT, UPDATE, DELETE ON "{schema}"."{table}" TO "{user}"',
+                    )
+                )
+    return problems
+
+
+def _target_tables(job: dict[str, Any]) -> dict[str, str]:
+    """target table → source table, for the tables the job names (sink.tables, a literal
+    table.include.list), as the sink names them (its default: the topic, non-word characters as _)."""
+    spec = JobSpec(job["name"], job["source"], job.get("transforms") or [], job.get("transport") or {}, job["sink"])
+    route = job_topic_router(spec)
+    prefix = topic_prefix(spec)
+    names = TableNamer(spec, route)
+    out = {}
+    for source in [*(job["sink"].get("tables") or {}), *literal_include_list(spec)]:
+        name = names.target(source) or route(f"{prefix}.{source}")
+        out.setdefault(re.sub(r"[^A-Za-z0-9_]", "_", name), source)
+    return out
