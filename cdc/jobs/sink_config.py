@@ -67,8 +67,9 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
     if fallback is not None:
         conf["table.name.format"] = fallback
     conf["partition.by"] = {route(f"{prefix}.{t.source}"): list(t.partition_by) for t in tables if t.partition_by}
-    for key in ("mode", "delete.mode"):
-        conf[key] = _one_setting(job, key)
+    for key, sink_key in (("mode", "table.modes"), ("delete.mode", "table.delete.modes")):
+        conf[key] = str(s.get(key, _DEFAULTS[key]))
+        conf[sink_key] = _per_table(job, key, route, prefix)
     return conf
 
 
@@ -136,24 +137,26 @@ class SinkSettingError(ConfigException):
         self.detail = message
 
 
-def _one_setting(job: JobSpec, key: str) -> str:
-    """`sink.<key>` for the job (`mode`, `delete.mode`), which `sink.tables.<t>.<key>` may restate.
+_DEFAULTS = {"mode": "scd1", "delete.mode": "hard"}
 
-    The Spark sink applies one mode and one delete.mode to every table of its query, so a
-    table that asks for another one is refused with its own YAML path."""
-    default = {"mode": "scd1", "delete.mode": "hard"}[key]
-    job_value = job.sink.get(key)
-    per_table = {name: opts[key] for name, opts in (job.sink.get("tables") or {}).items() if opts and key in opts}
-    chosen = job_value if job_value is not None else next(iter(per_table.values()), default)
-    for name, value in per_table.items():
-        if value != chosen:
-            where = f"sink.{key}={chosen}" if job_value is not None else f"{key}={chosen} of another table"
+
+def _per_table(job: JobSpec, key: str, route: Callable[[str], str], prefix: str) -> dict[str, str]:
+    """`sink.tables.<t>.<key>` (`mode`, `delete.mode`) by topic: each table's own, over `sink.<key>`.
+
+    scd2 keeps history in Delta only; a table asking for it on another target is refused at its
+    own YAML path (the sink would name only its topic)."""
+    out = {}
+    for name, opts in (job.sink.get("tables") or {}).items():
+        if not opts or opts.get(key) is None:
+            continue
+        value = str(opts[key])
+        if key == "mode" and value == "scd2" and job.sink.get("type") != "delta":
             raise SinkSettingError(
                 ("sink", "tables", name, key),
-                f"{key}={value} differs from {where}; the sink applies one {key} to every table of a job: "
-                f"set sink.{key} once, or run this table in a job of its own",
+                f"mode=scd2 keeps history in Delta only; use mode=scd1 with type {job.sink.get('type')}, or type delta",
             )
-    return str(chosen)
+        out[route(f"{prefix}.{name}")] = value
+    return out
 
 
 # The Spark sink's key names that a job file spells otherwise (sink_config renames them), for

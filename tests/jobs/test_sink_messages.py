@@ -37,9 +37,9 @@ _NEVER_WRITTEN = ("errors.deadletterqueue.path", "truncate.enabled", "target=", 
             "TLS settings of the PostgreSQL target; type delta does not connect to a database",
         ),
         (
-            "{type: delta, path: /l, mode: scd1, tables: {a.b: {mode: scd2}}}",
+            "{type: iceberg, path: /l, mode: scd1, tables: {a.b: {mode: scd2}}}",
             "sink.tables['a.b'].mode",
-            "mode=scd2 differs from sink.mode=scd1; the sink applies one mode to every table of a job",
+            "mode=scd2 keeps history in Delta only; use mode=scd1 with type iceberg, or type delta",
         ),
     ],
 )

@@ -43,6 +43,8 @@ KEYS = (
     "schemas.enable",
     "maintenance.interval.batches",
     "mode",
+    "table.modes",
+    "table.delete.modes",
     "unavailable.value.placeholder",
     # postgres: libpq's TLS parameters (also possible inside dsn; these win over the dsn's)
     *libpq_tls.PARAMS,
@@ -82,6 +84,10 @@ class SinkConfig:
     mode: str = "scd1"  # scd2 (delta only): history rows with __valid_from/__valid_to
     table_names: Mapping[str, str] = field(default_factory=dict)  # topic -> table, over table.name.format
     partition_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # table -> Delta partition columns
+    # Per-table overrides of mode / delete.mode (table.modes, table.delete.modes: keyed by topic like
+    # table.names, stored by table name); the job-wide mode / delete_mode apply to every other table.
+    table_modes: Mapping[str, str] = field(default_factory=dict)
+    table_delete_modes: Mapping[str, str] = field(default_factory=dict)
     # The source connector's unavailable.value.placeholder: where it stands, the target keeps its value.
     unavailable_value_placeholder: str = unavailable.DEFAULT
 
@@ -125,6 +131,13 @@ class SinkConfig:
             for k, v in _mapping(c, "partition.by", "{'shop.inv.orders': ['day']} (topic: columns)").items()
             if (cols := _columns(v))
         }
+        table_modes = _per_table(c, "table.modes", ("scd1", "scd2"), table_names, name_format)
+        table_delete_modes = _per_table(c, "table.delete.modes", ("hard", "soft"), table_names, name_format)
+        scd2 = sorted(t for t, m in table_modes.items() if m == "scd2")
+        if scd2 and target != "delta":
+            raise SinkConfigError(
+                f"table.modes: scd2 (history) for table {scd2[0]} needs target=delta; use scd1 for target={target}"
+            )
         if partition_by and target != "delta":
             raise SinkConfigError(
                 f"partition.by ({', '.join(sorted(partition_by))}): partitioned tables are created for target=delta; "
@@ -174,6 +187,8 @@ class SinkConfig:
             mode=mode,
             table_names=table_names,
             partition_by=partition_by,
+            table_modes=table_modes,
+            table_delete_modes=table_delete_modes,
             unavailable_value_placeholder=_placeholder(c),
         )
 
@@ -183,8 +198,19 @@ class SinkConfig:
 
     @property
     def keeps_only_latest(self) -> bool:
-        """Whether only each key's latest event matters (not for the changelog or history)."""
-        return self.target != "parquet" and self.mode != "scd2"
+        """Whether only each key's latest event matters (not for the changelog or history).
+
+        False when any table keeps history: the source then forwards every event, and the
+        scd1 tables still keep each key's latest one when the batch is applied."""
+        return self.target != "parquet" and self.mode != "scd2" and "scd2" not in self.table_modes.values()
+
+    def mode_for(self, table: str) -> str:
+        """The table's mode: its own (table.modes), else the job's."""
+        return self.table_modes.get(table, self.mode)
+
+    def delete_mode_for(self, table: str) -> str:
+        """The table's delete mode: its own (table.delete.modes), else the job's."""
+        return self.table_delete_modes.get(table, self.delete_mode)
 
     def table_for(self, topic: str) -> str:
         """The table named for the topic in `table.names`, else `${topic}` (dots → underscores) or
@@ -195,6 +221,20 @@ class SinkConfig:
 def _table_name(topic: str, names: Mapping[str, str], name_format: str) -> str:
     name = names.get(topic) or name_format.replace("${topic}", topic).replace("${table}", topic.rsplit(".", 1)[-1])
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _per_table(
+    c: Mapping[str, Any], key: str, allowed: tuple[str, ...], names: Mapping[str, str], name_format: str
+) -> dict[str, str]:
+    """A {topic: value} override map, checked and stored by table name."""
+    out: dict[str, str] = {}
+    example = f"{{'shop.inv.orders': '{allowed[-1]}'}} (topic: {' or '.join(allowed)})"
+    for topic, raw in _mapping(c, key, example).items():
+        value = str(raw).strip().lower()
+        if value not in allowed:
+            raise SinkConfigError(f"{key}: {raw!r} for topic {topic}: use {' or '.join(allowed)}")
+        out[_table_name(str(topic), names, name_format)] = value
+    return out
 
 
 def partition_columns(table: str, partition_by: Mapping[str, tuple[str, ...]], columns: list[str]) -> list[str] | None:

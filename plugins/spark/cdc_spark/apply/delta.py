@@ -117,11 +117,11 @@ class DeltaTarget:
                 dt.alter.add_columns([Field.from_arrow(f) for f in added])
             if batch.unchanged:
                 source = self._keep_unchanged(dt, table, source, batch)
-            if self.config.delete_mode == "soft":
+            if self.config.delete_mode_for(table) == "soft":
                 self._merge_soft(dt, source, keys, batch_id)
             else:
                 self._merge_hard(dt, table, source, keys, batch_id)
-        if self.config.delete_mode == "hard":
+        if self.config.delete_mode_for(table) == "hard":
             self._remember_deletes(table, source, keys, batch_id)
 
     def _keep_unchanged(self, dt: DeltaTable, table: str, source: pa.Table, batch: FlatBatch) -> pa.Table:
@@ -133,7 +133,7 @@ class DeltaTarget:
         dataset = delta_dataset(dt, self.path(table))
         stored = rows_with_keys(dataset, wanted, keys, [*keys, *masks, "__seq", "__deleted"])
         deleted = None
-        tombs = _open(self.path(table + TOMBSTONE_SUFFIX)) if self.config.delete_mode == "hard" else None
+        tombs = _open(self.path(table + TOMBSTONE_SUFFIX)) if self.config.delete_mode_for(table) == "hard" else None
         if tombs is not None:
             deleted = rows_with_keys(delta_dataset(tombs, self.path(table + TOMBSTONE_SUFFIX)), wanted, keys)
         source, kept = fill_from_stored(source, masks, stored, keys, deleted)

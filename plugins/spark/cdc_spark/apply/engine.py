@@ -96,7 +96,7 @@ class ChangeApplier:
         if "__seq" not in raw.columns:  # raw records (the source did not decode them)
             raw = decode(raw, self.deserializer, self.config.keeps_only_latest, self.config.placeholder)
         self._poison, self._parked = None, []
-        if self.config.target in ("delta", "iceberg") and self.config.mode == "scd1":
+        if self.config.target in ("delta", "iceberg"):  # scd1 and scd2 tables alike (mode_for)
             self._apply_collected(raw, batch_id)
             self._dead_letter(raw, batch_id)
         else:
@@ -114,7 +114,7 @@ class ChangeApplier:
             self.maintain()
 
     def _apply(self, events: DataFrame, batch_id: int) -> None:
-        """PostgreSQL, the Parquet changelog and SCD2: Spark jobs over the persisted batch."""
+        """PostgreSQL and the Parquet changelog: Spark jobs over the persisted batch."""
         t0 = time.perf_counter()
         # Errors and truncates are the only keyless rows: one small collect finds both, and
         # the value schemas the source cut off the records (decode/schemas.py).
@@ -130,9 +130,6 @@ class ChangeApplier:
         # Snapshot ends are the sink's own marker rows (decode/events.py), not events.
         if self.config.target == "parquet":
             self.target.write(good.filter(F.col("__op") != SNAPSHOT_END), batch_id)
-            return
-        if self.config.mode == "scd2":
-            self._apply_scd2(good, batch_id)
             return
         self._truncate(truncate_marks(loose, self.config.truncate_enabled), batch_id)
         self._apply_postgres(good.filter(~F.col("__op").isin("t", SNAPSHOT_END)))
@@ -220,13 +217,25 @@ class ChangeApplier:
         self._schemas = {r["schema_id"]: r["value_schema"] for r in rows if r["value_schema"] is not None}
         self._handle_errors(rows, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
         log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
-        self._truncate(truncate_marks(rows, self.config.truncate_enabled), batch_id)
+        # History (scd2) tables keep every version: truncates and snapshot ends clear nothing there.
+        truncates = truncate_marks(rows, self.config.truncate_enabled)
+        self._truncate({t: seq for t, seq in truncates.items() if not self._keeps_history(t)}, batch_id)
         # Keyed rows other than truncates. A poison event has no key and often no op (malformed
         # JSON): its null op must not make the test null, which `all` would skip and keep it.
         is_change = pc.and_(pc.invert(keyless), pc.fill_null(pc.not_equal(batch["__op"], "t"), True))
         changes = batch if pc.all(is_change).as_py() else batch.filter(is_change)
+        history = [t for t in pc.unique(changes["topic"]).to_pylist() if self._keeps_history(t)]
+        if history:
+            in_history = pc.is_in(changes["topic"], value_set=pa.array(history, changes.schema.field("topic").type))
+            self._apply_scd2(changes.filter(in_history), batch_id)
+            changes = changes.filter(pc.invert(in_history))
+        # scd1 tables: each key's latest event of the batch (the source forwards every event
+        # when another table keeps history, so the reduction across them happens here).
         marks = topic_marks(changes["topic"], self._truncate_marks(), self.config.table_for)
         self._apply_winners(*latest_and_earlier(changes, marks, self.config.placeholder), batch_id)
+
+    def _keeps_history(self, topic: str) -> bool:
+        return self.config.mode_for(self.config.table_for(topic)) == "scd2"
 
     def _truncate_marks(self) -> dict[str, bytes]:
         """Where each table was last truncated (or completely snapshotted), read once from the
@@ -291,12 +300,12 @@ class ChangeApplier:
             log.debug("batch %d: %s flattened in %.2fs, applied in %.2fs", batch_id, table, t2 - t1, t3 - t2)
             self._tables.add(table)
 
-    def _apply_scd2(self, good: DataFrame, batch_id: int) -> None:
-        """Every distinct event is a version (truncates are not applied to history, as in AUTO CDC)."""
+    def _apply_scd2(self, collected: pa.Table, batch_id: int) -> None:
+        """The batch's keyed events of the scd2 tables: every distinct event is a version
+        (truncates are not applied to history, as in AUTO CDC; a replayed event is dropped
+        when the history is chained)."""
         from cdc_spark.apply.scd2 import Scd2Delta
 
-        events = good.filter(~F.col("__op").isin("t", SNAPSHOT_END)).dropDuplicates(["topic", "key", "__seq"])
-        collected = _collect(events.select(*_WINNER_COLUMNS, "partition", "offset"), batch_id)
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)

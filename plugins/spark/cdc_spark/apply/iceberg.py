@@ -149,7 +149,7 @@ class IcebergTarget:
                 update.union_by_name(pa.schema(added))
             tbl = self.catalog.load_table((self.namespace, table))
             source = source.cast(tbl.schema().as_arrow())
-        tombs = self._load(table + TOMBSTONE_SUFFIX) if self.config.delete_mode == "hard" else None
+        tombs = self._load(table + TOMBSTONE_SUFFIX) if self.config.delete_mode_for(table) == "hard" else None
         if batch.unchanged:
             source = self._keep_unchanged(tbl, tombs, table, source, batch)
         if tombs is not None and source.num_rows:
@@ -164,14 +164,15 @@ class IcebergTarget:
         props = {"cdc.app.id": self.config.app_id, "cdc.batch.id": str(batch_id)}
         # Upsert as delete-by-key + append in one transaction: pyiceberg's own upsert cannot
         # take the guard, and it misreads tables whose schema just gained a column.
-        keep = source if self.config.delete_mode == "soft" else source.filter(pc.invert(source.column("__deleted")))
+        soft = self.config.delete_mode_for(table) == "soft"
+        keep = source if soft else source.filter(pc.invert(source.column("__deleted")))
         with tbl.transaction() as txn, warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
             if present.num_rows:
                 txn.delete(_key_filter(present, keys), snapshot_properties=props)
             if keep.num_rows:
                 txn.append(keep, snapshot_properties=props)
-        if self.config.delete_mode == "hard":
+        if self.config.delete_mode_for(table) == "hard":
             deletes = source.filter(source.column("__deleted"))
             if deletes.num_rows:
                 self._remember(table, deletes.select([*keys, "__seq"]), keys)

@@ -197,7 +197,7 @@ class PostgresWriter:
                     self._widen(table, c, wider, keys)
                 else:
                     raise SchemaEvolutionError(f"{self.config.schema}.{table}", c, existing[c], t)
-            if self.config.delete_mode == "hard":
+            if self.config.delete_mode_for(table) == "hard":
                 key_types = [sql.SQL("{} {}").format(sql.Identifier(k), sql.SQL(wanted[k])) for k in keys]
                 self.conn.execute(
                     sql.SQL(
@@ -282,7 +282,7 @@ class PostgresWriter:
             if batch.unchanged:
                 self._keep_unchanged(table, batch.unchanged, keys)
             k_ids = sql.SQL(", ").join(map(sql.Identifier, keys))
-            if self.config.delete_mode == "soft":
+            if self.config.delete_mode_for(table) == "soft":
                 self.conn.execute(upsert.format(t=target, c=c_ids, where=sql.SQL(""), k=k_ids, u=updates))
                 return
             tombs = self.ident(table + TOMBSTONE_SUFFIX)
@@ -343,7 +343,7 @@ class PostgresWriter:
         any_unsent = sql.SQL(" OR ").join(sql.SQL("w.{} IS NOT NULL").format(u) for u in unsent)
         joins = [sql.SQL("LEFT JOIN {} t ON {}").format(target, _key_match("t", "w", keys))]
         tomb: sql.Composable = sql.SQL("NULL::bytea")
-        if self.config.delete_mode == "hard":
+        if self.config.delete_mode_for(table) == "hard":
             tombs = self.ident(table + TOMBSTONE_SUFFIX)
             joins.append(sql.SQL("LEFT JOIN {} tb ON {}").format(tombs, _key_match("tb", "w", keys)))
             tomb = sql.SQL("tb.__seq")
