@@ -59,20 +59,27 @@ class SnapshotProgress:
 
     def start_table(self, table: str, estimate: int) -> None:
         self.tables[table] = TableProgress(table, max(0, estimate))
-        self.logger.info("Snapshot of %s started: about %d rows", table, estimate)
+        self.logger.info("Snapshot of %s started: about %d rows", table, estimate, extra={"table": table})
 
     def row(self, table: str) -> None:
         p = self.tables[table]
         p.rows += 1
         if p.rows % 1024 == 0 and time.monotonic() - self._last_log >= self.interval_s:
             self._last_log = time.monotonic()
-            self.logger.info("Snapshot of %s: %d of about %d rows, %s", table, p.rows, p.estimate, p.pace())
+            self.logger.info(
+                "Snapshot of %s: %d of about %d rows, %s", table, p.rows, p.estimate, p.pace(), extra={"table": table}
+            )
 
     def finish_table(self, table: str) -> None:
         p = self.tables[table]
         p.done = True
         self.logger.info(
-            "Snapshot of %s done: %d rows in %.1f s (%s)", table, p.rows, time.monotonic() - p.started, p.pace()
+            "Snapshot of %s done: %d rows in %.1f s (%s)",
+            table,
+            p.rows,
+            time.monotonic() - p.started,
+            p.pace(),
+            extra={"table": table},  # the JSON log's `table` field (cdc.runtime.logging_context)
         )
 
     def summary(self) -> dict[str, dict[str, int | bool]]:

@@ -171,6 +171,7 @@ class ChangeApplier:
                 p["partition"],
                 p["offset"],
                 " and ".join(where),
+                extra={"table": self.config.table_for(p["topic"])},  # the JSON log's `table` field
             )
 
     def _park(self, rows: pa.Table, refused: Refused) -> None:
@@ -200,7 +201,9 @@ class ChangeApplier:
             if rows_left_out(flat.table, cells, flat.key_columns):
                 return flat  # not expected: the error stops the query
         for c in cells:
-            log.warning("%s; the row is deleted, without that value of its old row", c.error.problem)
+            log.warning(
+                "%s; the row is deleted, without that value of its old row", c.error.problem, extra={"table": table}
+            )
         return FlatBatch(blank(flat.table, cells), flat.key_columns, flat.unchanged) if cells else flat
 
     def _apply_collected(self, events: DataFrame, batch_id: int) -> None:
@@ -297,7 +300,14 @@ class ChangeApplier:
                 self.target.apply(table, flat, batch_id)
             self.metrics.applied(table, flat.table.num_rows, rows)
             t3 = time.perf_counter()
-            log.debug("batch %d: %s flattened in %.2fs, applied in %.2fs", batch_id, table, t2 - t1, t3 - t2)
+            log.debug(
+                "batch %d: %s flattened in %.2fs, applied in %.2fs",
+                batch_id,
+                table,
+                t2 - t1,
+                t3 - t2,
+                extra={"table": table},
+            )
             self._tables.add(table)
 
     def _apply_scd2(self, collected: pa.Table, batch_id: int) -> None:
@@ -316,6 +326,7 @@ class ChangeApplier:
             with naming_keys(table, flat):
                 writer.apply(self.target.path(table), table, flat, batch_id)
             self.metrics.applied(table, flat.table.num_rows, rows)
+            log.debug("batch %d: %d versions added to %s", batch_id, flat.table.num_rows, table, extra={"table": table})
             self._tables.add(table)
 
     def _apply_postgres(self, changes: DataFrame) -> None:
@@ -334,7 +345,11 @@ class ChangeApplier:
                 self._tables.add(self.config.table_for(row["topic"]))
                 self.metrics.applied(self.config.table_for(row["topic"]), row["rows"])
             elif row["deleted"]:  # errors.tolerance=all: a delete applied without a value it refuses
-                log.warning("%s; the row is deleted, without that value of its old row", row["problem"])
+                log.warning(
+                    "%s; the row is deleted, without that value of its old row",
+                    row["problem"],
+                    extra={"table": self.config.table_for(row["topic"])},
+                )
             else:  # errors.tolerance=all: a row PostgreSQL refuses, left out
                 self._parked.append({k: row[k] for k in ("topic", "partition", "offset", "problem", "error_class")})
 
