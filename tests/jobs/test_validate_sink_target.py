@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 from cdc.jobs.validation.problems import Collector
 from cdc.jobs.validation.sink import check_sink_writable, lake_problem
 from cdc.jobs.validation.yaml_text import parse_job_yaml
-from tests.rig import PostgresServer
+from tests.jobs.jobfile import mysql_delta_job
+from tests.mysql.harness import connector_props as mysql_props
+from tests.rig import MariaDbServer, PostgresServer
+from tests.support.proc import run_cdc
 
 _SEGMENT = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
 
@@ -126,3 +129,21 @@ def test_a_warehouse_user_without_the_grants_is_told_which_to_ask_for(postgres_d
     finally:
         with postgres_db.connect() as conn:
             conn.execute(f'DROP OWNED BY "{role}"; DROP ROLE "{role}"')
+
+
+def test_cdc_validate_reports_an_unwritable_lake_in_one_line(tmp_path: Path, mariadb_db: MariaDbServer) -> None:
+    """Through the command, with a reachable source: the lake check runs with the connector's."""
+    with mariadb_db.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE orders (id INT PRIMARY KEY)")
+    job = mysql_delta_job(tmp_path, "shop", mysql_props(mariadb_db), {f"{mariadb_db.database}.orders": "keys: [id]"})
+    res = run_cdc("validate", str(job))
+    assert res.returncode == 0 and res.stdout.strip() == f"{job}: OK", res.stdout + res.stderr
+    assert not (tmp_path / "lake").exists()  # validate created nothing
+    (tmp_path / "lake").write_text("a file where the lake should be")
+    res = run_cdc("validate", str(job))
+    assert res.returncode == 2, res.stdout + res.stderr
+    line = job.read_text().splitlines().index(f"  path: {tmp_path / 'lake'}") + 1
+    assert res.stderr.splitlines() == [
+        f"error: {job}:{line}: sink.path: {tmp_path / 'lake'} is a file, not a directory; point path at a directory "
+        "(one sub-directory per table)"
+    ]
