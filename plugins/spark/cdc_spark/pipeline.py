@@ -26,7 +26,9 @@ def start_query(
     """Start the stream; `available_now=True` catches up to the current end and stops.
 
     The source decodes in its own tasks and, except for the Parquet changelog (which keeps
-    every event), forwards only each key's latest event per partition. A dead-letter topic
+    every event) and while any table keeps history (mode scd2, the job's or a table's own:
+    SinkConfig.keeps_only_latest), forwards only each key's latest event per partition; the
+    scd1 tables then keep each key's latest when the batch is applied. A dead-letter topic
     (errors.deadletterqueue.topic.name) is created in the topic log the stream reads.
     """
     register(spark)
