@@ -146,7 +146,7 @@ def test_a_table_added_to_the_include_list_is_snapshotted_by_a_signal_alone(
     # Progress was visible while it ran: rows, chunks by the chunk size, and the database's estimate.
     assert seen, "cdc status never showed the running incremental snapshot"
     assert all(p["chunks"] == p["rows"] // CHUNK and p["state"] == "running" for p in seen)
-    assert any(p["estimate"] is not None for p in seen)
+    assert any(p["estimate"] is not None and p["rows"] > 0 and p["eta_ms"] is not None for p in seen), seen
 
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
