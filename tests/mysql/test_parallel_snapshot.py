@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
+import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,7 +175,10 @@ def test_chunks_partition_every_key_shape(mariadb_db: Any, seed: int, monkeypatc
             assert got == whole, name
 
 
-def test_writes_during_the_snapshot_are_streamed_not_read(mariadb_db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("locking", ["minimal", "none"])
+def test_writes_during_the_snapshot_are_streamed_not_read(
+    mariadb_db: Any, monkeypatch: pytest.MonkeyPatch, locking: str
+) -> None:
     monkeypatch.setattr(snapshot_chunks, "MIN_CHUNK_ROWS", 40)
     _fill(mariadb_db, 5, 300)
     with mariadb_db.connect() as conn, conn.cursor() as cur:
@@ -180,7 +186,7 @@ def test_writes_during_the_snapshot_are_streamed_not_read(mariadb_db: Any, monke
         before = {row[0]: row[1] for row in cur.fetchall()}
     victims = sorted(before)[::37]
     fresh = next(i for i in range(1, 10**6) if i not in before)
-    props = connector_props(mariadb_db, snapshot__max__threads=2, max__batch__size=50)
+    props = connector_props(mariadb_db, snapshot__max__threads=3, max__batch__size=50, snapshot__locking__mode=locking)
     with TaskRunner(props, MemoryOffsets()) as run:
         run.poll_until(lambda rs: len(rs) > 0, what="the snapshot's first records")
         with mariadb_db.connect() as conn, conn.cursor() as cur:
@@ -196,3 +202,33 @@ def test_writes_during_the_snapshot_are_streamed_not_read(mariadb_db: Any, monke
     assert Counter(streamed) == Counter({"u": len(victims), "d": 1, "c": 1}), streamed
     kinds = [op(r) for r in run.data()]
     assert kinds.index("u") > max(i for i, k in enumerate(kinds) if k == "r")  # streamed after the snapshot
+
+
+def _reader_children() -> list[int]:
+    """This process's children that are snapshot readers (from /proc; psutil is not installed)."""
+    me, found = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == me and b"snapshot_reader_main" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_stop_mid_snapshot_ends_the_readers(mariadb_db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot_chunks, "MIN_CHUNK_ROWS", 40)
+    _fill(mariadb_db, 3, 300)
+    props = connector_props(mariadb_db, snapshot__max__threads=3, snapshot__mode="initial_only", max__batch__size=20)
+    with TaskRunner(props) as run:
+        run.poll_until(lambda rs: any(op(r) == "r" for r in rs if r.value is not None and r.topic.count(".") == 2))
+        assert len(_reader_children()) == 2
+    deadline = time.monotonic() + 10
+    while _reader_children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _reader_children() == []
+    # The stopped task still holds the snapshot's own connection (as with one thread, until the task
+    # is dropped); end its generator so the fixture's DROP DATABASE is not held off by its transaction.
+    run.task._events.close()  # type: ignore[union-attr]

@@ -33,7 +33,7 @@ from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
 from cdc_mysql.snapshot_decoders import CONVERSIONS
 from cdc_mysql.snapshot_parallel import ParallelRead, join_snapshot
-from cdc_mysql.snapshot_reader import ReaderProcess, await_connected, reader_setup, spawn_readers
+from cdc_mysql.snapshot_reader import ReaderProcess, await_connected, end_on_stop, reader_setup, spawn_readers
 from cdc_mysql.snapshot_records import Emit, compile_emit
 from cdc_mysql.snapshot_start import SnapshotStart, StartPoint
 from cdc_mysql.source_info import SourceInfo
@@ -188,7 +188,11 @@ class MySqlSnapshotChangeEventSource:
         if self.config.snapshot_threads <= 1:
             return None
         setup = reader_setup(self.connection.settings(), self.config.originals(), self.fetch_size)
-        return spawn_readers(setup, self.config.snapshot_threads - 1)  # the snapshot's own connection reads too
+        readers = spawn_readers(setup, self.config.snapshot_threads - 1)  # the snapshot's own connection reads too
+        # A stopped task does not resume this generator: its readers (and their transactions, whose
+        # metadata locks hold off DDL on the tables read) end when the task stops.
+        threading.Thread(target=end_on_stop, args=(readers[0], self.stop), name="snapshot-readers", daemon=True).start()
+        return readers
 
     def _join(
         self, readers: tuple[list[ReaderProcess], queue.Queue], start: SnapshotStart, cur: Any, point: StartPoint

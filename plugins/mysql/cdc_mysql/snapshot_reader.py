@@ -125,3 +125,13 @@ def reader_failure(message: tuple[Any, ...]) -> str:
     if message[0] == "exit":
         return "the reader process exited (its stderr, above, says why)"
     return str(message[-1])
+
+
+def end_on_stop(readers: list[ReaderProcess], stop: threading.Event) -> None:
+    """Kills `readers` once `stop` is set, unless they were all closed before."""
+    while not all(r.closed for r in readers):
+        if stop.wait(0.2):
+            for r in readers:
+                if not r.closed:
+                    r.close(kill=True)
+            return
