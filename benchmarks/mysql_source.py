@@ -11,8 +11,9 @@ benchmarks/_common.py); progress goes to stderr.
 - streaming end to end: a Worker + StandaloneHerder in this process (JsonConverter with
   schemas) into the embedded SQLite log and into Kafka (librdkafka's mock cluster), until
   the N records are in the log. Same baseline.
-- snapshot: the N rows as `r` events (snapshot.mode=initial_only) vs a bare streaming
-  `SELECT *` (PyMySQL SSCursor, fetchmany) of the same table.
+- snapshot: the N rows as `r` events (snapshot.mode=initial_only), with snapshot.max.threads
+  = 1 and 2, vs a bare streaming `SELECT *` (PyMySQL SSCursor, fetchmany) of the same table.
+  `BENCH_ONLY=snapshot` runs just these.
 - Avro (issue 20): the same end-to-end run into the embedded log with AvroConverter for keys
   and values (the worker's own registry); events/s against the same bare loop, and the bytes
   per record (key + value) against the JsonConverter records of the same events.
@@ -30,6 +31,13 @@ end 0.46-0.53 (embedded log) and 0.48-0.59 (Kafka mock), snapshot 0.37-0.43, RSS
 measured back to back differ by less. 1M changes (BENCH_ROWS=1000000): streaming 1.88x,
 end to end 0.59/0.59, snapshot 0.45, RSS growth 35.5 MB (bounded by max.queue.size, not by
 the backlog).
+
+Snapshot (issue 22, 2 cores shared with other work, load average 5-13, 2026-11-26), 200k
+rows: snapshot.max.threads=1 0.72-0.95 of the bare SELECT (0.41 before: records built from
+result tuples by a compiled emitter, DATETIME parsed by datetime.fromisoformat);
+snapshot.max.threads=2 0.44-0.71; 1M rows: 0.80 and 0.61. A reader process only pays off with a core to spare, and
+here every core is busy (the reader, this process and the server's threads), so the reader's
+start, the pickled batches and the server's second stream cost more than they save.
 """
 
 from __future__ import annotations
