@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 
 class SignalLog(Protocol):
+    """One signal topic of the worker's log, as the runtime hands it to a source task."""
+
     @property
     def topic(self) -> str:
         """The signal topic's name."""
@@ -34,7 +36,9 @@ class SignalLog(Protocol):
         """Appends one record to partition 0; durable when it returns."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Releases the reader; the runtime's committed position stays for the next task."""
+        ...
 
 
 def signal_log(context: Any, topic: str, group_id: str = "kafka-signal") -> SignalLog | None:
