@@ -115,7 +115,12 @@ class EventDispatcher:
         c_headers = Headers().add(OLD_KEY_HEADER, old_key, ts.key_schema)
         if "d" not in self.skipped:
             value = env.make("d", ts.value(before), None, source, tx)
-            self._emit(ts, old_key, value, offset, headers=d_headers, tombstone_after=True)
+            # The row is done only once its create is out. A poll batch may end after the delete
+            # (or its tombstone); an offset stored there that counted the row would make a resumed
+            # task skip the row, and the create would be lost. Resumed before the row, the task
+            # emits the delete again (harmless) and then the create.
+            d_offset = offset if "c" in self.skipped else _before_row(offset)
+            self._emit(ts, old_key, value, d_offset, headers=d_headers, tombstone_after=True)
             if self.transactions is not None:
                 offset = dict(offset)  # the create's offset counts one more event of the transaction
                 tx = self._block(ts, tx_id, offset, ts_ms)

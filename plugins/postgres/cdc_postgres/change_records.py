@@ -163,7 +163,12 @@ class PostgresChangeRecordEmitter:
         old_key = table.key(old) if old is not None and not _lacks_key(table, old, old_is_key) else None
         if old_key is not None and new_key is not None and old_key != new_key:
             # A primary-key change: delete (+ tombstone) of the old key, then create of the new one.
-            self.delete(table, old, old_is_key, pos, offset, Headers().add(NEW_KEY_HEADER, new_key, table.key_schema))
+            # The event is done only once its create is out: an offset stored after the delete alone
+            # must not count it, or a resumed task would skip the event and lose the create.
+            d_offset = offset
+            if "c" not in self.skipped and "lsn_events_processed" in offset:
+                d_offset = {**offset, "lsn_events_processed": offset["lsn_events_processed"] - 1}
+            self.delete(table, old, old_is_key, pos, d_offset, Headers().add(NEW_KEY_HEADER, new_key, table.key_schema))
             if "c" not in self.skipped:
                 if self.reselector is not None:
                     # No one holds the new key's values: read what pgoutput did not send from the table.
