@@ -12,11 +12,10 @@ the schema text of the previous record without parsing it again.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal as _BigDecimal
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from cdc.api.config import ConfigDef, ConfigType, Importance, ValidString, Width
 from cdc.api.data import SchemaAndValue
@@ -27,6 +26,7 @@ from cdc.api.header import Headers
 from cdc.api.storage import Converter, HeaderConverter
 from cdc.converters import _json_decode, _json_encode, _json_schema
 from cdc.converters._javafmt import jackson_fixup
+from cdc.converters.lru import LRU
 
 __all__ = ["JsonConverter", "JsonConverterConfig"]
 
@@ -113,36 +113,6 @@ class JsonConverterConfig:
 
 _CONFIG_DEF = JsonConverterConfig.config_def()
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _LRU(Generic[K, V]):
-    """Kafka's LRUCache: bounded, least recently used entry evicted first."""
-
-    __slots__ = ("_data", "_size")
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._data: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        v = self._data.get(key)
-        if v is not None:
-            self._data.move_to_end(key)
-        return v
-
-    def put(self, key: K, value: V) -> None:
-        if self._size <= 0:
-            return
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self._size:
-            self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
 
 class _Writer:
     """Everything needed to write records of one schema: the envelope prefix and encoder."""
@@ -202,8 +172,8 @@ class JsonConverter(Converter, HeaderConverter):
             numeric_decimals=self.decimal_format == "NUMERIC",
             replace_null_with_default=self.replace_null_with_default,
         )
-        self._writers: _LRU[Schema, _Writer] = _LRU(cache_size)
-        self._readers: _LRU[str, _ReadEntry] = _LRU(cache_size)
+        self._writers: LRU[Schema, _Writer] = LRU(cache_size)
+        self._readers: LRU[str, _ReadEntry] = LRU(cache_size)
         self._last_read: tuple[str, _ReadEntry] | None = None
 
     # -- Connect data to bytes --------------------------------------------------------------

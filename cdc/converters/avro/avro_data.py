@@ -15,9 +15,8 @@ every property.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import fastavro
 
@@ -25,36 +24,7 @@ from cdc.api.data import Schema
 from cdc.api.errors import DataException
 from cdc.converters.avro import avro_schema, from_connect, to_connect
 from cdc.converters.avro.names import NameRules
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class LRU(Generic[K, V]):
-    """A bounded map; the least recently used entry goes first."""
-
-    __slots__ = ("_data", "_size")
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._data: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        v = self._data.get(key)
-        if v is not None:
-            self._data.move_to_end(key)
-        return v
-
-    def put(self, key: K, value: V) -> None:
-        if self._size <= 0:
-            return
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self._size:
-            self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
+from cdc.converters.lru import LRU
 
 
 @dataclass(frozen=True, slots=True)
