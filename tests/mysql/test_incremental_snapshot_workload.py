@@ -4,10 +4,14 @@ A seeded writer inserts, updates, deletes, re-inserts and re-keys rows (the chun
 more often than the rest) while the snapshot reads chunks; afterwards the events, applied per key
 by their binlog sequence as a sink applies them, must give exactly the table. One variant stops
 the task abruptly mid-snapshot and resumes from the stored offsets.
+
+CDC_INCREMENTAL_WORKLOAD_SEED=<n> replaces every case's seed (to run the variants with other data,
+writes and timing): `-k "True"` picks the kill variants.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -22,6 +26,7 @@ from tests.rig import MariaDbServer
 
 CHUNK = 16
 ROWS = 240
+SEED_ENV = "CDC_INCREMENTAL_WORKLOAD_SEED"
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,8 @@ def _start(server: MariaDbServer, offsets: MemoryOffsets, strategy: str) -> Task
 def test_replayed_events_equal_the_table_under_a_concurrent_writer(
     mariadb_db: MariaDbServer, seed: int, strategy: str, kill: bool
 ) -> None:
+    seed = int(os.environ.get(SEED_ENV, seed))
+    print(f"{SEED_ENV}={seed}")  # shown with a failure: rerun with it
     rnd = random.Random(seed)
     create_signal_table(mariadb_db)
     execute(mariadb_db, "CREATE TABLE marker (id INT PRIMARY KEY, v INT)", "INSERT INTO marker VALUES (1, 0)")
