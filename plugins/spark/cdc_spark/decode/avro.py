@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
+import json
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -32,13 +32,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc_spark.decode import avro_columns
+from cdc_spark.decode.avro_columns import (
+    AVRO_MARK,
+    HEAD,
+    EnvelopeLayout,
+    KeyText,
+    body_bytes,
+    container,
+    schema_ids,
+)
 from cdc_spark.decode.avro_json import PlainPayloads, payloads
 from cdc_spark.decode.deserializer import JsonDeserializer
-from cdc_spark.decode.events import DECODED_ARROW, decode_batches
+from cdc_spark.decode.events import DECODED_ARROW, _decode_each, keep_latest
+from cdc_spark.decode.schemas import mark_first, schema_id, schema_of
 from cdc_spark.decode.unavailable import Placeholder
 
-MAGIC_BYTE = 0
-_HEAD = 5  # magic byte + schema id
+_HEAD = HEAD
 
 
 class SchemaLookup(Protocol):
@@ -134,21 +144,6 @@ def schema_lookup(transport: str, state_dir: str | None, registry: dict[str, str
     return EmbeddedSchemas(state_dir)
 
 
-def _zigzag(n: int) -> bytes:
-    """Avro's long: zig-zag, then base-128 varint."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _avro_string(b: bytes) -> bytes:
-    return _zigzag(len(b)) + b
-
-
 def read_bodies(codec_text: str, bodies: pa.Array) -> list[Any]:
     """fastavro's datum of every body (bare Avro binary of schema `codec_text`), in one reader loop.
 
@@ -156,16 +151,9 @@ def read_bodies(codec_text: str, bodies: pa.Array) -> list[Any]:
     record count, byte size, the bodies back to back, sync marker)."""
     import fastavro
 
-    n = len(bodies)
-    if n == 0:
+    if len(bodies) == 0:
         return []
-    offsets = np.frombuffer(bodies.buffers()[1], np.int32, n + 1, bodies.offset * 4)
-    data = bodies.buffers()[2].to_pybytes()[offsets[0] : offsets[-1]] if bodies.buffers()[2] is not None else b""
-    sync = os.urandom(16)
-    meta = _zigzag(2) + _avro_string(b"avro.schema") + _avro_string(codec_text.encode())
-    meta += _avro_string(b"avro.codec") + _avro_string(b"null") + _zigzag(0)
-    ocf = b"Obj\x01" + meta + sync + _zigzag(n) + _zigzag(len(data)) + data + sync
-    return list(fastavro.reader(io.BytesIO(ocf)))
+    return list(fastavro.reader(io.BytesIO(container(codec_text, body_bytes(bodies), len(bodies)))))
 
 
 class _Schema:
@@ -173,8 +161,6 @@ class _Schema:
     whether its datums are their JsonConverter payloads (avro_json.py)."""
 
     def __init__(self, text: str) -> None:
-        import json
-
         from cdc.converters.avro.avro_data import AvroData, codec_schema
 
         avro = json.loads(text)
@@ -182,6 +168,20 @@ class _Schema:
         self.codec_text = json.dumps(codec_schema(avro))
         self.plain = PlainPayloads(avro)
         self.prefixes: dict[bool, bytes] = {}
+        self._layout: EnvelopeLayout | None = None
+        self._key_text: KeyText | None = None
+
+    def layout(self) -> EnvelopeLayout:
+        """How avro_columns.py reads the value columns of this schema (or that it cannot)."""
+        if self._layout is None:
+            self._layout = EnvelopeLayout(json.loads(self.codec_text))
+        return self._layout
+
+    def key_text(self) -> KeyText:
+        """How avro_columns.py builds the canonical text of keys of this schema (or that it cannot)."""
+        if self._key_text is None:
+            self._key_text = KeyText(json.loads(self.codec_text))
+        return self._key_text
 
     def prefix(self, conv: Any, is_key: bool) -> bytes:
         """`{"schema":<the Connect schema as JsonConverter writes it>,"payload":`."""
@@ -222,17 +222,8 @@ class AvroToJson:
 
     def _column(self, batch: pa.RecordBatch, col: pa.Array, is_key: bool, errors: dict[int, str]) -> pa.Array:
         n = len(col)
-        valid = pc.is_valid(col)
-        # Every value cut or padded to exactly 5 bytes (a short or null one becomes zeros): one
-        # fixed-width block whose bytes 1-4 are the big-endian schema ids.
-        short = pc.fill_null(pc.less(pc.binary_length(col), _HEAD), True)
-        heads = pc.binary_slice(pc.if_else(short, pa.scalar(b"\0" * _HEAD, pa.binary()), col), 0, _HEAD)
-        start = int(np.frombuffer(heads.buffers()[1], np.int32, 1, heads.offset * 4)[0]) if n else 0
-        block = np.frombuffer(heads.buffers()[2], np.uint8, n * _HEAD, start) if n else np.zeros(0, np.uint8)
-        block = block.reshape(n, _HEAD).astype(np.int64)
-        ids = (block[:, 1] << 24) | (block[:, 2] << 16) | (block[:, 3] << 8) | block[:, 4]
-        ok_np = ~np.asarray(short) & (block[:, 0] == MAGIC_BYTE)
-        valid_np = np.asarray(valid)
+        ids, ok_np = schema_ids(col)
+        valid_np = np.asarray(pc.is_valid(col))
         what = "key" if is_key else "value"
         for i in np.flatnonzero(valid_np & ~ok_np):
             if int(i) not in errors:
@@ -297,7 +288,7 @@ class AvroToJson:
         """The bodies read singly, to name the one that does not decode."""
         import fastavro
 
-        parsed = fastavro.parse_schema(__import__("json").loads(schema.codec_text))
+        parsed = fastavro.parse_schema(json.loads(schema.codec_text))
         out: list[Any] = []
         for i, body in zip(rows, bodies.to_pylist(), strict=True):
             try:
@@ -366,17 +357,153 @@ def decode_avro_batches(
     combine: bool = False,
     placeholder: Placeholder | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """events.decode_batches for Avro records: transcoded batch by batch, then decoded as JSON;
-    the records that could not be read follow as error rows."""
+    """events.decode_batches for Avro records, the same rows as transcoding them to JsonConverter
+    text and decoding that (the reference path, still taken by a batch avro_columns.py cannot read):
+    ordering columns read in Arrow, values transcoded only for the rows that are emitted. The
+    records that could not be read follow as error rows."""
     transcoder = AvroToJson(schemas)
     errors: list[pa.RecordBatch] = []
+    des = JsonDeserializer(True)
+    columnar = _columnar_available()
 
-    def as_json() -> Iterator[pa.RecordBatch]:
+    def decoded(batch: pa.RecordBatch, texts: dict[int, str] | None) -> list[pa.RecordBatch]:
+        if columnar:
+            fast = avro_columns.decode_events(batch, transcoder)
+            if fast is not None and texts is None:  # every row is emitted: its value written now
+                done = [_to_json(b, transcoder, None) for b in fast]
+                if all(b is not None for b in done):
+                    return [b.drop_columns([AVRO_MARK]) for b in done if b is not None]
+            elif fast is not None:
+                return fast
+        good, bad = transcoder.transcode(batch)
+        if bad is not None:
+            errors.append(bad)
+        out = list(_decode_each(iter([good]), des, texts))
+        return out if texts is None else [_unmarked(b) for b in out]
+
+    if not combine:
         for batch in batches:
-            good, bad = transcoder.transcode(batch)
-            if bad is not None:
-                errors.append(bad)
-            yield good
-
-    yield from decode_batches(as_json(), JsonDeserializer(True), combine=combine, placeholder=placeholder)
+            yield from decoded(batch, None)
+        yield from errors
+        return
+    texts: dict[int, str] = {}  # schema id → text, for the schemas cut off the values
+    kept = [b for batch in batches for b in decoded(batch, texts) if b.num_rows]
+    if kept:
+        table = pa.Table.from_batches(kept, schema=kept[0].schema)
+        latest = _to_json(keep_latest(table), transcoder, texts)
+        if placeholder is not None and latest is not None:
+            live = pc.is_valid(latest.column("key"))
+            if pc.any(pc.and_(live, placeholder.suspects(latest.column("value")))).as_py():
+                latest = None  # earlier events may be needed (keep_latest): every value written
+        if latest is None:
+            whole = _to_json(table, transcoder, texts, errors_out=True)
+            latest = keep_latest(whole, placeholder)
+        yield from mark_first(latest.drop_columns([AVRO_MARK]), texts).to_batches()
     yield from errors
+
+
+def _columnar_available() -> bool:
+    try:
+        import polars  # noqa: F401
+    except ImportError:  # the reference path reads every batch
+        return False
+    return True
+
+
+def _unmarked(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return batch.append_column(AVRO_MARK, pa.array(np.zeros(batch.num_rows, np.bool_)))
+
+
+def _to_json(table: Any, transcoder: AvroToJson, texts: dict[int, str] | None, errors_out: bool = False) -> Any:
+    """`table` (DECODED_ARROW + AVRO_MARK) with the marked rows' Avro values written as JsonConverter
+    text: the whole record (`texts` None), or its payload with `schema_id` (the schema text put in
+    `texts`, schemas.py). A value that cannot be written makes None, or with `errors_out` an error
+    row naming it."""
+    mark = table.column(AVRO_MARK)
+    if isinstance(mark, pa.ChunkedArray):
+        mark = mark.combine_chunks()
+    if not pc.any(mark).as_py():
+        return table
+    rows = pc.indices_nonzero(mark)
+    sub = table.select(["topic", "partition", "offset", "raw_key", "value"]).take(rows)
+    if isinstance(sub, pa.Table):
+        sub = sub.combine_chunks().to_batches()[0]
+    avro = sub.column("value")
+    errors: dict[int, str] = {}
+    full = transcoder._column(sub, avro, False, errors)
+    raw_key = _distinct_keys(sub, transcoder, errors)
+    if errors and not errors_out:
+        return None
+    n = len(full)
+    value, sid = full, pa.nulls(n, pa.int64())
+    if texts is not None:
+        value, sid = _payloads(full, schema_ids(avro)[0], transcoder, texts)
+    failed = np.zeros(n, np.bool_)
+    failed[list(errors)] = True
+    columns = {
+        "raw_key": raw_key,
+        "value": value,
+        "schema_id": sid,
+        AVRO_MARK: pa.array(np.zeros(n, np.bool_)),
+    }
+    if errors:
+        bad = pa.array(failed)
+        message = pa.array([errors.get(i) for i in range(n)], pa.string())
+        columns["value"] = pc.if_else(bad, avro, value)
+        columns["raw_key"] = pc.if_else(bad, sub.column("raw_key"), raw_key)
+        columns["schema_id"] = pc.if_else(bad, pa.scalar(None, pa.int64()), sid)
+        columns["__error"] = message
+        for name in ("key", "__op", "__seq", "__source_ts_ms", "__deleted"):
+            col = table.column(name).take(rows)
+            col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            columns[name] = pc.if_else(bad, pa.scalar(None, col.type), col)
+    for name, new in columns.items():
+        at = table.schema.get_field_index(name)
+        old = table.column(at)
+        old = old.combine_chunks() if isinstance(old, pa.ChunkedArray) else old
+        table = table.set_column(at, table.schema.field(at), pc.replace_with_mask(old, mark, new.cast(old.type)))
+    return table
+
+
+def _distinct_keys(sub: pa.RecordBatch, transcoder: AvroToJson, errors: dict[int, str]) -> pa.Array:
+    """The JsonConverter text of every row's Avro key, each distinct key written once."""
+    keys = sub.column("raw_key")
+    encoded = keys.dictionary_encode()
+    firsts = pc.index_in(encoded.dictionary, keys)
+    found: dict[int, str] = {}
+    texts = transcoder._column(sub.take(firsts), encoded.dictionary, True, found)
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    for at, message in found.items():  # every row of a key that cannot be written
+        for i in np.flatnonzero(indices == at):
+            errors.setdefault(int(i), message)
+    return texts.take(encoded.indices)
+
+
+def _payloads(
+    full: pa.Array, ids: np.ndarray, transcoder: AvroToJson, texts: dict[int, str]
+) -> tuple[pa.Array, pa.Array]:
+    """(payload, schema id) of each JsonConverter record as fast_decode cuts them; a record that does
+    not start with its schema's prefix stays whole, as the JSON path's per-record read leaves it."""
+    conv = transcoder._json[False]
+    n = len(full)
+    value = full
+    sid = pa.nulls(n, pa.int64())
+    text_full = full.cast(pa.string())
+    for avro_id in np.unique(ids).tolist():
+        schema = transcoder._known.get(int(avro_id))
+        if schema is None:
+            continue
+        prefix = schema.prefix(conv, False)
+        text = schema_of(prefix)
+        if text is None:
+            continue
+        here = pa.array(ids == avro_id)
+        fits = pc.and_(here, pc.and_(pc.starts_with(text_full, prefix.decode()), pc.ends_with(text_full, "}")))
+        fits = pc.fill_null(fits, False)
+        if not pc.any(fits).as_py():
+            continue
+        key = schema_id(text)
+        texts[key] = text
+        value = pc.if_else(fits, pc.binary_slice(full, len(prefix), -1), value)
+        sid = pc.if_else(fits, pa.scalar(key, pa.int64()), sid)
+    return value, sid
