@@ -54,7 +54,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import best_of_pair, emit, emit_throughput, note
+from _common import best_of_pair, emit, emit_throughput, note, timed
 
 from cdc.api import OffsetStorageReader
 from cdc.runtime.gc_tuning import raise_young_threshold
@@ -242,7 +242,7 @@ def _snapshot_figures(server: Any) -> None:
     emit_throughput("mysql.snapshot.connector_max_threads_2", N, best[2], bare_sel, "rows/s")
 
 
-def _avro_figures(server: Any, offset: dict[str, Any], bare: float) -> None:
+def _avro_figures(server: Any, offset: dict[str, Any], bare: float, server_id: int = 7400) -> None:
     """End to end into the embedded log in Avro: events/s, and bytes per record next to JSON's.
 
     JSON's bytes are those of the same events: the first records read back from the Avro log
@@ -256,7 +256,7 @@ def _avro_figures(server: Any, offset: dict[str, Any], bare: float) -> None:
     avro = "io.confluent.connect.avro.AvroConverter"
     with tempfile.TemporaryDirectory() as state:
         transport = {"transport": "embedded", "state.dir": state, "key.converter": avro, "value.converter": avro}
-        seconds = _worker_run(server, transport, offset, 7400)
+        seconds = _worker_run(server, transport, offset, server_id)
         emit_throughput("mysql.streaming.e2e_embedded_avro", N, seconds, bare, "events/s")
         log_ = EmbeddedLog(state, auto_create_topics=False)
         store = open_schema_registry(log_)
@@ -291,6 +291,88 @@ def _avro_figures(server: Any, offset: dict[str, Any], bare: float) -> None:
          sizes["json"] / seen)  # fmt: skip
 
 
+def _avro_only(server: Any, file: str, pos: int, offset: dict[str, Any]) -> None:
+    """`BENCH_ONLY=avro`: the bare loop, then JSON and Avro end to end into the embedded log, each
+    figure against the best bare loop of the run (BENCH_ROUNDS rounds, 2 by default)."""
+    _convert_figures(server, offset)
+    bare = _raw_loop(server, file, pos)
+    ids = iter(range(7500, 7600))
+    for _ in range(int(os.environ.get("BENCH_ROUNDS", "2"))):
+        bare = min(bare, _raw_loop(server, file, pos))
+        with tempfile.TemporaryDirectory() as state:
+            e2e = _worker_run(server, {"transport": "embedded", "state.dir": state}, offset, next(ids))
+        emit_throughput("mysql.streaming.e2e_embedded_json", N, e2e, bare, "events/s")
+        _avro_figures(server, offset, bare, next(ids))
+
+
+def _polled(server: Any, offset: dict[str, Any], want: int, server_id: int) -> list[Any]:
+    """The first `want` change records of the connector alone (the records the worker converts)."""
+    task = MySqlConnectorTask()
+    props = _props(server, server_id)
+    task.initialize(_Context(props, offset))  # type: ignore[arg-type]
+    task.start(dict(props))
+    out: list[Any] = []
+    try:
+        while len(out) < want:
+            out.extend(r for r in task.poll() or [] if r.value is not None and r.topic.startswith("bench.bench."))
+    finally:
+        task.stop()
+    return out[:want]
+
+
+def _convert_figures(server: Any, offset: dict[str, Any], server_id: int = 7600) -> None:
+    """The converters alone on the connector's records (keys and values): AvroConverter's
+    from_connect_batch and from_connect_data, and JsonConverter's from_connect_batch, against bare
+    fastavro writing the same Avro datums (schemaless_writer into one buffer), best of 3 rounds."""
+    import io
+
+    import fastavro
+
+    from cdc.converters.avro import AvroConverter
+    from cdc.converters.json import JsonConverter
+
+    count = min(N, 50000)
+    records = _polled(server, offset, count, server_id)
+    topics = [r.topic for r in records]
+    columns = {"key": ([r.key_schema for r in records], [r.key for r in records]),
+               "value": ([r.value_schema for r in records], [r.value for r in records])}  # fmt: skip
+    convs: dict[str, dict[str, Any]] = {"avro": {}, "json": {}}
+    for role in columns:
+        a = AvroConverter()
+        a.configure({"schema.registry.url": "mock://bench-mysql"}, role == "key")
+        j = JsonConverter()
+        j.configure({}, role == "key")
+        convs["avro"][role], convs["json"][role] = a, j
+    datums = {role: [convs["avro"][role].avro_data.writer(s).write(v) for s, v in zip(*columns[role], strict=True)]
+              for role in columns}  # fmt: skip
+    codecs = {role: convs["avro"][role].avro_data.writer(columns[role][0][0]).codec for role in columns}
+
+    def bare() -> None:
+        for role in columns:
+            out = io.BytesIO()
+            for d in datums[role]:
+                fastavro.schemaless_writer(out, codecs[role], d)
+
+    def batch(kind: str) -> Any:
+        return lambda: [convs[kind][role].from_connect_batch(topics, *columns[role]) for role in columns]
+
+    def one_by_one() -> None:
+        for role, (schemas, values) in columns.items():
+            convert = convs["avro"][role].from_connect_data
+            for t, sc, v in zip(topics, schemas, values, strict=True):
+                convert(t, sc, v)
+
+    assert batch("avro")() == [[convs["avro"][r].from_connect_data(t, s, v) for t, s, v in
+                                zip(topics, *columns[r], strict=True)] for r in columns]  # fmt: skip
+    best: dict[str, float] = {}
+    for _ in range(3):
+        for name, fn in (("bare", bare), ("avro_batch", batch("avro")), ("avro_one_by_one", one_by_one),
+                         ("json_batch", batch("json"))):  # fmt: skip
+            best[name] = min(best.get(name, float("inf")), timed(fn))
+    for name in ("avro_batch", "avro_one_by_one", "json_batch"):
+        emit_throughput(f"mysql.convert.{name}", count, best[name], best["bare"], "records/s")
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -305,6 +387,9 @@ def main() -> None:
         offset = {"file": file, "pos": pos}
         if os.environ.get("BENCH_ONLY") == "snapshot":  # the snapshot figures alone
             _snapshot_figures(server)
+            return
+        if os.environ.get("BENCH_ONLY") == "avro":  # JSON and Avro end to end, embedded log, alone
+            _avro_only(server, file, pos, offset)
             return
 
         note("streaming: bare python-mysql-replication loop vs the connector alone ...")
@@ -327,6 +412,8 @@ def main() -> None:
         emit_throughput("mysql.streaming.e2e_embedded_json", N, e2e, bare, "events/s")
         note("streaming end to end into the embedded log in Avro ...")
         _avro_figures(server, offset, bare)
+        note("converters alone: Avro (batch, one by one) and JSON vs bare fastavro ...")
+        _convert_figures(server, offset)
 
         note("streaming end to end into Kafka (librdkafka mock cluster) ...")
         try:

@@ -10,7 +10,8 @@ and caches its Connect schema and reader. As Confluent's, a top-level schema wit
 `connect.version` reads back with the registry's version of it.
 
 Encoding is fastavro's compiled `schemaless_writer`/`schemaless_reader`; the registry client is
-confluent-kafka's (registry.py), or one injected with `use_registry`.
+confluent-kafka's (registry.py), or one injected with `use_registry`. A source task's poll batch
+goes through `from_connect_batch` (the bytes of `from_connect_data`, record for record).
 """
 
 from __future__ import annotations
