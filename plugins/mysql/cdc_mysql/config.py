@@ -329,6 +329,8 @@ class MySqlConnectorConfig(RelationalDatabaseConnectorConfig):
         self.inconsistent_schema: str = self.get(debezium_keys.INCONSISTENT_SCHEMA).lower()
         self.schema_options = SchemaOptions.from_config(self.get, props)
         self.select_overrides = debezium_keys.select_overrides(props)
+        # read.only: incremental snapshots watermark by GTID set and write nothing (incremental_read_only.py)
+        self.read_only: bool = self.get(debezium_keys.READ_ONLY)
         debezium_keys.warn_recognised(props)
 
     def captures_database(self, db: str) -> bool:

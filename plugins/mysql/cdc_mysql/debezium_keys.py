@@ -13,8 +13,9 @@ Implemented in this module's ConfigDef entries: `enable.time.adjuster`,
 `column.propagate.source.type`, `datatype.propagate.source.type`, `field.name.adjustment.mode`,
 `topic.naming.strategy` (Debezium's default class), `snapshot.select.statement.overrides`,
 `include.schema.comments`, `skip.messages.without.change`, `snapshot.include.collection.list`,
-`schema.name.adjustment.mode`, `snapshot.delay.ms`, `streaming.delay.ms` and `converters` with
-TinyIntOneToBooleanConverter (custom_converters.py).
+`schema.name.adjustment.mode`, `snapshot.delay.ms`, `streaming.delay.ms`, `read.only` (GTID-set
+watermarks, incremental_read_only.py) and `converters` with TinyIntOneToBooleanConverter
+(custom_converters.py).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ SKIP_MESSAGES_WITHOUT_CHANGE = "skip.messages.without.change"
 SNAPSHOT_INCLUDE_COLLECTIONS = "snapshot.include.collection.list"
 SNAPSHOT_DELAY_MS = "snapshot.delay.ms"
 STREAMING_DELAY_MS = "streaming.delay.ms"
+READ_ONLY = "read.only"
 
 DEFAULT_TOPIC_NAMING_STRATEGY = "io.debezium.schema.DefaultTopicNamingStrategy"
 # The default's other names: the Kafka Connect alias form and the pre-2.0 class.
@@ -80,7 +82,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "binlog.net.read.timeout": (None, "the server's net_read_timeout applies"),
     "min.row.count.to.stream.results": ("1000", "every snapshot SELECT streams its rows"),
     "binlog.buffer.size": ("0", "events are emitted as they are read, without a look-ahead buffer"),
-    "read.only": ("false", "incremental snapshots write their watermarks to signal.data.collection"),
     "gtid.ignore.on.recovery": ("true", "the stored GTID set is kept as the offset has it"),
     "ddl.parser.type": ("antlr", "DDL is not parsed: tables come from the binlog's table map and information_schema"),
     "sourceinfo.struct.maker": (None, "the source block is Debezium's default MySQL one"),
@@ -279,6 +280,15 @@ def define(d: ConfigDef) -> ConfigDef:
         None,
         Importance.LOW,
         "<db>.<table> names whose snapshot runs the SELECT in snapshot.select.statement.overrides.<db>.<table>.",
+    )
+    d.define(
+        READ_ONLY,
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Incremental snapshots write nothing to the database: their watermarks are the executed GTID sets read "
+        "before and after each chunk (gtid_mode=ON on MySQL), signals come through the file or kafka channel.",
     )
     signal_config.define(d)  # signal.* and incremental.snapshot.*: cdc_mysql/incremental.py
     known = set(d.names())

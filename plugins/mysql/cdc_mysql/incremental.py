@@ -10,6 +10,11 @@ watermark the rest is emitted as `op: r` with `source.snapshot: incremental`.
 Chunk queries let the database compare keys in its own collation and type order, with a row
 constructor: `WHERE (k1, k2) > (%s, %s) AND (k1, k2) <= (%s, %s) ORDER BY k1, k2 LIMIT n`.
 
+With `read.only=true` (Debezium's MySqlReadOnlyIncrementalSnapshotChangeEventSource) nothing is written:
+the watermarks are the executed GTID sets read before and after the chunk SELECT (incremental_read_only.py)
+and the window is kept from the streamed changes' GTIDs; the file and kafka channels drive it, and the
+signal table, if set, is still read (signals inserted by someone else, as Debezium allows).
+
 How it plugs in (only when a signal channel is enabled; otherwise nothing of this runs):
 the streaming source decodes the signal table too (`captures`), the dispatcher's `change`
 is wrapped (`attach`), and the task calls `tick()` from `poll()` to poll the file/kafka
@@ -48,6 +53,7 @@ from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.dispatcher import EventDispatcher
+from cdc_mysql.incremental_read_only import GtidSet, GtidWindow, check_gtids, parse_gtid, read_executed
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema, TableSchema
 from cdc_mysql.snapshot import captured_tables
@@ -116,6 +122,10 @@ class MySqlIncrementalSnapshot:
         self.rows_emitted = 0
         self.chunks = 0
         self.notify = IncrementalSnapshotNotifier(_props(task_context), config.topic_prefix, dispatcher._put)
+        # read.only=true: GTID-set watermarks (incremental_read_only.py), the open chunk's window
+        self.read_only: bool = config.read_only
+        self._gtid_window: GtidWindow | None = None
+        self._streaming: Any = None
         if self.ctx.running:
             log.info(
                 "Resuming the incremental snapshot of %s after key %s",
@@ -127,6 +137,10 @@ class MySqlIncrementalSnapshot:
         """Hooks into the streaming source before it starts: the signal table is decoded, changes pass here."""
         self.offset = streaming.offset
         self._sync()
+        if self.read_only:
+            self._streaming = streaming
+            with self._db().cursor() as cur:
+                check_gtids(cur, self.is_mariadb, f"{self.config.hostname}:{self.config.port}")
         base = streaming.captures_table
         if self.signal_table is not None:
             streaming.captures_table = lambda db, t: base(db, t) or f"{db}.{t}".lower() == self.signal_table
@@ -161,6 +175,8 @@ class MySqlIncrementalSnapshot:
     ) -> None:
         table_id = ts.table.id
         ctx = self.ctx
+        if self._gtid_window is not None:
+            self._gtid_step(source, offset)
         if self.signal_table is not None and table_id.lower() == self.signal_table:
             self._signal_row(op, before, after, source, offset)
             if not self.config.captures_table(ts.table.db, ts.table.name):
@@ -245,7 +261,7 @@ class MySqlIncrementalSnapshot:
         return [f"{db}.{t}" for db, t in captured_tables(self._db(), self.config)]
 
     def add_collections(self, collections: list[Collection], signal_id: str) -> None:
-        if self.signal_table is None:
+        if self.signal_table is None and not self.read_only:
             log.warning(
                 "Signal %r: an incremental snapshot needs signal.data.collection (the table its watermarks are "
                 "written to); set it and send the signal again; ignored",
@@ -298,8 +314,12 @@ class MySqlIncrementalSnapshot:
                     for signal in channel.read():
                         self.processor.process(signal)
         ctx = self.ctx
+        if self._gtid_window is not None:
+            self._gtid_reached()
         if ctx.running and not ctx.paused and ctx.chunk_id is None and time.monotonic() >= self._retry_at:
             self._read_chunk()
+            if self._gtid_window is not None:
+                self._gtid_chunks()
         if self._blocking_queue and self._blocking is None:
             collections, self._blocking_queue = self._blocking_queue, []
             self._blocking = self._blocking_reads(collections)
@@ -448,6 +468,9 @@ class MySqlIncrementalSnapshot:
 
     def _watermark(self, cur: Any, chunk_id: str, which: str, table_id: str) -> None:
         """Writes the low (`open`) or high (`close`) watermark to the signal table."""
+        if self.read_only:
+            self._gtid_watermark(cur, chunk_id, which)
+            return
         assert self.signal_table is not None
         db, name = _split(self.signals.data_collection or "")
         signal_table = f"{_q(db)}.{_q(name)}"
@@ -457,6 +480,67 @@ class MySqlIncrementalSnapshot:
         kind = signal_types.WINDOW_OPEN if which == "open" else signal_types.WINDOW_CLOSE
         meta = json.dumps({f"{which}WindowTimestamp": time.time(), "dataCollectionId": table_id})
         cur.execute(f"INSERT INTO {signal_table} VALUES (%s, %s, %s)", (f"{chunk_id}-{which}", kind, meta))
+
+    # -- read.only=true: GTID-set watermarks ----------------------------------------------------
+    def _gtid_watermark(self, cur: Any, chunk_id: str, which: str) -> None:
+        """Low: the executed set, then the SELECT's consistent snapshot; high: the set after it."""
+        if which == "open":
+            self._gtid_window = GtidWindow(chunk_id, read_executed(cur, self.is_mariadb))
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            return
+        cur.execute("COMMIT")
+        window = self._gtid_window
+        if window is not None and window.chunk_id == chunk_id:
+            window.high = read_executed(cur, self.is_mariadb)
+
+    def _gtid_window_of_chunk(self) -> GtidWindow | None:
+        window = self._gtid_window
+        if window is not None and window.chunk_id != self.ctx.chunk_id:
+            self._gtid_window = window = None  # the chunk was stopped or failed
+        return window
+
+    def _gtid_step(self, source: Struct, offset: dict[str, Any]) -> None:
+        """A streamed change: past the low set it opens the window, past the high set it closes it."""
+        window = self._gtid_window_of_chunk()
+        gtid = source.get("gtid")
+        if window is None or not gtid:
+            return
+        src, seq = parse_gtid(str(gtid), self.is_mariadb)
+        if not self.ctx.window_open and window.opens(src, seq):
+            self.ctx.window_open = True
+        if window.closes(src, seq) and self.offset is not None:
+            # The rows rank at this transaction's start (its GTID event), below its changes, and their
+            # offset resumes at this change, which follows them.
+            off = self.offset
+            resume = dict(offset)
+            resume["row"] = max(int(offset.get("row") or 0) - 1, 0)
+            self._gtid_close({"file": off.file, "pos": off.pos, "row": 0}, resume)  # type: ignore[arg-type]
+
+    def _gtid_reached(self) -> bool:
+        """From tick(): the stream has executed the high watermark's transactions; the window closes here."""
+        window = self._gtid_window_of_chunk()
+        if window is None or window.high is None or self._streaming is None or self.offset is None:
+            return False
+        if not window.reached_by(GtidSet.parse(str(self._streaming.gtid_set), self.is_mariadb)):
+            return False
+        off = self.offset
+        self._gtid_close({"file": off.file, "pos": off.pos, "row": 0}, off.offset())  # type: ignore[arg-type]
+        return True
+
+    def _gtid_chunks(self) -> None:
+        """Debezium's readUntilGtidChange: while the stream already stands at the chunk's high watermark (nothing
+        committed meanwhile), close it and read the next, until the batch is full (poll() then returns)."""
+        limit = self.config.max_batch_size
+        while len(self.dispatcher.buffer) < limit and self._gtid_reached():
+            ctx = self.ctx
+            if not ctx.running or ctx.paused or ctx.chunk_id is not None:
+                return
+            self._read_chunk()
+
+    def _gtid_close(self, source: Struct, offset: dict[str, Any]) -> None:
+        self._gtid_window = None
+        self.ctx.window_open = True  # a window no change opened holds no transaction to deduplicate
+        self._close_window(source, offset)
 
     def _reset_connection(self) -> None:
         if self._conn is not None:
