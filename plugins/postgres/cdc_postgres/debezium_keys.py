@@ -128,6 +128,16 @@ _IMPLEMENTED = (
         Importance.LOW,
         "System schemas are never captured (false is accepted with a warning).",
     )
+    .define(
+        "read.only",
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Incremental snapshots write nothing to the database: their watermarks are pg_current_snapshot() read "
+        "before and after each chunk (cdc_postgres/incremental_read_only.py), signals come through the file or "
+        "kafka channel.",
+    )
 )
 
 # key → (what happens instead, when the value given is the one that changes nothing: no warning then)
@@ -184,7 +194,6 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
     "query.fetch.size": ("queries other than the snapshot fetch whole results", None),
     "database.query.timeout.ms": ("statements have no timeout beyond the server's statement_timeout", None),
     "queue.provider.type": ("the built-in in-memory queue is used", None),
-    "read.only": ("the connector needs a writable primary (slot, publication)", "false"),
     "schema.refresh.mode": ("schemas are rebuilt from every pgoutput Relation message (columns_diff)", None),
     "memory.management.schemas.class": ("schemas are kept in memory", None),
     "memory.management.tables.class": ("tables are kept in memory", None),

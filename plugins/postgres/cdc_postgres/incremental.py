@@ -14,6 +14,11 @@ watermark is written, and keys changed before they are registered are remembered
 the same text pgoutput sends, so keys compare and convert exactly as streamed ones; chunk
 bounds are compared by the database with row constructors (`(k1, k2) > (%s, %s)`).
 
+With `read.only=true` (Debezium's PostgresReadOnlyIncrementalSnapshotChangeEventSource) nothing is
+written: the watermarks are `pg_current_snapshot()` read before and after the chunk SELECT and the window
+is kept from the streamed transactions' ids (incremental_read_only.py); the file and kafka channels drive
+it, and the signal table, if set, is still read (signals inserted by someone else, as Debezium allows).
+
 Nothing of it runs unless a signal channel is enabled (`task.py` keeps it None).
 """
 
@@ -41,6 +46,7 @@ from cdc_debezium.signals.processor import SignalProcessor
 from cdc_debezium.signals.record import SignalRecord
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
+from cdc_postgres.incremental_read_only import READ_ONLY, WATERMARK_QUERY, PgSnapshot, XidWindow
 from cdc_postgres.schema import PostgresSchema, TableSchema
 from cdc_postgres.snapshot import captured_tables
 
@@ -115,6 +121,11 @@ class PostgresIncrementalSnapshot:
         self.notify = IncrementalSnapshotNotifier(
             dict(configs()) if callable(configs) else {}, topic_prefix, lambda r: self.emitter and self.emitter.emit(r)
         )
+        # read.only=true: pg_current_snapshot() watermarks (incremental_read_only.py), the open chunk's window
+        props = dict(configs()) if callable(configs) else {}
+        self.read_only = str(props.get(READ_ONLY) or "false").strip().lower() == "true"
+        self._xid_window: XidWindow | None = None
+        self._streaming: Any = None
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, streaming: Any) -> None:
@@ -136,6 +147,17 @@ class PostgresIncrementalSnapshot:
         )
         emitter.emit = lambda record: emit(self._with_state(record))
         self._signal_captured = base
+        if self.read_only:
+            # Debezium's processHeartbeat / processTransactionCommittedEvent: called on the reader thread
+            # after every commit and every idle read, where the idle window can close.
+            self._streaming = streaming
+            heartbeat = streaming._maybe_heartbeat
+
+            def after_commit_or_idle() -> None:
+                self._xid_reached()
+                heartbeat()
+
+            streaming._maybe_heartbeat = after_commit_or_idle
         self._thread = threading.Thread(target=self._work, name="postgres-incremental-snapshot", daemon=True)
         self._thread.start()
 
@@ -179,6 +201,8 @@ class PostgresIncrementalSnapshot:
         forward: Callable[[TableSchema, Any, dict[str, Any], dict[str, Any]], None],
     ) -> None:
         table_id = table.id
+        if self._xid_window is not None:
+            self._xid_step(pos, offset)
         if self.signal_table is not None and table_id.lower() == self.signal_table:
             self._signal_row(op, old, new, pos, offset)
             if not self._signal_captured(table_id):
@@ -251,7 +275,7 @@ class PostgresIncrementalSnapshot:
             return [f"{ns}.{name}" for _, ns, name in captured_tables(conn, self.table_filter)]
 
     def add_collections(self, collections: list[Collection], signal_id: str) -> None:
-        if self.signal_table is None:
+        if self.signal_table is None and not self.read_only:
             log.warning(
                 "Signal %r: an incremental snapshot needs signal.data.collection (the table its watermarks are "
                 "written to); set it and send the signal again; ignored",
@@ -476,6 +500,9 @@ class PostgresIncrementalSnapshot:
             self._done_with(current, SQL_EXCEPTION)
 
     def _watermark(self, conn: psycopg.Connection, chunk_id: str, which: str, table_id: str) -> None:
+        if self.read_only:
+            self._xid_watermark(conn, chunk_id, which)
+            return
         schema_name, name = _split(self.signals.data_collection or "")
         relation = sql.Identifier(schema_name, name)
         if which == "close" and self.signals.watermarking == "insert_delete":
@@ -486,3 +513,62 @@ class PostgresIncrementalSnapshot:
         conn.execute(
             sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(relation), (f"{chunk_id}-{which}", kind, meta)
         )
+
+    # -- read.only=true: pg_current_snapshot() watermarks ----------------------------------------
+    def _xid_watermark(self, conn: psycopg.Connection, chunk_id: str, which: str) -> None:
+        """Low: the snapshot before the SELECT; high: the one after it, with the WAL position (chunk thread)."""
+        row = conn.execute(WATERMARK_QUERY).fetchone()
+        assert row is not None
+        snapshot = PgSnapshot.parse(str(row[0]))
+        with self.lock:
+            if which == "open":
+                self._xid_window = XidWindow(chunk_id, snapshot)
+                return
+            window = self._xid_window
+            if window is not None and window.chunk_id == chunk_id:
+                window.high, window.high_lsn = snapshot, int(row[1]) if row[1] is not None else None
+
+    def _xid_window_of_chunk(self) -> XidWindow | None:
+        window = self._xid_window
+        if window is not None and window.chunk_id != self.ctx.chunk_id:
+            self._xid_window = window = None  # the chunk was stopped or failed
+        return window
+
+    def _xid_step(self, pos: dict[str, Any], offset: dict[str, Any]) -> None:
+        """A streamed row (reader thread): a transaction running at the low watermark opens the window, one
+        running at the high watermark closes it before its changes."""
+        xid = pos.get("tx_id")
+        if xid is None:
+            return
+        with self.lock:
+            window = self._xid_window_of_chunk()
+            if window is None:
+                return
+            if not self.ctx.window_open and window.opens(int(xid)):
+                self.ctx.window_open = True
+            if window.closes(int(xid)):
+                # The rows rank at this transaction's commit LSN just below its first change, and their
+                # offset resumes at that change (as a transaction's BEGIN record does).
+                rows_pos = {**pos, "lsn": int(pos["lsn"]) - 1}
+                events = int(offset.get("lsn_events_processed") or 1)
+                self._xid_close(rows_pos, {**offset, "lsn_events_processed": events - 1})
+
+    def _xid_reached(self) -> None:
+        """After a commit or an idle read (reader thread): the stream has passed the high watermark's WAL position."""
+        streaming = self._streaming
+        if self._xid_window is None or streaming is None or streaming._tx is not None:
+            return
+        lsn = max(streaming.last_received_lsn, streaming.last_commit_lsn or 0)
+        with self.lock:
+            window = self._xid_window_of_chunk()
+            if window is None or not window.reached(lsn):
+                return
+            pos = {"lsn": lsn, "lsn_commit": lsn, "tx_id": None, "ts_us": time.time_ns() // 1000}
+            offset = {"lsn_proc": lsn, "lsn": lsn, "lsn_commit": lsn, "lsn_events_processed": 0,
+                      "ts_usec": pos["ts_us"]}  # fmt: skip
+            self._xid_close(pos, offset)
+
+    def _xid_close(self, pos: dict[str, Any], offset: dict[str, Any]) -> None:
+        self._xid_window = None
+        self.ctx.window_open = True  # a window no change opened holds no transaction to deduplicate
+        self._close_window(pos, offset)
