@@ -62,8 +62,12 @@ def execute_snapshot(
 
 
 def channel_of(config: Mapping[str, str]) -> str:
-    """The channel a signal for this connector config goes to: source, then file, then kafka."""
+    """The channel a signal for this connector config goes to: source, then file, then kafka (with
+    read.only=true file or kafka first: the database is not written while another channel is on)."""
     channels = [c.strip().lower() for c in (config.get("signal.enabled.channels") or "source").split(",")]
+    read_only = str(config.get("read.only") or "").strip().lower() == "true"
+    if read_only and ("file" in channels or "kafka" in channels):
+        channels = [c for c in channels if c != "source"]
     if "source" in channels and config.get("signal.data.collection"):
         return "source"
     for channel in ("file", "kafka"):

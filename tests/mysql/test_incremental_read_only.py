@@ -10,7 +10,6 @@ twice. The GTID-set logic (MySQL 8 sets included) is checked on constructed valu
 from __future__ import annotations
 
 import collections
-import json
 import os
 import random
 import threading
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from cdc.api import ConnectException
+from cdc.runtime.signal_delivery import channel_of, deliver, execute_snapshot
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.incremental import MySqlIncrementalSnapshot
 from cdc_mysql.incremental_read_only import GtidSet, GtidWindow, parse_gtid, raise_unless_gtids
@@ -81,6 +81,23 @@ def test_gtid_mode_off_is_one_line_naming_read_only_and_the_fix() -> None:
 def test_read_only_is_a_boolean_key_that_defaults_to_false(mariadb_db: MariaDbServer) -> None:
     assert MySqlConnectorConfig(connector_props(mariadb_db)).read_only is False
     assert MySqlConnectorConfig(connector_props(mariadb_db, read__only="true")).read_only is True
+
+
+def test_cli_and_rest_signals_go_to_a_channel_that_writes_no_database_with_read_only() -> None:
+    base = {"signal.data.collection": "db.signals", "signal.enabled.channels": "source,kafka,file"}
+    assert channel_of(base) == "source"
+    assert channel_of({**base, "read.only": "true"}) == "file"
+    assert channel_of({**base, "read.only": "TRUE", "signal.enabled.channels": "kafka,source"}) == "kafka"
+    # the source channel alone: a row in the signal table, as someone inserting it would (Debezium reads it)
+    assert channel_of({**base, "read.only": "true", "signal.enabled.channels": "source"}) == "source"
+
+
+def _no_table_writes(*_: Any) -> None:
+    raise AssertionError("read.only: the signal table was to be written")
+
+
+def _no_log() -> Any:
+    raise AssertionError("read.only with the file channel: the kafka channel was used")
 
 
 # -- end to end on MariaDB ---------------------------------------------------------------------------------
@@ -206,12 +223,10 @@ def test_read_only_snapshot_under_a_concurrent_writer_writes_nothing(
         try:
             while writer.changes < 30 and writer.is_alive():
                 run.poll_once()
-            doc = {
-                "id": f"ro-{seed}",
-                "type": "execute-snapshot",
-                "data": {"data-collections": [f"{mariadb_db.database}.t"]},
-            }
-            signal_file.write_text(json.dumps(doc) + "\n")
+            # What `cdc signal` and POST /connectors/{name}/signals do: with read.only, the file channel.
+            signal = execute_snapshot([f"{mariadb_db.database}.t"], signal_id=f"ro-{seed}")
+            where = deliver(run.props, signal, table_writer=_no_table_writes, topic_log=_no_log)
+            assert where == f"file {signal_file}"
             # The writer goes on until the snapshot has ended.
             run.poll_until(lambda _: run.task.signals.ctx.correlation_id is not None, timeout=30, what="the signal")
             run.poll_until(lambda _: not run.task.signals.ctx.running, timeout=180, what="the snapshot to end")
