@@ -69,6 +69,8 @@ from cdc.log.embedded import EmbeddedLog
 EVENTS = int(os.environ.get("CDC_BENCH_EVENTS", "1000000"))
 KEYS = EVENTS // 5
 LARGE_ROWS = int(os.environ.get("CDC_BENCH_LARGE_ROWS", "5000000"))
+# CDC_BENCH_ONLY=avro: only the JSON and Avro sink runs and the Avro figures (issue 20)
+AVRO_ONLY = os.environ.get("CDC_BENCH_ONLY", "").lower() == "avro"
 TOPIC = "bench.shop.items"
 TABLE = "bench_shop_items"
 SCHEMA_VALUE = (
@@ -208,6 +210,52 @@ def ours_avro(spark: object, state: Path, sink: dict, checkpoint: str) -> float:
     if q.exception() is not None:
         raise RuntimeError(str(q.exception()))
     return time.perf_counter() - t0
+
+
+def decode_stage(avro_state: Path, json_state: Path) -> tuple[float, float, float]:
+    """Seconds of the sink's decode stage alone (what each Spark task runs, latestPerKey=true, with
+    the default placeholder), in this process over both partitions, best of 3 interleaved rounds:
+    (Avro, columnar read; Avro, the reference path that transcodes every record to JsonConverter
+    text first, as before issue 20's deliverable 4; the same events in JSON). The raw batches are
+    read from the logs once, before timing."""
+    from unittest import mock
+
+    from cdc_spark.decode import JsonDeserializer, avro
+    from cdc_spark.decode.events import decode_batches
+    from cdc_spark.decode.unavailable import DEFAULT, Placeholder
+    from cdc_spark.source.options import SourceOptions
+    from cdc_spark.source.reader import TopicPartitionRange, read_range
+
+    def raw(state: Path) -> list[list[pa.RecordBatch]]:
+        opts = SourceOptions.parse({"state.dir": str(state), "topics": TOPIC})
+        with EmbeddedLog(state) as log:
+            from cdc.log.base import TopicPartition
+
+            ends = log.end_offsets([TopicPartition(TOPIC, p) for p in (0, 1)])
+        return [list(read_range(TopicPartitionRange(tp.topic, tp.partition, 0, end, opts))) for tp, end in ends.items()]
+
+    avro_raw, json_raw = raw(avro_state), raw(json_state)
+    placeholder = Placeholder.parse(DEFAULT)
+    lookup = avro.EmbeddedSchemas(str(avro_state))
+
+    def run_avro(columnar: bool) -> float:
+        with mock.patch.object(avro, "_columnar_available", return_value=columnar):
+            t0 = time.perf_counter()
+            for part in avro_raw:
+                list(avro.decode_avro_batches(iter(part), lookup, combine=True, placeholder=placeholder))
+            return time.perf_counter() - t0
+
+    def run_json() -> float:
+        t0 = time.perf_counter()
+        for part in json_raw:
+            list(decode_batches(iter(part), JsonDeserializer(True), combine=True, placeholder=placeholder))
+        return time.perf_counter() - t0
+
+    best = [float("inf")] * 3
+    for _ in range(3):
+        for i, fn in enumerate((lambda: run_avro(True), lambda: run_avro(False), run_json)):
+            best[i] = min(best[i], fn())
+    return best[0], best[1], best[2]
 
 
 def _guarded_merge(final: pa.Table, path: str) -> None:
@@ -428,7 +476,7 @@ def main() -> None:
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cdc-bench-spark-")))
         dsn = os.environ.get("CDC_TEST_POSTGRES_URL")
-        if not dsn:
+        if not dsn and not AVRO_ONLY:
             from tests.rig import postgres as postgres_rig
 
             dsn = stack.enter_context(postgres_rig.provide()).dsn
@@ -453,33 +501,40 @@ def main() -> None:
 
         # Both merge into a new table each round; best of interleaved rounds (delta-rs warms up).
         rounds = itertools.count()
-        apply_d, bare_d = best_of_pair(
-            lambda: apply_delta(final, str(work / f"apply_lake{next(rounds)}")),
-            lambda: bare_delta(final, str(work / f"bare_delta{next(rounds)}")),
-        )
-        note(f"bare delta-rs merge: {bare_d:.2f}s; the sink's Delta apply step alone, same batch: {apply_d:.2f}s")
+        if not AVRO_ONLY:
+            apply_d, bare_d = best_of_pair(
+                lambda: apply_delta(final, str(work / f"apply_lake{next(rounds)}")),
+                lambda: bare_delta(final, str(work / f"bare_delta{next(rounds)}")),
+            )
+            note(f"bare delta-rs merge: {bare_d:.2f}s; the sink's Delta apply step alone, same batch: {apply_d:.2f}s")
         ours_d = ours(spark, work / "state", {"target": "delta", "path": str(work / "lake")}, str(work / "ck_d"))
         note(f"spark sink → delta: {ours_d:.2f}s")
-        emit_throughput(
-            f"spark sink to Delta, {EVENTS} events/{KEYS} keys, final rows applied", rows, ours_d, bare_d, unit="rows/s"
-        )
+        if not AVRO_ONLY:
+            emit_throughput(
+                f"spark sink to Delta, {EVENTS} events/{KEYS} keys, final rows applied",
+                rows,
+                ours_d,
+                bare_d,
+                unit="rows/s",
+            )
 
         # Context for the figure above: the same job without Spark, on the same libraries.
-        bare_all = bare_pipeline(work / "state", str(work / "bare_pipeline"))
-        note(f"bare libraries, whole job in one process (read, decode, dedupe, merge): {bare_all:.2f}s")
-        _same_rows(
-            str(work / "bare_pipeline"),
-            str(work / "bare_delta1"),
-            str(work / "lake" / TABLE),
-            str(work / "apply_lake0" / TABLE),
-        )
-        emit_throughput(
-            f"spark sink to Delta vs the whole job on the bare libraries without Spark, {EVENTS} events",
-            rows,
-            ours_d,
-            bare_all,
-            unit="rows/s",
-        )
+        if not AVRO_ONLY:
+            bare_all = bare_pipeline(work / "state", str(work / "bare_pipeline"))
+            note(f"bare libraries, whole job in one process (read, decode, dedupe, merge): {bare_all:.2f}s")
+            _same_rows(
+                str(work / "bare_pipeline"),
+                str(work / "bare_delta1"),
+                str(work / "lake" / TABLE),
+                str(work / "apply_lake0" / TABLE),
+            )
+            emit_throughput(
+                f"spark sink to Delta vs the whole job on the bare libraries without Spark, {EVENTS} events",
+                rows,
+                ours_d,
+                bare_all,
+                unit="rows/s",
+            )
 
         # Avro: the same events in Confluent's wire format, through the same query (decode=debezium-avro).
         note("producing the same events in Avro ...")
@@ -491,6 +546,16 @@ def main() -> None:
         emit_throughput(f"spark sink to Delta from Avro vs from JSON, {EVENTS} events", rows, ours_a, ours_d, "rows/s")
         emit("bytes per record (key + value), Avro vs JSON [lower is better]", avro_bytes, "bytes",
              json_bytes_per_record())  # fmt: skip
+        columnar, reference, json_decode = decode_stage(work / "avro_state", work / "state")
+        note(f"decode stage alone, {EVENTS} events: Avro {columnar:.2f}s (reference path {reference:.2f}s), "
+             f"JSON {json_decode:.2f}s")  # fmt: skip
+        emit_throughput(f"decode stage alone, Avro vs JSON, {EVENTS} events", EVENTS, columnar, json_decode,
+                        "events/s")  # fmt: skip
+        emit_throughput(f"decode stage alone, Avro columnar vs Avro transcoded to JSON, {EVENTS} events", EVENTS,
+                        columnar, reference, "events/s")  # fmt: skip
+        if AVRO_ONLY:
+            spark.stop()
+            return
 
         # Context: the apply step alone, the part of the sink the bare merge does the same work as.
         emit_throughput(

@@ -18,6 +18,15 @@ one batch (an ALTER TABLE mid-batch) become two envelope prefixes, which that pa
 reads as two runs. A record that is not Confluent Avro, or whose schema id the registry does
 not know, becomes an error row naming the topic, partition and offset (the sink stops on it,
 or dead-letters it under errors.tolerance=all).
+
+That transcoding of every record is the reference path. A batch that avro_columns.py can read
+goes columnar instead (issue 20): its ordering columns come from polars' Avro reader and each
+key's canonical text is built in Arrow, so only the rows that are emitted (with latestPerKey,
+each key's latest of the partition) are transcoded, by the same code, to the same bytes.
+tests/spark/test_avro_columns.py holds the two paths equal on random schemas. One difference
+remains, by design: a record that polars reads but the transcoding refuses (its Connect value
+breaks its own schema) becomes an error row only if it is emitted; the reference path also
+made it an error row when a later event of its key would have replaced it.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from cdc_spark.decode.avro_columns import (
     schema_ids,
 )
 from cdc_spark.decode.avro_json import PlainPayloads, payloads
+from cdc_spark.decode.avro_text import JsonText
 from cdc_spark.decode.deserializer import JsonDeserializer
 from cdc_spark.decode.events import DECODED_ARROW, _decode_each, keep_latest
 from cdc_spark.decode.schemas import mark_first, schema_id, schema_of
@@ -170,12 +180,19 @@ class _Schema:
         self.prefixes: dict[bool, bytes] = {}
         self._layout: EnvelopeLayout | None = None
         self._key_text: KeyText | None = None
+        self._json_text: JsonText | None = None
 
     def layout(self) -> EnvelopeLayout:
         """How avro_columns.py reads the value columns of this schema (or that it cannot)."""
         if self._layout is None:
             self._layout = EnvelopeLayout(json.loads(self.codec_text))
         return self._layout
+
+    def json_text(self) -> JsonText:
+        """How avro_text.py writes the payloads of this schema in Arrow (or that it cannot)."""
+        if self._json_text is None:
+            self._json_text = JsonText(json.loads(self.codec_text), self.plain.plain and not self.plain.floats)
+        return self._json_text
 
     def key_text(self) -> KeyText:
         """How avro_columns.py builds the canonical text of keys of this schema (or that it cannot)."""
@@ -430,14 +447,15 @@ def _to_json(table: Any, transcoder: AvroToJson, texts: dict[int, str] | None, e
         sub = sub.combine_chunks().to_batches()[0]
     avro = sub.column("value")
     errors: dict[int, str] = {}
-    full = transcoder._column(sub, avro, False, errors)
+    bare: dict[int, np.ndarray] | None = None if texts is None else {}
+    full = _records(transcoder, sub, avro, False, errors, bare)
     raw_key = _distinct_keys(sub, transcoder, errors)
     if errors and not errors_out:
         return None
     n = len(full)
     value, sid = full, pa.nulls(n, pa.int64())
-    if texts is not None:
-        value, sid = _payloads(full, schema_ids(avro)[0], transcoder, texts)
+    if texts is not None and bare is not None:
+        value, sid = _payloads(full, schema_ids(avro)[0], transcoder, texts, bare)
     failed = np.zeros(n, np.bool_)
     failed[list(errors)] = True
     columns = {
@@ -465,13 +483,57 @@ def _to_json(table: Any, transcoder: AvroToJson, texts: dict[int, str] | None, e
     return table
 
 
+def _records(
+    transcoder: AvroToJson,
+    batch: pa.RecordBatch,
+    col: pa.Array,
+    is_key: bool,
+    errors: dict[int, str],
+    bare: dict[int, np.ndarray] | None = None,
+) -> pa.Array:
+    """AvroToJson._column's JsonConverter records, the payloads of the schemas avro_text.py takes
+    written in Arrow (the same bytes). With `bare`, those rows hold only the payload, and `bare`
+    says which they are per registry id (what _payloads would cut them to)."""
+    ids, ok = schema_ids(col)
+    conv = transcoder._json[is_key]
+    done = []
+    for sid in np.unique(ids[ok]).tolist():
+        schema = transcoder._known.get(int(sid))
+        if schema is None or schema.json_text().codec_text is None:
+            continue
+        rows = pa.array(np.flatnonzero(ok & (ids == sid)), pa.int64())
+        text = schema.json_text().payloads(pc.binary_slice(col.take(rows), HEAD, 2**31 - 1))
+        if text is not None and bare is not None:
+            bare[int(sid)] = rows.to_numpy()
+            done.append((rows, text.cast(pa.binary())))
+        elif text is not None:
+            head = schema.prefix(conv, is_key).decode()
+            done.append((rows, pc.binary_join_element_wise(head, text, "}", "").cast(pa.binary())))
+    if not done:
+        return transcoder._column(batch, col, is_key, errors)
+    written = np.zeros(len(col), np.bool_)
+    for rows, _ in done:
+        written[rows.to_numpy()] = True
+    if not written.all():  # the other schemas, the per-record way
+        rest = pa.array(np.flatnonzero(~written), pa.int64())
+        found: dict[int, str] = {}
+        part = transcoder._column(batch.take(rest), col.take(rest), is_key, found)
+        back = rest.to_numpy()
+        for i, message in found.items():
+            errors[int(back[i])] = message
+        done.append((rest, part))
+    order = pa.concat_arrays([rows for rows, _ in done])
+    values = pa.concat_arrays([text for _, text in done])
+    return values.take(pc.sort_indices(order))
+
+
 def _distinct_keys(sub: pa.RecordBatch, transcoder: AvroToJson, errors: dict[int, str]) -> pa.Array:
     """The JsonConverter text of every row's Avro key, each distinct key written once."""
     keys = sub.column("raw_key")
     encoded = keys.dictionary_encode()
     firsts = pc.index_in(encoded.dictionary, keys)
     found: dict[int, str] = {}
-    texts = transcoder._column(sub.take(firsts), encoded.dictionary, True, found)
+    texts = _records(transcoder, sub.take(firsts), encoded.dictionary, True, found)
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     for at, message in found.items():  # every row of a key that cannot be written
         for i in np.flatnonzero(indices == at):
@@ -480,15 +542,16 @@ def _distinct_keys(sub: pa.RecordBatch, transcoder: AvroToJson, errors: dict[int
 
 
 def _payloads(
-    full: pa.Array, ids: np.ndarray, transcoder: AvroToJson, texts: dict[int, str]
+    full: pa.Array, ids: np.ndarray, transcoder: AvroToJson, texts: dict[int, str], bare: dict[int, np.ndarray]
 ) -> tuple[pa.Array, pa.Array]:
     """(payload, schema id) of each JsonConverter record as fast_decode cuts them; a record that does
-    not start with its schema's prefix stays whole, as the JSON path's per-record read leaves it."""
+    not start with its schema's prefix stays whole, as the JSON path's per-record read leaves it.
+    The rows in `bare` are payloads already."""
     conv = transcoder._json[False]
     n = len(full)
     value = full
     sid = pa.nulls(n, pa.int64())
-    text_full = full.cast(pa.string())
+    text_full: pa.Array | None = None
     for avro_id in np.unique(ids).tolist():
         schema = transcoder._known.get(int(avro_id))
         if schema is None:
@@ -497,12 +560,18 @@ def _payloads(
         text = schema_of(prefix)
         if text is None:
             continue
+        key = schema_id(text)
+        if int(avro_id) in bare:  # every row of the id: written as payloads
+            texts[key] = text
+            sid = pc.if_else(pa.array(ids == avro_id), pa.scalar(key, pa.int64()), sid)
+            continue
+        if text_full is None:
+            text_full = full.cast(pa.string())
         here = pa.array(ids == avro_id)
         fits = pc.and_(here, pc.and_(pc.starts_with(text_full, prefix.decode()), pc.ends_with(text_full, "}")))
         fits = pc.fill_null(fits, False)
         if not pc.any(fits).as_py():
             continue
-        key = schema_id(text)
         texts[key] = text
         value = pc.if_else(fits, pc.binary_slice(full, len(prefix), -1), value)
         sid = pc.if_else(fits, pa.scalar(key, pa.int64()), sid)
