@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +33,19 @@ from cdc.runtime.worker_config import WorkerConfig
 from tests.rig import postgres as pg_rig
 
 N = int(os.environ.get("BENCH_PG_CHANGES", "200000"))
+
+
+def _thread_cpu() -> list[tuple[str, float]]:
+    """CPU seconds each live thread of this process has used (Linux /proc), busiest first."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for t in threading.enumerate():
+        try:
+            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out.append((t.name, (int(fields[11]) + int(fields[12])) / tick))  # utime + stime
+    return sorted(out, key=lambda item: -item[1])
 
 
 def main() -> None:
@@ -86,6 +100,7 @@ def main() -> None:
                     break
                 time.sleep(0.05)
             ours = time.perf_counter() - t0
+            cpu = _thread_cpu()
             herder.stop()
 
         # The bytes travel to the client, as for any consumer; they are not decoded. Peeking leaves
@@ -100,6 +115,10 @@ def main() -> None:
             rows = sum(1 for _ in cur)
             bare = min(bare, time.perf_counter() - t0)
         note(f"raw fetch returned {rows} pgoutput messages")
+        note(
+            f"wall {ours / N * 1e6:.1f} µs/change; CPU µs/change by thread: "
+            + ", ".join(f"{name} {seconds / N * 1e6:.1f}" for name, seconds in cpu if seconds / N * 1e6 >= 0.1)
+        )
         emit_throughput("pg_source.stream_to_embedded_log", N, ours, bare, unit="changes/s")
 
 

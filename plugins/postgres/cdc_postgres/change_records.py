@@ -13,7 +13,7 @@ from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
 from cdc_postgres.pgoutput import UNCHANGED_TOAST
 from cdc_postgres.reselect import ALL_EVENTS, ColumnReselector
 from cdc_postgres.schema import TableSchema
-from cdc_postgres.source_info import SOURCE_SCHEMA, SourceInfo
+from cdc_postgres.source_info import SOURCE_SCHEMA, SourceInfo, sequence
 
 MESSAGE_KEY_SCHEMA = (
     SchemaBuilder.struct()
@@ -65,6 +65,76 @@ def _message_block_schema(binary_mode: str) -> Schema:
     )
 
 
+# The attributes SourceRecord's constructor sets; the compiled builders set them themselves while they are all there is.
+_RECORD_FIELDS = frozenset(
+    ("source_partition", "source_offset", "topic", "kafka_partition", "key_schema", "key", "value_schema", "value",
+     "timestamp", "headers")
+)  # fmt: skip
+# SourceInfo.struct's field order (source_info.py): the per-change fields are filled in, the rest come from a template.
+_SOURCE_FIELDS = ("version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us", "ts_ns", "schema",
+                  "table", "txId", "lsn", "xmin")  # fmt: skip
+
+
+def _record_slots() -> frozenset[str]:
+    return frozenset(name for cls in SourceRecord.__mro__ for name in getattr(cls, "__slots__", ()))
+
+
+def _compile_events(
+    emitter: PostgresChangeRecordEmitter, table: TableSchema
+) -> Callable[[str, Struct | None, Struct | None, Any, dict[str, Any], Any, Headers | None], SourceRecord] | None:
+    """`event(op, before, after, key, pos, offset, headers)`: one change's record, compiled once per table.
+
+    The record `_record` would build from `_source` and Envelope.make, with the Structs and the
+    SourceRecord filled in place (as cdc_mysql's snapshot_records does): the source block from a
+    per-table template with only the position and times set per change. None when SourceInfo or
+    SourceRecord no longer have the shape this relies on (the emitter then takes its general path).
+    """
+    template = emitter.source.struct(table.schema_name, table.table_name, 0, "false", None, None, None)
+    fields = tuple(f.name for f in template.schema.fields)
+    if template.schema is not SOURCE_SCHEMA or fields != _SOURCE_FIELDS or _record_slots() != _RECORD_FIELDS:
+        return None
+    const = template._values
+    ns: dict[str, Any] = {
+        "new": object.__new__, "Struct": Struct, "SourceRecord": SourceRecord, "Headers": Headers,
+        "time_ns": time.time_ns, "sequence": sequence, "sschema": SOURCE_SCHEMA, "eschema": table.envelope.schema,
+        "kschema": table.key_schema, "topic": table.topic, "partition": emitter.partition,
+        "version": const[0], "connector": const[1], "name": const[2], "db": const[5], "schema_name": const[9],
+        "table_name": const[10],
+    }  # fmt: skip
+    source = (
+        "def event(op, before, after, key, pos, offset, headers, tx):\n"
+        "    ts_us = pos['ts_us']\n"
+        "    lsn = pos.get('lsn')\n"
+        "    lsn_commit = pos.get('lsn_commit')\n"
+        "    src = new(Struct)\n"
+        "    src.schema = sschema\n"
+        "    src._values = [version, connector, name, ts_us // 1000, 'false', db,\n"
+        '        f\'["{lsn_commit}","{lsn}"]\' if lsn_commit is not None and lsn is not None\n'
+        "        else sequence(lsn_commit, lsn),\n"
+        "        ts_us, ts_us * 1000, schema_name, table_name, pos.get('tx_id'), lsn, None]\n"
+        "    ns = time_ns()\n"
+        "    ms = ns // 1000000\n"
+        "    value = new(Struct)\n"
+        "    value.schema = eschema\n"
+        "    value._values = [before, after, src, tx, op, ms, ns // 1000, ns]\n"
+        "    r = new(SourceRecord)\n"
+        "    r.source_partition = partition\n"
+        "    r.source_offset = offset\n"
+        "    r.topic = topic\n"
+        "    r.kafka_partition = None\n"
+        "    r.key_schema = kschema\n"
+        "    r.key = key\n"
+        "    r.value_schema = eschema\n"
+        "    r.value = value\n"
+        "    r.timestamp = ms\n"
+        "    r.headers = Headers() if headers is None else headers\n"
+        "    return r\n"
+    )
+    exec(compile(source, f"<pg events {table.id}>", "exec"), ns)
+    event = ns["event"]
+    return event  # type: ignore[no-any-return]
+
+
 class PostgresChangeRecordEmitter:
     def __init__(
         self,
@@ -91,6 +161,8 @@ class PostgresChangeRecordEmitter:
         # Set by the streaming source when provide.transaction.metadata is on: the next
         # event's `transaction` block (it counts the event).
         self.tx_block: Callable[[str], Struct | None] = lambda _table: None
+        # Per table schema (by identity): the compiled record builder of `_compile_events`, or None.
+        self._events: dict[int, tuple[TableSchema, Any]] = {}
         self._message_envelope = (
             SchemaBuilder.struct()
             .name("io.debezium.connector.postgresql.MessageValue")
@@ -125,6 +197,28 @@ class PostgresChangeRecordEmitter:
             headers,
         )
 
+    def _change(
+        self,
+        table: TableSchema,
+        op: str,
+        before: Struct | None,
+        after: Struct | None,
+        key: Struct | None,
+        pos: dict[str, Any],
+        offset: dict[str, Any],
+        tx: Struct | None,
+        headers: Headers | None = None,
+    ) -> SourceRecord:
+        """A change record: the table's compiled builder, else `_record` of Envelope.make (the same record)."""
+        entry = self._events.get(id(table))
+        if entry is None or entry[0] is not table:
+            entry = self._events[id(table)] = (table, _compile_events(self, table))
+        event = entry[1]
+        if event is not None:
+            return event(op, before, after, key, pos, offset, headers, tx)  # type: ignore[no-any-return]
+        value = table.envelope.make(op, before, after, self._source(table, pos), tx)
+        return self._record(table, offset, key, value, headers)
+
     def _source(self, table: TableSchema, pos: dict[str, Any], snapshot: str = "false") -> Struct:
         return self.source.struct(
             table.schema_name,
@@ -146,8 +240,8 @@ class PostgresChangeRecordEmitter:
             return
         if self._reselect_all is not None:
             new = self._reselect_all.fill(table, new, pos.get("tx_id"))
-        value = table.envelope.make("c", None, table.value(new), self._source(table, pos), self.tx_block(table.id))
-        self.emit(self._record(table, offset, table.key(new), value))
+        after = table.value(new)
+        self.emit(self._change(table, "c", None, after, table.key(new), pos, offset, self.tx_block(table.id)))
 
     def update(
         self,
@@ -185,8 +279,8 @@ class PostgresChangeRecordEmitter:
         if self._reselect_all is not None:
             new = self._reselect_all.fill(table, new, pos.get("tx_id"))
         before = table.value(old, only_key=old_is_key) if old is not None else None
-        value = table.envelope.make("u", before, table.value(new), self._source(table, pos), self.tx_block(table.id))
-        self.emit(self._record(table, offset, new_key, value))
+        after = table.value(new)
+        self.emit(self._change(table, "u", before, after, new_key, pos, offset, self.tx_block(table.id)))
 
     def delete(
         self,
@@ -209,10 +303,8 @@ class PostgresChangeRecordEmitter:
                 f"message.key.columns={table.id}:<index columns>"
             )
         key = table.key(old)
-        value = table.envelope.make(
-            "d", table.value(old, only_key=old_is_key), None, self._source(table, pos), self.tx_block(table.id)
-        )
-        record = self._record(table, offset, key, value, headers)
+        before = table.value(old, only_key=old_is_key)
+        record = self._change(table, "d", before, None, key, pos, offset, self.tx_block(table.id), headers)
         self.emit(record)
         if self.tombstones:
             self.emit(tombstone(record))

@@ -139,31 +139,66 @@ class ReplicationConnection:
 
         Keepalives are answered here (with the confirmed position only).
         """
-        deadline = time.monotonic() + timeout
-        while True:
-            nbytes, data = self._pq.get_copy_data(1)
-            if nbytes == 0:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                select.select([self._pq.socket], [], [], remaining)
-                self._pq.consume_input()
-                continue
-            if nbytes < 0:
-                raise ReplicationError(self._end_message())
-            raw = bytes(data)
-            kind = raw[:1]
-            if kind == b"w":
-                _, start, end, sent = _XLOG.unpack_from(raw)
-                self.received_lsn = max(self.received_lsn, end)
-                return XLogData(start, end, sent, raw[_XLOG.size :])
-            if kind == b"k":
-                _, wal_end, _sent, reply = _KEEPALIVE.unpack_from(raw)
-                self.received_lsn = max(self.received_lsn, wal_end)
-                if reply:
-                    self.send_status()
-                continue
-            raise ReplicationError(f"unexpected CopyData message {kind!r} on the replication stream")
+        batch = self.read_batch(timeout, 1)
+        if not batch:
+            return None
+        start, end, sent, payload = batch[0]
+        return XLogData(start, end, sent, payload)
+
+    def read_batch(self, timeout: float = 1.0, limit: int = 1024) -> list[tuple[int, int, int, bytes]]:
+        """Up to `limit` XLogData as (data_start, wal_end, send_time, payload): those already received,
+        waiting up to `timeout` seconds for the first. Empty after `timeout` seconds without one.
+
+        The streaming loop's read: one call per batch, not per message, and no object per message
+        beyond its payload. Keepalives are answered here (with the confirmed position only).
+        """
+        out: list[tuple[int, int, int, bytes]] = []
+        append = out.append
+        get = self._pq.get_copy_data
+        unpack = _XLOG.unpack_from
+        header = _XLOG.size
+        deadline = 0.0
+        received = self.received_lsn
+        try:
+            while len(out) < limit:
+                nbytes, data = get(1)
+                if nbytes == 0:
+                    if out:
+                        # What the socket holds now, without waiting: a batch ends where the data does.
+                        self._pq.consume_input()
+                        nbytes, data = get(1)
+                        if nbytes == 0:
+                            break
+                    else:
+                        now = time.monotonic()
+                        if not deadline:
+                            deadline = now + timeout
+                        remaining = deadline - now
+                        if remaining <= 0:
+                            break
+                        select.select([self._pq.socket], [], [], remaining)
+                        self._pq.consume_input()
+                        continue
+                if nbytes < 0:
+                    raise ReplicationError(self._end_message())
+                kind = data[0]
+                if kind == 119:  # 'w'
+                    _, start, end, sent = unpack(data)
+                    if end > received:
+                        received = end
+                    append((start, end, sent, bytes(data[header:])))
+                elif kind == 107:  # 'k'
+                    _, wal_end, _sent, reply = _KEEPALIVE.unpack_from(data)
+                    if wal_end > received:
+                        received = wal_end
+                    if reply:
+                        self.received_lsn = received
+                        self.send_status()
+                else:
+                    raise ReplicationError(f"unexpected CopyData message {bytes(data[:1])!r} on the replication stream")
+        finally:
+            self.received_lsn = received
+        return out
 
     def confirm(self, lsn: int) -> None:
         """Report `lsn` as flushed: the server may now recycle WAL before it."""

@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 
 from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
 from cdc_postgres.pgoutput import (
@@ -44,6 +45,7 @@ from cdc_postgres.pgoutput import (
     Truncate,
     TypeMessage,
     Update,
+    insert_values,
     pg_timestamp,
 )
 from cdc_postgres.replication import ReplicationConnection
@@ -109,8 +111,6 @@ class PostgresStreamingChangeEventSource:
         self.last_received_lsn = 0
         self.last_commit_lsn: int | None = None
         self._last_offset: dict[str, Any] = {}
-        # The last emitted event, so a reconnect resumes right after it.
-        self.emitted = Position(None, None)
         self.connected = False  # the replication stream is open (the Connected metric)
         # pgoutput proto 2 streaming of in-progress transactions: on when a memory bound is given.
         self.stream_spill_bytes = stream_spill_bytes
@@ -119,6 +119,18 @@ class PostgresStreamingChangeEventSource:
         self._tx: Begin | None = None
         self._same_lsn = (0, 0)  # (lsn, events seen at it)
         self._resume = Position(None, None)
+        self._emitted: tuple[int, int, int] | None = None  # (commit LSN, LSN, events at it) of the last event
+
+    @property
+    def emitted(self) -> Position:
+        """The last emitted event, so a reconnect resumes right after it (kept as a tuple per event)."""
+        e = self._emitted
+        return Position(None, None) if e is None else Position(*e)
+
+    @emitted.setter
+    def emitted(self, position: Position) -> None:
+        lsn_commit, lsn = position.lsn_commit, position.lsn
+        self._emitted = None if lsn_commit is None or lsn is None else (lsn_commit, lsn, position.events)
 
     def confirm(self, lsn: int) -> None:
         """Called by the task once an offset holding `lsn` is stored (from another thread)."""
@@ -130,16 +142,34 @@ class PostgresStreamingChangeEventSource:
         streaming = self.stream_spill_bytes is not None
         # After a reconnect the server sends open transactions again from their start.
         self._streams = StreamedTransactions(self.stream_spill_bytes or 0)
+        emit = self.emitter.emit
+        queue = getattr(emit, "__self__", None)
+        batched = isinstance(queue, ChangeEventQueue) and getattr(emit, "__func__", None) is ChangeEventQueue.enqueue
+        buffer: list[Any] = []
+        if batched:
+            # Nothing but this thread emits into the queue (no signal channel wraps the emitter): the
+            # records of one read batch go in with one enqueue_many, in order, instead of a lock each.
+            self.emitter.emit = buffer.append  # type: ignore[method-assign]
         try:
             rc.start(self.slot, [self.publication], start_lsn, proto_version=2 if streaming else 1, streaming=streaming)
             self.connected = True
-            self._loop(rc, resume, stop)
+            self._loop(rc, resume, stop, (lambda: _flush(buffer, queue)) if batched else None)
         finally:
+            if batched:
+                self.emitter.emit = emit  # type: ignore[method-assign]
+                # What was emitted is handed over, whatever ended the loop: `emitted` counts it.
+                _flush(buffer, queue)
             self.connected = False
             self._streams.close()
             rc.close()
 
-    def _loop(self, rc: ReplicationConnection, resume: Position, stop: threading.Event) -> None:
+    def _loop(
+        self,
+        rc: ReplicationConnection,
+        resume: Position,
+        stop: threading.Event,
+        flush: Callable[[], None] | None = None,
+    ) -> None:
         decoder = PgOutputDecoder()
         decode = decoder.decode
         self._tx = None
@@ -150,49 +180,59 @@ class PostgresStreamingChangeEventSource:
         sent_confirm = 0
         last_status = time.monotonic()
         event = self._event
+        insert = self._insert
         while not stop.is_set():
             confirm = self._confirm_lsn  # one int read: no lock needed (confirm() writes under it)
             now = time.monotonic()
             if confirm > sent_confirm or now - last_status >= self.status_interval:
                 rc.confirm(confirm)
                 sent_confirm, last_status = confirm, now
-            x = rc.read(0.2)
-            if x is None:
+            batch = rc.read_batch(0.2)
+            if not batch:
                 # A keepalive's walEnd is the walsender's sent position: every transaction that
                 # committed before it has already arrived, so an idle heartbeat may stand there.
                 self.last_received_lsn = max(self.last_received_lsn, rc.received_lsn)
                 if self.heartbeat is not None and self._idle() and self.heartbeat.due():
                     rc.send_status(reply_requested=True)  # ask for a fresh keepalive
                 self._maybe_heartbeat()
+                if flush is not None:
+                    flush()
                 continue
-            if x.wal_end > self.last_received_lsn:
-                self.last_received_lsn = x.wal_end
-            payload = x.payload
-            if stream_xid is not None and payload[0] in BUFFERED_KINDS:
-                streams.add(stream_xid, x.data_start, payload)  # decoded if and when it commits
-                continue
-            msg = decode(payload)
-            cls = msg.__class__
-            if cls is Insert or cls is Update or cls is Delete or cls is Message or cls is Truncate:
-                event(msg, cls, x.data_start)
-            elif cls is Begin:
-                self._tx = msg
-            elif cls is Commit:
-                self._on_commit(msg)
-                self._tx = None
-                self._maybe_heartbeat()
-            elif cls is Relation:
-                self._on_relation(msg)
-            elif cls is StreamStart:
-                stream_xid = msg.xid
-            elif cls is StreamStop:
-                stream_xid = None
-            elif cls is StreamCommit:
-                self._stream_commit(msg)
-                self._maybe_heartbeat()
-            elif cls is StreamAbort:
-                streams.abort(msg.xid, msg.sub_xid)
-            # Origin, Type: nothing to emit
+            for data_start, wal_end, _sent, payload in batch:
+                if wal_end > self.last_received_lsn:
+                    self.last_received_lsn = wal_end
+                kind = payload[0]
+                if stream_xid is not None:
+                    if kind in BUFFERED_KINDS:
+                        streams.add(stream_xid, data_start, payload)  # decoded if and when it commits
+                        continue
+                elif kind == 73:  # 'I': the most frequent message, without message objects
+                    insert(*insert_values(payload), data_start)
+                    continue
+                msg = decode(payload)
+                cls = msg.__class__
+                if cls is Insert or cls is Update or cls is Delete or cls is Message or cls is Truncate:
+                    event(msg, cls, data_start)
+                elif cls is Begin:
+                    self._tx = msg
+                elif cls is Commit:
+                    self._on_commit(msg)
+                    self._tx = None
+                    self._maybe_heartbeat()
+                elif cls is Relation:
+                    self._on_relation(msg)
+                elif cls is StreamStart:
+                    stream_xid = msg.xid
+                elif cls is StreamStop:
+                    stream_xid = None
+                elif cls is StreamCommit:
+                    self._stream_commit(msg)
+                    self._maybe_heartbeat()
+                elif cls is StreamAbort:
+                    streams.abort(msg.xid, msg.sub_xid)
+                # Origin, Type: nothing to emit
+            if flush is not None:
+                flush()
 
     def _on_relation(self, rel: Relation) -> None:
         """A table's current structure (sent before its first change after any DDL).
@@ -230,22 +270,23 @@ class PostgresStreamingChangeEventSource:
         self._on_commit(Commit(msg.flags, msg.commit_lsn, msg.end_lsn, msg.commit_ts))
         self._tx = None
 
-    def _event(self, msg: Any, cls: type, lsn: int) -> None:
-        """One Insert/Update/Delete/Truncate/Message at `lsn` of the current transaction."""
+    def _place(self, lsn: int, prefix: str | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """Count the event at `lsn` of the current transaction; its (pos, offset), or None to skip it.
+
+        Skipped: an event a resume already emitted, and a logical decoding message (`prefix`) the
+        message filter drops. Opens the transaction's BEGIN record when transaction metadata is on.
+        """
         tx = self._tx
         same = self._same_lsn
         count = same[1] + 1 if same[0] == lsn else 1
         self._same_lsn = (lsn, count)
         commit_lsn = tx.final_lsn if tx is not None else lsn
-        if cls is Message:
-            if not self.message_filter(msg.prefix):
-                return
-            if tx is None:
-                commit_lsn = lsn
+        if prefix is not None and not self.message_filter(prefix):
+            return None
         resume = self._resume
         if resume.lsn_commit is not None and resume.covers(commit_lsn, lsn, count):
-            return
-        self.emitted = Position(commit_lsn, lsn, count)
+            return None
+        self._emitted = (commit_lsn, lsn, count)
         if tx is not None:
             tx_id: int | None = tx.xid
             ts_us = tx.commit_ts + PG_EPOCH_US
@@ -257,6 +298,12 @@ class PostgresStreamingChangeEventSource:
                 "ts_usec": ts_us,
                 "txId": tx_id,
             }
+            transactions = self.transactions
+            if transactions is not None and not transactions.active:
+                # BEGIN sits just before the first event, so a resume never skips that event.
+                begin_offset = {**offset, "lsn_events_processed": count - 1}
+                emitter = self.emitter
+                emitter.emit(transactions.begin(str(tx.xid), ts_us // 1000, emitter.partition, begin_offset))
         else:
             tx_id = None
             ts_us = time.time_ns() // 1000
@@ -267,13 +314,31 @@ class PostgresStreamingChangeEventSource:
                 "lsn_events_processed": count,
                 "ts_usec": ts_us,
             }
-        pos = {"lsn": lsn, "lsn_commit": commit_lsn, "tx_id": tx_id, "ts_us": ts_us}
-        emitter = self.emitter
-        if self.transactions is not None and tx is not None and not self.transactions.active:
-            # BEGIN sits just before the first event, so a resume never skips that event.
-            begin_offset = {**offset, "lsn_events_processed": count - 1}
-            emitter.emit(self.transactions.begin(str(tx.xid), ts_us // 1000, emitter.partition, begin_offset))
         self._last_offset = offset
+        return {"lsn": lsn, "lsn_commit": commit_lsn, "tx_id": tx_id, "ts_us": ts_us}, offset
+
+    def _insert(self, relation_id: int, values: tuple[object, ...], lsn: int) -> None:
+        """An Insert at `lsn` (the loop's path for it: `_event` without the message object)."""
+        placed = self._place(lsn)
+        if placed is None:
+            return
+        table = self.schema.by_relation.get(relation_id)
+        if table is None:  # filtered out: its Relation message was not accepted
+            return
+        try:
+            self.emitter.create(table, values, placed[0], placed[1])
+        except (InterruptedError, psycopg.OperationalError):
+            raise  # stopping, or a lost connection the task reconnects from
+        except Exception as e:
+            self._failed(placed[1], e)
+
+    def _event(self, msg: Any, cls: type, lsn: int) -> None:
+        """One Insert/Update/Delete/Truncate/Message at `lsn` of the current transaction."""
+        placed = self._place(lsn, msg.prefix if cls is Message else None)
+        if placed is None:
+            return
+        pos, offset = placed
+        emitter = self.emitter
         try:
             if cls is Insert:
                 table = self.schema.by_relation.get(msg.relation_id)
@@ -293,15 +358,19 @@ class PostgresStreamingChangeEventSource:
         except (InterruptedError, psycopg.OperationalError):
             raise  # stopping, or a lost connection the task reconnects from
         except Exception as e:
-            if self.failure_mode == "fail":
-                raise
-            level = logging.WARNING if self.failure_mode == "warn" else logging.DEBUG
-            log.log(
-                level,
-                "Error while processing event at offset %s (event.processing.failure.handling.mode=%s: the event "
-                "is skipped): %s",
-                offset, self.failure_mode, e,
-            )  # fmt: skip
+            self._failed(offset, e)
+
+    def _failed(self, offset: dict[str, Any], e: Exception) -> None:
+        """event.processing.failure.handling.mode for an event that could not become a record."""
+        if self.failure_mode == "fail":
+            raise e
+        level = logging.WARNING if self.failure_mode == "warn" else logging.DEBUG
+        log.log(
+            level,
+            "Error while processing event at offset %s (event.processing.failure.handling.mode=%s: the event "
+            "is skipped): %s",
+            offset, self.failure_mode, e,
+        )  # fmt: skip
 
     def _on_commit(self, msg: Commit) -> None:
         self.last_commit_lsn = msg.commit_lsn
@@ -337,6 +406,15 @@ class PostgresStreamingChangeEventSource:
             "ts_usec": time.time_ns() // 1000,
         }
         self.emitter.emit(self.heartbeat.record(self.emitter.partition, offset))
+
+
+def _flush(buffer: list[Any], queue: ChangeEventQueue[Any]) -> None:
+    """Hand the buffered records to the queue, a batch per call (it blocks while the queue is full)."""
+    if buffer:
+        step = queue.max_batch_size
+        for i in range(0, len(buffer), step):
+            queue.enqueue_many(buffer[i : i + step] if len(buffer) > step else buffer)
+        buffer.clear()
 
 
 __all__ = ["Position", "PostgresStreamingChangeEventSource", "pg_timestamp"]
