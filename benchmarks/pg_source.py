@@ -8,9 +8,20 @@ Run: `python benchmarks/pg_source.py` (spawns a private PostgreSQL, < 2 minutes)
   with `pg_logical_slot_peek_binary_changes` (what any pgoutput consumer must at least do),
   best of `RUNS` fetches.
 
-Where the time goes (py-spy, 2 cores): the worker's task thread (JsonConverter and the
-embedded log's SQLite append/commit) is the bottleneck; the connector's reader thread
-(decode, convert, build records) takes ~20 µs of GIL time per change on top.
+The script also notes (stderr) each thread's CPU time per change, which stays readable when the
+machine is shared and the wall-clock figure is not.
+
+Where the time goes (py-spy and the CPU note, 2 cores, issue 21): the connector's reader thread
+(read, decode, convert, build records) was cut from 13.0-13.8 to 8.2-8.5 µs of CPU per change
+(rows and records built by functions compiled once per table, Inserts decoded without message
+objects, XLogData read and records enqueued a batch at a time), and it now spends about a fifth
+of its time waiting for room in the change queue: it is no longer the limit. The worker is: its
+embedded-log writer thread (SQLite executemany of the records and the COMMIT, 12-16 µs of CPU
+per change) and its task thread (JsonConverter.from_connect_batch, ~9 µs per change).
+Measured 2026-11-26 with load average 25-30 on the 2 cores (other sessions' tests), three
+interleaved pairs: before 6.2k/8.2k/8.3k changes/s (ratio 0.040/0.049/0.041), after
+7.6k/9.2k/7.7k (0.040/0.059/0.033); at load ~1 the same session measured 24.2k (0.039) before.
+The ratio of 0.1 needs the worker's per-record cost cut too (cdc/log/embedded.py, cdc/runtime).
 """
 
 from __future__ import annotations
