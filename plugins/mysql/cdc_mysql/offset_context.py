@@ -7,6 +7,15 @@ already emitted), `row` (rows of the next event already emitted), `ts_sec`, `ser
 server's binlog the positions belong to; `epoch` only once it is above 0). A resume never
 starts mid-transaction: python-mysql-replication would silently skip rows whose TABLE_MAP it
 has not seen.
+
+While an initial snapshot runs (`snapshot` set), three more keys say how far it got, so that a
+restart resumes it instead of starting over (snapshot.py, "Resuming"): `snapshot_tables_done`
+(the ids `db.table` of the tables whose every row is emitted before this record; its presence
+marks a resumable offset), `snapshot_table` (the table being read) and `snapshot_last_key`
+(the primary key of the last row emitted at a chunk boundary of `snapshot_table`, as the
+JSON text of cdc_debezium.signals.keys). `file`/`pos`/`gtids` stay the snapshot's first
+position, where streaming starts, as Debezium writes them. An offset without
+`snapshot_tables_done` (Debezium's, or an older cdc's) is snapshotted again.
 """
 
 from __future__ import annotations
@@ -18,6 +27,9 @@ from cdc.api import ConnectException
 from cdc_debezium.transaction import OFFSET_COLLECTION_ORDER_PREFIX, OFFSET_TRANSACTION_ID
 
 SNAPSHOT_INITIAL = "INITIAL"
+SNAPSHOT_TABLES_DONE = "snapshot_tables_done"
+SNAPSHOT_TABLE = "snapshot_table"
+SNAPSHOT_LAST_KEY = "snapshot_last_key"
 
 
 @dataclass
@@ -36,6 +48,10 @@ class MySqlOffsetContext:
     transaction: dict[str, Any] = field(default_factory=dict)
     # A running incremental snapshot's keys (cdc_debezium.signals.incremental); empty otherwise.
     incremental: dict[str, Any] = field(default_factory=dict)
+    # A resumable initial snapshot's progress (written only with `snapshot`); tables_done None: no progress keys.
+    tables_done: tuple[str, ...] | None = None
+    snapshot_table: str | None = None
+    snapshot_last_key: str | None = None
 
     def offset(self, event: int | None = None, row: int | None = None) -> dict[str, Any]:
         """The offset dict; `event`/`row` override the skip counts for one record."""
@@ -53,12 +69,30 @@ class MySqlOffsetContext:
             out["server_id"] = self.server_id
         if self.snapshot:
             out["snapshot"] = SNAPSHOT_INITIAL
+            if self.tables_done is not None:
+                out[SNAPSHOT_TABLES_DONE] = list(self.tables_done)
+                if self.snapshot_table is not None:
+                    out[SNAPSHOT_TABLE] = self.snapshot_table
+                    if self.snapshot_last_key is not None:
+                        out[SNAPSHOT_LAST_KEY] = self.snapshot_last_key
         if self.epoch:
             out["epoch"] = self.epoch
         if self.server_identity:
             out["server_identity"] = self.server_identity
         if self.incremental:
             out.update(self.incremental)
+        return out
+
+    def progress(self, done: tuple[str, ...], table: str | None = None, last_key: str | None = None) -> dict[str, Any]:
+        """The snapshot offset saying that the tables `done` and the rows of `table` up to `last_key` are out."""
+        out = self.offset()
+        out[SNAPSHOT_TABLES_DONE] = list(done)
+        out.pop(SNAPSHOT_TABLE, None)
+        out.pop(SNAPSHOT_LAST_KEY, None)
+        if table is not None:
+            out[SNAPSHOT_TABLE] = table
+            if last_key is not None:
+                out[SNAPSHOT_LAST_KEY] = last_key
         return out
 
     def completed(self) -> MySqlOffsetContext:
@@ -72,6 +106,8 @@ class MySqlOffsetContext:
         """Reads what Debezium (or this connector) stored; `snapshot: true` is the legacy form."""
         try:
             snap = stored.get("snapshot")
+            snapshot = snap is True or (isinstance(snap, str) and snap.lower() not in ("false", ""))
+            done = stored.get(SNAPSHOT_TABLES_DONE) if snapshot else None
             return cls(
                 file=str(stored["file"]),
                 pos=int(stored["pos"]),
@@ -82,8 +118,13 @@ class MySqlOffsetContext:
                 server_id=int(stored.get("server_id", 0) or 0),
                 epoch=int(stored.get("epoch", 0) or 0),
                 server_identity=str(stored["server_identity"]) if stored.get("server_identity") else None,
-                snapshot=snap is True or (isinstance(snap, str) and snap.lower() not in ("false", "")),
+                snapshot=snapshot,
                 transaction={k: v for k, v in stored.items() if _is_transaction_key(k)},
+                tables_done=tuple(str(t) for t in done) if isinstance(done, list) else None,
+                snapshot_table=str(stored[SNAPSHOT_TABLE]) if done is not None and stored.get(SNAPSHOT_TABLE) else None,
+                snapshot_last_key=str(stored[SNAPSHOT_LAST_KEY])
+                if done is not None and stored.get(SNAPSHOT_LAST_KEY)
+                else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # A user-edited or foreign offset: the task must fail with advice, not a trace.

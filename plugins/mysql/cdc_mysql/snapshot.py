@@ -5,6 +5,22 @@ READ) transaction, and streaming starts at the binlog position that transaction 
 no gap, no duplicate. How that position is read in each `snapshot.locking.mode` (MariaDB's own
 report, MySQL under a global or table read lock, or with no commit in flight) is in
 snapshot_start.py.
+
+Resuming (beyond Debezium, which snapshots again; Flink CDC's chunked snapshot resumes the same
+way). Each table is read in primary-key order and each fetch is a chunk: the offsets of the
+`r` records say which tables are done and the key of the last chunk out (offset_context.py).
+After a stop or a kill, a task finding such an offset opens a NEW consistent snapshot at the
+current position P2 and reads only the rest: the in-progress table after the stored key, and
+the tables not done. Its offsets keep the first attempt's position P1, so streaming then starts
+at P1, not P2: the changes between P1 and P2 are replayed. That is harmless: rows read at P2
+rank at P2, so a sink ordering by position (cdc_spark's `__seq`) keeps them over the older
+replayed changes, the deletes between P1 and P2 are replayed, and a consumer that applies
+events in log order ends at the database's state too. A table's last record (the
+`last_in_data_collection`/`last` marker, which the Spark sink takes as a mark clearing the
+table's older rows) carries P1, so the rows the first attempt read at P1 stay and only rows
+older than the whole snapshot go. A table read by a snapshot.select.statement.overrides
+statement, or without a primary key, resumes from its start. The replay of P1..P2 decodes each
+row with its TABLE_MAP's columns, as any lagging reader does, so a DDL in between is no obstacle.
 """
 
 from __future__ import annotations
@@ -22,6 +38,7 @@ import pymysql.cursors
 
 from cdc_debezium.filters import compile_list
 from cdc_debezium.progress import SnapshotProgress
+from cdc_debezium.signals import keys
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
@@ -34,7 +51,7 @@ from cdc_mysql.schema import MySqlSchema
 from cdc_mysql.snapshot_decoders import CONVERSIONS
 from cdc_mysql.snapshot_parallel import ParallelRead, join_snapshot
 from cdc_mysql.snapshot_reader import ReaderProcess, await_connected, end_on_stop, reader_setup, spawn_readers
-from cdc_mysql.snapshot_records import Emit, compile_emit
+from cdc_mysql.snapshot_records import compile_emit
 from cdc_mysql.snapshot_start import SnapshotStart, StartPoint
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef
@@ -93,13 +110,19 @@ class MySqlSnapshotChangeEventSource:
         self.fetch_size = max(1, min(config.fetch_size, config.max_queue_size - config.max_batch_size))
 
     def execute(
-        self, with_data: bool = True, at: MySqlOffsetContext | None = None, lineage: BinlogLineage | None = None
+        self,
+        with_data: bool = True,
+        at: MySqlOffsetContext | None = None,
+        lineage: BinlogLineage | None = None,
+        resume: MySqlOffsetContext | None = None,
     ) -> Generator[None, None, MySqlOffsetContext]:
         """Snapshot schema (and data unless `with_data` is False); returns where streaming starts.
 
         A generator driven by `poll()` (it yields after each fetch); `at` keeps a stored position
         instead of reading the current one (snapshot.mode=recovery). `lineage`: the epoch and
-        server the offsets carry (lineage.py).
+        server the offsets carry (lineage.py). `resume`: the stored offset of an interrupted
+        snapshot with its progress keys (offset_context.py): only the rest is read (see the
+        module's "Resuming").
         """
         readers = self._spawn_readers() if with_data and at is None else None  # they start while we connect
         try:
@@ -109,7 +132,7 @@ class MySqlSnapshotChangeEventSource:
                 self._close_readers(readers, kill=True)
             raise
         try:
-            offset = yield from self._run(conn, with_data, at, lineage, readers)
+            offset = yield from self._run(conn, with_data, at, lineage, readers, resume)
             return offset
         finally:
             conn.close()
@@ -121,6 +144,7 @@ class MySqlSnapshotChangeEventSource:
         at: MySqlOffsetContext | None,
         lineage: BinlogLineage | None,
         readers: tuple[list[ReaderProcess], queue.Queue] | None,
+        resume: MySqlOffsetContext | None = None,
     ) -> Generator[None, None, MySqlOffsetContext]:
         cur = conn.cursor(pymysql.cursors.Cursor)
         cur.execute("SET SESSION time_zone = '+00:00'")
@@ -154,6 +178,22 @@ class MySqlSnapshotChangeEventSource:
             if readers is not None:
                 self._close_readers(readers, kill=True)
             raise
+        # Rows are read at the snapshot's point; on a resume that is a new one (P2), while the offsets keep
+        # the first attempt's position (P1), where streaming starts.
+        read_at = (offset.file, offset.pos)
+        if resume is not None and with_data and at is None:
+            log.info(
+                "Resuming the interrupted snapshot taken at %s:%d (%d tables done%s): the rest is read at %s:%d, "
+                "then the binlog is streamed from %s:%d",
+                resume.file, resume.pos, len(resume.tables_done or ()),
+                f", {resume.snapshot_table} after key {resume.snapshot_last_key}" if resume.snapshot_last_key else "",
+                offset.file, offset.pos, resume.file, resume.pos,
+            )  # fmt: skip
+            offset = MySqlOffsetContext(resume.file, resume.pos, resume.gtids)
+            offset.tables_done = resume.tables_done
+            offset.snapshot_table, offset.snapshot_last_key = resume.snapshot_table, resume.snapshot_last_key
+        elif with_data:
+            offset.tables_done = ()
         if lineage is not None:
             offset.epoch, offset.server_identity = lineage.epoch, lineage.server_identity
         offset.snapshot = with_data
@@ -169,17 +209,21 @@ class MySqlSnapshotChangeEventSource:
             self.dispatcher.schema_change(table.db, ddl, source, offset.offset(), [change])
             self.schema.schema_for(table)
         yield
+        if with_data:
+            done = set(offset.tables_done or ())
+            tables = [t for t in tables if self._reads_rows_of(t) and t.id not in done]
         if with_data and readers is not None:
             try:
-                yield from self._read_parallel(conn, readers, tables, offset)
+                yield from self._read_parallel(conn, readers, tables, offset, read_at)
             except BaseException:
                 self._close_readers(readers, kill=True)
                 raise
             self._close_readers(readers)
         elif with_data:
-            yield from self._read_data(conn, tables, offset)
+            yield from self._read_data(conn, tables, offset, read_at)
         conn.commit()
         offset.snapshot = False
+        offset.tables_done = offset.snapshot_table = offset.snapshot_last_key = None
         return offset
 
     # -- snapshot.max.threads > 1 ------------------------------------------------------------
@@ -221,15 +265,14 @@ class MySqlSnapshotChangeEventSource:
 
     def _read_parallel(
         self, conn: Any, readers: tuple[list[ReaderProcess], queue.Queue], tables: list[TableDef],
-        offset: MySqlOffsetContext,
+        offset: MySqlOffsetContext, read_at: tuple[str, int],
     ) -> Iterator[None]:  # fmt: skip
         run = ParallelRead(
             readers[0], readers[1], self.schema, self.source_info, self.dispatcher, self.progress,
             self.stop.is_set, 2 * self.config.snapshot_threads * self.config.snapshot_threads_multiplier,
             self.fetch_size,
         )  # fmt: skip
-        tables = [t for t in tables if self._reads_rows_of(t)]
-        yield from run.run(conn, tables, offset, lambda t: self._estimate(conn, t), self._select_override)
+        yield from run.run(conn, tables, offset, lambda t: self._estimate(conn, t), self._select_override, read_at)
 
     def _read_schema(self, conn: Any) -> list[TableDef]:
         tables = []
@@ -267,67 +310,129 @@ class MySqlSnapshotChangeEventSource:
                 return statement
         return None
 
-    def _read_data(self, conn: Any, tables: list[TableDef], offset: MySqlOffsetContext) -> Iterator[None]:
-        """One streaming SELECT per table; one row of look-ahead places the `last*` markers.
+    def _read_data(
+        self, conn: Any, tables: list[TableDef], offset: MySqlOffsetContext, read_at: tuple[str, int]
+    ) -> Iterator[None]:
+        """One streaming SELECT per table, in primary-key order; one row of look-ahead places the `last*` markers.
 
         Markers follow Debezium: last > first > last_in_data_collection > first_in_data_collection
-        > true. The final record carries the completed offset (no `snapshot` key).
+        > true. The final record carries the completed offset (no `snapshot` key). Every fetch is
+        a chunk: its last row's offset names its key (snapshot_last_key), and the rows after it
+        carry that offset, so a stored offset says which rows are out (see "Resuming").
         """
-        snapshot_offset = offset.offset()
         completed = offset.completed().offset()
-        pending: tuple[Emit, tuple[Any, ...], int, bool] | None = None
+        done = tuple(offset.tables_done or ())
+        resumed = offset.snapshot_table is not None or bool(done) or read_at != (offset.file, offset.pos)
+        first_table = None if resumed or not tables else tables[0].id
+        current = offset.progress(done)
+        # The row held back: (emit, emit at the mark position, values, first_in_table, offset, last_in_table).
+        pending: list[Any] | None = None
         self.progress.begin(len(tables))
 
-        def emit(p: tuple[Emit, tuple[Any, ...], int, bool], last_in_table: bool, final: bool) -> None:
-            table_emit, values, index, first_in_table = p
+        def emit(p: list[Any], final: bool) -> None:
+            table_emit, mark_emit, values, first_in_table, row_offset, last_in_table, table_id = p
             marker = SnapshotRecord.of(
-                first=index == 0 and first_in_table,
+                first=first_in_table and table_id == first_table,
                 last=final,
                 first_in_table=first_in_table,
                 last_in_table=last_in_table,
             )
-            table_emit(values, marker.value, completed if final else snapshot_offset)
+            (mark_emit if last_in_table else table_emit)(values, marker.value, completed if final else row_offset)
 
-        tables = [t for t in tables if self._reads_rows_of(t)]
-        for index, table in enumerate(tables):
+        for table in tables:
             if self.stop.is_set():
                 raise InterruptedError("snapshot stopped")
             ts = self.schema.schema_for(table)
             names = [c.name for c in table.columns]
             self.progress.start_table(table.id, self._estimate(conn, table))
-            first_in_table = True
+            after = self._resume_key(table, offset)
+            first_in_table = after is None and table.id != offset.snapshot_table
             with conn.cursor(pymysql.cursors.SSCursor) as cur:
                 statement = self._select_override(table)
                 if statement is None:
-                    cur.execute(f"SELECT * FROM {_q(table.db)}.{_q(table.name)}")
+                    sql, args = chunked_select(table, after)
+                    cur.execute(sql, args)
+                    key_at = [names.index(c) for c in table.primary_key] if table.primary_key else None
                 else:
                     cur.execute(statement)
                     # The override's own columns, by name; a column it leaves out is null.
                     names = [d[0] for d in cur.description or ()]
-                table_emit = compile_emit(ts, names, self.source_info, self.dispatcher, offset.file, offset.pos)
+                    key_at = None  # the override's order is its own: this table resumes from its start
+                table_emit = compile_emit(ts, names, self.source_info, self.dispatcher, *read_at)
+                mark_emit = (
+                    table_emit
+                    if read_at == (offset.file, offset.pos)
+                    else compile_emit(ts, names, self.source_info, self.dispatcher, offset.file, offset.pos)
+                )
+                current = offset.progress(done, table.id)
                 true, row_progress = SnapshotRecord.TRUE.value, self.progress.row
                 while batch := cur.fetchmany(self.fetch_size):
                     if self.stop.is_set():
                         raise InterruptedError("snapshot stopped")
                     if pending is not None:
-                        emit(pending, pending[2] != index, False)
+                        emit(pending, False)
+                        if pending[6] == table.id:
+                            current = pending[4]
                         pending = None
-                    start = 0
+                    start, last_is_first = 0, False
                     if first_in_table:
-                        first_in_table, start = False, 1
+                        first_in_table = False
                         if len(batch) > 1:  # rows follow: not the table's last
-                            emit((table_emit, batch[0], index, True), False, False)
+                            emit([table_emit, mark_emit, batch[0], True, current, False, table.id], False)
+                            start = 1
                         else:
-                            pending = (table_emit, batch[0], index, True)
+                            last_is_first = True
                     for values in batch[start:-1]:  # neither the table's first nor possibly its last: `true`
-                        table_emit(values, true, snapshot_offset)
-                    if len(batch) > start:
-                        pending = (table_emit, batch[-1], index, False)
+                        table_emit(values, true, current)
+                    last = batch[-1]
+                    boundary = current
+                    if key_at is not None:
+                        key = tuple(last[i] for i in key_at)
+                        if None not in key:  # a key that reads back as NULL (a zero date) matches nothing
+                            boundary = offset.progress(done, table.id, keys.dumps(key))
+                    # Held back (the table's last row carries its mark); its offset: the chunk's boundary.
+                    pending = [table_emit, mark_emit, last, last_is_first, boundary, False, table.id]
                     for _ in batch:
                         row_progress(table.id)
                     yield
+            done = (*done, table.id)
+            current = offset.progress(done)
+            if pending is not None and pending[6] == table.id:
+                pending[4], pending[5] = current, True
             self.progress.finish_table(table.id)
         if pending is not None:
-            emit(pending, True, True)
+            emit(pending, True)
         self.progress.complete()
         yield
+
+    @staticmethod
+    def _resume_key(table: TableDef, offset: MySqlOffsetContext) -> tuple[Any, ...] | None:
+        """The key after which the interrupted snapshot resumes `table` (None: from its start)."""
+        if offset.snapshot_table != table.id or offset.snapshot_last_key is None:
+            return None
+        key = keys.loads(offset.snapshot_last_key)
+        if key is None or len(key) != len(table.primary_key):
+            log.warning(
+                "Snapshot of %s: the stored key %s does not fit its primary key %s (it changed): reading it again",
+                table.id, offset.snapshot_last_key, table.primary_key,
+            )  # fmt: skip
+            return None
+        return key
+
+
+def chunked_select(table: TableDef, after: tuple[Any, ...] | None) -> tuple[str, tuple[Any, ...] | None]:
+    """`SELECT *` of `table` in primary-key order (no order without a key), from after the key `after`.
+
+    InnoDB reads its clustered index in key order, so the ORDER BY costs no sort; the server compares
+    the stored key under the columns' own collations and types, as snapshot_chunks.py does.
+    """
+    sql = f"SELECT * FROM {_q(table.db)}.{_q(table.name)}"
+    key = table.primary_key
+    if not key:
+        return sql, None
+    cols = ", ".join(_q(c) for c in key)
+    expr = cols if len(key) == 1 else f"({cols})"
+    if after is not None:
+        marks = ", ".join(["%s"] * len(key))
+        sql += f" WHERE {expr} > {marks if len(key) == 1 else f'({marks})'}"
+    return f"{sql} ORDER BY {cols}", after

@@ -8,6 +8,10 @@ one key are in one chunk. Markers follow the one-thread path: `first` on the fir
 first table, `first_in_data_collection` on the first row of each table seen, one
 `last_in_data_collection` per table, and `last`, with the completed offset, on the very last
 record.
+
+Resuming (snapshot.py) is per table here: the offsets name the tables whose last record is out
+(`snapshot_tables_done`), and a resumed parallel snapshot reads every other table whole (the
+chunks of several tables are in flight at once, so no one key says how far a table got).
 """
 
 from __future__ import annotations
@@ -140,38 +144,55 @@ class ParallelRead:
         offset: MySqlOffsetContext,
         estimate: Callable[[TableDef], int],
         override: Callable[[TableDef], str | None],
+        read_at: tuple[str, int] | None = None,
     ) -> Iterator[None]:
-        snapshot_offset = offset.offset()
+        """Emits the `r` records of `tables` read at `read_at` (default: the offset's position); each
+        table's last record carries the offset's position, the mark a sink clears older rows by."""
+        done = tuple(offset.tables_done or ())
+        snapshot_offset = offset.progress(done)
         completed = offset.completed().offset()
+        read_at = read_at or (offset.file, offset.pos)
+        resumed = bool(done) or offset.snapshot_table is not None or read_at != (offset.file, offset.pos)
         by_id = {t.id: t for t in tables}
         chunks, estimates, overridden = self.plan(conn, tables, estimate, override)
         log.info("Snapshot: %d tables in %d chunks on %d connections", len(tables), len(chunks), len(self.readers) + 1)
-        first_table = tables[0].id if tables else None
+        first_table = tables[0].id if tables and not resumed else None
         remaining = {t.id: 0 for t in tables}
         for c in chunks:
             remaining[c.table_id] += 1
         schemas: dict[str, TableSchema] = {t.id: self.schema.schema_for(t) for t in tables}
         started: set[str] = set()
         seen: set[str] = set()  # tables with a row out (the next one is not first_in_table)
-        pending: dict[str, tuple[Emit, tuple[Any, ...], bool]] = {}  # each table's latest row, not yet out
-        held: list[tuple[Emit, tuple[Any, ...], bool]] = []  # the last row of a finished table
+        # Rows are (emitter key, values, first_in_table); emitters by (table, column names).
+        pending: dict[str, tuple[tuple[str, tuple[str, ...]], tuple[Any, ...], bool]] = {}  # not yet out
+        held: list[tuple[tuple[str, tuple[str, ...]], tuple[Any, ...], bool]] = []  # a finished table's last
         held_table: list[str] = []
-        emitters: dict[int, Emit] = {}  # by chunk
+        emitters: dict[int, tuple[str, tuple[str, ...]]] = {}  # by chunk
         compiled: dict[tuple[str, tuple[str, ...]], Emit] = {}
+        marks: dict[tuple[str, tuple[str, ...]], Emit] = {}  # the same at the offset's position
         chunk_ids: dict[int, Chunk] = {}
         todo = deque(enumerate(chunks))
         true, row_progress = SnapshotRecord.TRUE.value, self.progress.row
         self.progress.begin(len(tables))
 
-        def emit(p: tuple[Emit, tuple[Any, ...], bool], table_id: str, last_in_table: bool, final: bool) -> None:
-            table_emit, values, first_in_table = p
+        def emit(
+            p: tuple[tuple[str, tuple[str, ...]], tuple[Any, ...], bool], table_id: str, last_in_table: bool,
+            final: bool,
+        ) -> None:  # fmt: skip
+            nonlocal done, snapshot_offset
+            ckey, values, first_in_table = p
             marker = SnapshotRecord.of(
                 first=first_in_table and table_id == first_table,
                 last=final,
                 first_in_table=first_in_table,
                 last_in_table=last_in_table,
             )
-            table_emit(values, marker.value, completed if final else snapshot_offset)
+            if last_in_table:
+                done = (*done, table_id)
+                snapshot_offset = offset.progress(done)
+                marks[ckey](values, marker.value, completed if final else snapshot_offset)
+            else:
+                compiled[ckey](values, marker.value, completed if final else snapshot_offset)
 
         def feed(reader: ReaderProcess) -> None:
             while todo and reader.in_flight < IN_FLIGHT:
@@ -188,7 +209,8 @@ class ParallelRead:
             kind = message[0]
             if kind == "rows":
                 tid, rows = chunk_ids[message[1]].table_id, message[2]
-                table_emit = emitters[message[1]]
+                ckey = emitters[message[1]]
+                table_emit = compiled[ckey]
                 start = 0
                 prev = pending.pop(tid, None)
                 if prev is not None:
@@ -197,13 +219,13 @@ class ParallelRead:
                     seen.add(tid)
                     start = 1
                     if len(rows) > 1:
-                        emit((table_emit, rows[0], True), tid, False, False)
+                        emit((ckey, rows[0], True), tid, False, False)
                     else:
-                        pending[tid] = (table_emit, rows[0], True)
+                        pending[tid] = (ckey, rows[0], True)
                 for values in rows[start:-1]:
                     table_emit(values, true, snapshot_offset)
                 if len(rows) > start:
-                    pending[tid] = (table_emit, rows[-1], False)
+                    pending[tid] = (ckey, rows[-1], False)
                 for _ in rows:
                     row_progress(tid)
                 return True
@@ -213,10 +235,14 @@ class ParallelRead:
                 names = list(message[2]) if chunk.table_id in overridden else [c.name for c in table.columns]
                 ckey = (chunk.table_id, tuple(names))
                 if ckey not in compiled:
-                    compiled[ckey] = compile_emit(
-                        schemas[chunk.table_id], names, self.source_info, self.dispatcher, offset.file, offset.pos
+                    ts = schemas[chunk.table_id]
+                    compiled[ckey] = compile_emit(ts, names, self.source_info, self.dispatcher, *read_at)
+                    marks[ckey] = (
+                        compiled[ckey]
+                        if read_at == (offset.file, offset.pos)
+                        else compile_emit(ts, names, self.source_info, self.dispatcher, offset.file, offset.pos)
                     )
-                emitters[message[1]] = compiled[ckey]
+                emitters[message[1]] = ckey
                 return False
             if kind == "done":
                 chunk = chunk_ids.pop(message[1])

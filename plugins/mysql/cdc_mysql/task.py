@@ -127,14 +127,22 @@ class MySqlConnectorTask(SourceTask):
 
     # -- what to do at start -----------------------------------------------------------------------
     def _plan(self, stored: MySqlOffsetContext | None) -> str:
-        """One of: snapshot, schema_only, recovery, stream, idle (snapshot.mode semantics of Debezium)."""
+        """One of: snapshot, resume, schema_only, recovery, stream, idle (snapshot.mode semantics of Debezium).
+
+        `resume`: the stored offset is an interrupted initial snapshot's with its progress keys
+        (offset_context.py) and the binlog from its position is still here: the snapshot reads
+        only what is left, then streams from its first position (snapshot.py, "Resuming").
+        """
         mode = self.config.snapshot_mode
         if stored is None:
             return "schema_only" if mode in ("no_data", "recovery") else "snapshot"
         if mode == "always":
             return "snapshot"
         if stored.snapshot and mode in ("initial", "initial_only", "when_needed"):
-            log.info("The previous snapshot did not complete; snapshotting again")
+            why_not = self._why_not_resumable(stored)
+            if why_not is None:
+                return "resume"
+            log.info("The previous snapshot did not complete and %s; snapshotting again", why_not)
             return "snapshot"
         if mode == "initial_only":
             return "idle"
@@ -163,6 +171,17 @@ class MySqlConnectorTask(SourceTask):
         if mode == "recovery":
             return "recovery"
         return "stream"
+
+    def _why_not_resumable(self, stored: MySqlOffsetContext) -> str | None:
+        """Why an interrupted snapshot's offset cannot be resumed (None if it can)."""
+        if stored.tables_done is None:
+            return "its offset has no snapshot progress (snapshot_tables_done)"
+        lost = self._history_lost(stored)
+        if lost is not None:
+            return lost
+        if stored.file not in self.connection.binlog_files():
+            return f"binlog file {stored.file} of its position was purged"
+        return None
 
     def _history_lost(self, stored: MySqlOffsetContext) -> str | None:
         """Why this server's binlog cannot continue the stored offset (None if it can).
@@ -209,11 +228,12 @@ class MySqlConnectorTask(SourceTask):
         )
         lineage = self._lineage(stored, use_gtid)
         self.source_info.sequence = sequence_text(lineage.epoch)
-        snapshots = plan in ("snapshot", "schema_only", "recovery")
+        snapshots = plan in ("snapshot", "resume", "schema_only", "recovery")
         if snapshots:
             yield from self._delay(config.get(SNAPSHOT_DELAY_MS), "snapshot.delay.ms", "The snapshot")
-        if plan == "snapshot":
-            offset = yield from snapshot.execute(with_data=True, lineage=lineage)
+        if plan in ("snapshot", "resume"):
+            resume = stored if plan == "resume" else None
+            offset = yield from snapshot.execute(with_data=True, lineage=lineage, resume=resume)
             if config.snapshot_mode == "initial_only":
                 log.info("snapshot.mode=initial_only: snapshot complete, not streaming")
                 return
