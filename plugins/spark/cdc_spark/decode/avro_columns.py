@@ -7,10 +7,12 @@ polars' Avro reader (Rust, columnar: `pl.read_avro(...).to_arrow()`), projected 
 `after`. Measured on the benchmark's envelope: about 10x the bodies per second of fastavro's compiled
 row reader, which builds a dict per record (fastavro has no columnar reader; pyarrow reads no Avro).
 
-The values themselves stay Avro here (`value` holds the Confluent bytes, `AVRO_MARK` says so): the
-JsonConverter text of a value is written only for the events that are kept (with latestPerKey, each
-key's latest) by `AvroToJson`, the exact transcoding the reference path uses. Keys are transcoded once
-per distinct key body. Anything the JSON path would not read in Arrow (a poison record, a key schema
+The keys and values themselves stay Avro here (`raw_key` and `value` hold the Confluent bytes,
+`AVRO_MARK` says so): their JsonConverter text is written only for the events that are emitted (with
+latestPerKey, each key's latest), by avro_text.py in Arrow where that is exact, else by `AvroToJson`,
+the transcoding the reference path uses. The grouping text of a key (events.canonical_key) is joined
+in Arrow from the key's columns (`KeyText`: records of integers, booleans and strings), else taken
+from the JsonConverter text of each distinct key. Anything the JSON path would not read in Arrow (a poison record, a key schema
 change, a recursive or unreadable schema, an unknown op, a source position it cannot order) returns
 None, and the caller decodes that batch the reference way (transcode, then the JSON path).
 
