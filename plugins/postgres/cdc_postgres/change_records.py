@@ -12,7 +12,7 @@ from cdc_debezium.envelope import Envelope, Operation
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
 from cdc_postgres.pgoutput import UNCHANGED_TOAST
 from cdc_postgres.reselect import ALL_EVENTS, ColumnReselector
-from cdc_postgres.schema import TableSchema
+from cdc_postgres.schema import TableSchema, row_expressions
 from cdc_postgres.source_info import SOURCE_SCHEMA, SourceInfo, sequence
 
 MESSAGE_KEY_SCHEMA = (
@@ -79,15 +79,47 @@ def _record_slots() -> frozenset[str]:
     return frozenset(name for cls in SourceRecord.__mro__ for name in getattr(cls, "__slots__", ()))
 
 
-def _compile_events(
-    emitter: PostgresChangeRecordEmitter, table: TableSchema
-) -> Callable[[str, Struct | None, Struct | None, Any, dict[str, Any], Any, Headers | None], SourceRecord] | None:
-    """`event(op, before, after, key, pos, offset, headers)`: one change's record, compiled once per table.
+# The record of one change, after its before/after/key/tx/headers are known: `_record` of `_source` and
+# Envelope.make, with the Structs and the SourceRecord filled in place.
+_RECORD_BODY = """\
+    ts_us = pos['ts_us']
+    lsn = pos.get('lsn')
+    lsn_commit = pos.get('lsn_commit')
+    src = new(Struct)
+    src.schema = sschema
+    src._values = [version, connector, name, ts_us // 1000, 'false', db,
+        f'["{lsn_commit}","{lsn}"]' if lsn_commit is not None and lsn is not None else sequence(lsn_commit, lsn),
+        ts_us, ts_us * 1000, schema_name, table_name, pos.get('tx_id'), lsn, None]
+    ns = time_ns()
+    ms = ns // 1000000
+    value = new(Struct)
+    value.schema = eschema
+    value._values = [before, after, src, tx, op, ms, ns // 1000, ns]
+    r = new(SourceRecord)
+    r.source_partition = partition
+    r.source_offset = offset
+    r.topic = topic
+    r.kafka_partition = None
+    r.key_schema = kschema
+    r.key = key
+    r.value_schema = eschema
+    r.value = value
+    r.timestamp = ms
+    r.headers = Headers() if headers is None else headers
+    return r
+"""
 
-    The record `_record` would build from `_source` and Envelope.make, with the Structs and the
-    SourceRecord filled in place (as cdc_mysql's snapshot_records does): the source block from a
-    per-table template with only the position and times set per change. None when SourceInfo or
-    SourceRecord no longer have the shape this relies on (the emitter then takes its general path).
+
+def _compile_events(emitter: PostgresChangeRecordEmitter, table: TableSchema) -> tuple[Any, Any] | None:
+    """(`event`, `create`) of `table`, compiled once per table schema, or None.
+
+    `event(op, before, after, key, pos, offset, headers, tx)` is the record `_record` would build from
+    `_source` and Envelope.make, with the Structs and the SourceRecord filled in place (as cdc_mysql's
+    snapshot_records does): the source block from a per-table template, only the position and times
+    set per change. `create(values, pos, offset)` is `create`'s record from a row tuple in one call:
+    the row's value and key as TableSchema's compiled builders make them, then the transaction
+    block, in that order. None when SourceInfo or SourceRecord no longer have the shape this relies
+    on (the emitter then takes its general path).
     """
     template = emitter.source.struct(table.schema_name, table.table_name, 0, "false", None, None, None)
     fields = tuple(f.name for f in template.schema.fields)
@@ -97,42 +129,38 @@ def _compile_events(
     ns: dict[str, Any] = {
         "new": object.__new__, "Struct": Struct, "SourceRecord": SourceRecord, "Headers": Headers,
         "time_ns": time.time_ns, "sequence": sequence, "sschema": SOURCE_SCHEMA, "eschema": table.envelope.schema,
-        "kschema": table.key_schema, "topic": table.topic, "partition": emitter.partition,
-        "version": const[0], "connector": const[1], "name": const[2], "db": const[5], "schema_name": const[9],
-        "table_name": const[10],
+        "kschema": table.key_schema, "vschema": table.value_schema, "topic": table.topic,
+        "partition": emitter.partition, "version": const[0], "connector": const[1], "name": const[2], "db": const[5],
+        "schema_name": const[9], "table_name": const[10], "emitter": emitter, "table_id": table.id,
+        "width": table._width, "value_of": table.value_slow, "key_of": table.key_slow,
     }  # fmt: skip
+    value_expr = row_expressions(table, "value", ns, "v")
+    if table.key_schema is None:
+        key_build = "        key = None\n"
+    else:
+        key_expr = row_expressions(table, "key", ns, "k")
+        key_build = f"        key = new(Struct)\n        key.schema = kschema\n        key._values = [{key_expr}]\n"
     source = (
         "def event(op, before, after, key, pos, offset, headers, tx):\n"
-        "    ts_us = pos['ts_us']\n"
-        "    lsn = pos.get('lsn')\n"
-        "    lsn_commit = pos.get('lsn_commit')\n"
-        "    src = new(Struct)\n"
-        "    src.schema = sschema\n"
-        "    src._values = [version, connector, name, ts_us // 1000, 'false', db,\n"
-        '        f\'["{lsn_commit}","{lsn}"]\' if lsn_commit is not None and lsn is not None\n'
-        "        else sequence(lsn_commit, lsn),\n"
-        "        ts_us, ts_us * 1000, schema_name, table_name, pos.get('tx_id'), lsn, None]\n"
-        "    ns = time_ns()\n"
-        "    ms = ns // 1000000\n"
-        "    value = new(Struct)\n"
-        "    value.schema = eschema\n"
-        "    value._values = [before, after, src, tx, op, ms, ns // 1000, ns]\n"
-        "    r = new(SourceRecord)\n"
-        "    r.source_partition = partition\n"
-        "    r.source_offset = offset\n"
-        "    r.topic = topic\n"
-        "    r.kafka_partition = None\n"
-        "    r.key_schema = kschema\n"
-        "    r.key = key\n"
-        "    r.value_schema = eschema\n"
-        "    r.value = value\n"
-        "    r.timestamp = ms\n"
-        "    r.headers = Headers() if headers is None else headers\n"
-        "    return r\n"
+        f"{_RECORD_BODY}"
+        "\n"
+        "def create(values, pos, offset):\n"
+        "    if len(values) < width:\n"
+        "        after = value_of(values)\n"
+        "        key = key_of(values)\n"
+        "    else:\n"
+        "        after = new(Struct)\n"
+        "        after.schema = vschema\n"
+        f"        after._values = [{value_expr}]\n"
+        f"{key_build}"
+        "    tx = emitter.tx_block(table_id)\n"
+        "    op = 'c'\n"
+        "    before = None\n"
+        "    headers = None\n"
+        f"{_RECORD_BODY}"
     )
     exec(compile(source, f"<pg events {table.id}>", "exec"), ns)
-    event = ns["event"]
-    return event  # type: ignore[no-any-return]
+    return ns["event"], ns["create"]
 
 
 class PostgresChangeRecordEmitter:
@@ -162,7 +190,7 @@ class PostgresChangeRecordEmitter:
         # event's `transaction` block (it counts the event).
         self.tx_block: Callable[[str], Struct | None] = lambda _table: None
         # Per table schema (by identity): the compiled record builder of `_compile_events`, or None.
-        self._events: dict[int, tuple[TableSchema, Any]] = {}
+        self._events: dict[int, tuple[TableSchema, tuple[Any, Any] | None]] = {}
         self._message_envelope = (
             SchemaBuilder.struct()
             .name("io.debezium.connector.postgresql.MessageValue")
@@ -197,6 +225,15 @@ class PostgresChangeRecordEmitter:
             headers,
         )
 
+    def _compiled(self, table: TableSchema) -> tuple[Any, Any] | None:
+        """The table's (`event`, `create`) of `_compile_events`, compiled at its first change."""
+        entry = self._events.get(id(table))
+        if entry is None or entry[0] is not table:
+            if len(self._events) >= 512:
+                self._events.clear()  # schemas replaced by DDL or reconnects: never a growing cache
+            entry = self._events[id(table)] = (table, _compile_events(self, table))
+        return entry[1]
+
     def _change(
         self,
         table: TableSchema,
@@ -210,12 +247,9 @@ class PostgresChangeRecordEmitter:
         headers: Headers | None = None,
     ) -> SourceRecord:
         """A change record: the table's compiled builder, else `_record` of Envelope.make (the same record)."""
-        entry = self._events.get(id(table))
-        if entry is None or entry[0] is not table:
-            entry = self._events[id(table)] = (table, _compile_events(self, table))
-        event = entry[1]
-        if event is not None:
-            return event(op, before, after, key, pos, offset, headers, tx)  # type: ignore[no-any-return]
+        compiled = self._compiled(table)
+        if compiled is not None:
+            return compiled[0](op, before, after, key, pos, offset, headers, tx)  # type: ignore[no-any-return]
         value = table.envelope.make(op, before, after, self._source(table, pos), tx)
         return self._record(table, offset, key, value, headers)
 
@@ -240,6 +274,10 @@ class PostgresChangeRecordEmitter:
             return
         if self._reselect_all is not None:
             new = self._reselect_all.fill(table, new, pos.get("tx_id"))
+        compiled = self._compiled(table)
+        if compiled is not None:
+            self.emit(compiled[1](new, pos, offset))
+            return
         after = table.value(new)
         self.emit(self._change(table, "c", None, after, table.key(new), pos, offset, self.tx_block(table.id)))
 

@@ -114,8 +114,8 @@ class TableSchema:
         self._key_plan = [self._plan(c) for c in self.key_columns]
         self._value_plan = [self._plan(c) for c in self.value_columns]
         self._width = max((c.index + 1 for c in (*self.key_columns, *self.value_columns)), default=0)
-        self._build_key = _compile_row(self, self._key_plan, self.key_schema, "key") if self.key_schema else None
-        self._build_value = _compile_row(self, self._value_plan, self.value_schema, "value")
+        self._build_key = _compile_row(self, "key") if self.key_schema is not None else None
+        self._build_value = _compile_row(self, "value")
 
     def _plan(self, col: ColumnInfo) -> tuple[int, Any, Any, Any, ColumnInfo]:
         """(index, converter or None for text kept as is, value for null, value for unchanged TOAST, column)."""
@@ -184,37 +184,47 @@ class TableSchema:
         return Struct.from_values(self.value_schema, self._row(self._value_plan, values))
 
 
-def _compile_row(
-    table: TableSchema, plan: list[tuple[int, Any, Any, Any, ColumnInfo]], schema: Schema, kind: str
-) -> Callable[[tuple[object, ...]], Struct]:
-    """A function building `schema`'s Struct from a pgoutput row tuple, compiled once per table schema.
+def row_expressions(table: TableSchema, kind: str, ns: dict[str, Any], tag: str) -> str:
+    """The compiled builder's values of `table`'s key or value (`kind`) from a row tuple named `values`.
 
-    The same values as `_row`, column by column unrolled (as cdc_mysql's row_builder compiles per
-    table): text goes straight to the column's converter (or is kept, for text columns), a null to
-    the column's null value; anything else (an unchanged TOAST value, binary, a fresh [] or {})
-    takes `_get`. A row shorter than the table's columns takes the column loop.
+    Comma-separated expressions in field order, for a list display in generated code of at least
+    `table._width` values; the names they use are added to `ns`, prefixed with `tag`. Each column, as
+    `_row` does it: text goes straight to the column's converter (or is kept, for text columns), a
+    null to the column's null value; anything else (an unchanged TOAST value, binary, a fresh [] or
+    {}) takes `_raw`.
     """
-    ns: dict[str, Any] = {"new": object.__new__, "Struct": Struct, "schema": schema, "width": table._width}
-    ns["slow"] = table.value_slow if kind == "value" else table.key_slow
+    plan = table._value_plan if kind == "value" else table._key_plan
     parts = []
     for i, (index, convert, null, _toast, col) in enumerate(plan):
-        ns[f"g{i}"] = lambda raw, col=col: table._raw(col, raw)
-        text = "v" if convert is None else f"c{i}(v)"
+        ns[f"{tag}g{i}"] = lambda raw, col=col: table._raw(col, raw)
+        text = "v" if convert is None else f"{tag}c{i}(v)"
         if convert is not None:
-            ns[f"c{i}"] = convert
+            ns[f"{tag}c{i}"] = convert
         if null is _FRESH:
-            other = f"g{i}(v)"
+            other = f"{tag}g{i}(v)"
         else:
-            ns[f"n{i}"] = null
-            other = f"(n{i} if v is None else g{i}(v))"
+            ns[f"{tag}n{i}"] = null
+            other = f"({tag}n{i} if v is None else {tag}g{i}(v))"
         parts.append(f"({text} if (v := values[{index}]).__class__ is str else {other})")
+    return ", ".join(parts)
+
+
+def _compile_row(table: TableSchema, kind: str) -> Callable[[tuple[object, ...]], Struct]:
+    """A function building the key's or value's Struct from a pgoutput row tuple, compiled once per table schema.
+
+    The same values as `_row`, column by column unrolled (as cdc_mysql's row_builder compiles per
+    table), without re-validation; a row shorter than the table's columns takes the column loop.
+    """
+    schema = table.value_schema if kind == "value" else table.key_schema
+    ns: dict[str, Any] = {"new": object.__new__, "Struct": Struct, "schema": schema, "width": table._width}
+    ns["slow"] = table.value_slow if kind == "value" else table.key_slow
     source = (
         "def build(values):\n"
         "    if len(values) < width:\n"
         "        return slow(values)\n"
         "    s = new(Struct)\n"
         "    s.schema = schema\n"
-        f"    s._values = [{', '.join(parts)}]\n"
+        f"    s._values = [{row_expressions(table, kind, ns, '')}]\n"
         "    return s\n"
     )
     exec(compile(source, f"<pg {kind} builder {table.id}>", "exec"), ns)
