@@ -12,16 +12,16 @@ The script also notes (stderr) each thread's CPU time per change, which stays re
 machine is shared and the wall-clock figure is not.
 
 Where the time goes (py-spy and the CPU note, 2 cores, issue 21): the connector's reader thread
-(read, decode, convert, build records) was cut from 13.0-13.8 to 8.2-8.5 µs of CPU per change
+(read, decode, convert, build records) was cut from 11.8-13.1 to 7.3-8.5 µs of CPU per change
 (rows and records built by functions compiled once per table, Inserts decoded without message
 objects, XLogData read and records enqueued a batch at a time), and it now spends about a fifth
 of its time waiting for room in the change queue: it is no longer the limit. The worker is: its
-embedded-log writer thread (SQLite executemany of the records and the COMMIT, 12-16 µs of CPU
-per change) and its task thread (JsonConverter.from_connect_batch, ~9 µs per change).
-Measured 2026-11-26 with load average 25-30 on the 2 cores (other sessions' tests), three
-interleaved pairs: before 6.2k/8.2k/8.3k changes/s (ratio 0.040/0.049/0.041), after
-7.6k/9.2k/7.7k (0.040/0.059/0.033); at load ~1 the same session measured 24.2k (0.039) before.
-The ratio of 0.1 needs the worker's per-record cost cut too (cdc/log/embedded.py, cdc/runtime).
+embedded-log writer thread (SQLite executemany of the records and the COMMIT, 11-13 µs of CPU
+per change) and its task thread (JsonConverter.from_connect_batch, 8-9 µs per change).
+Five interleaved before/after pairs on 2026-11-26, load average 5-11 (shared machine):
+ratio before 0.033/0.042/0.039/0.049/0.042 (median 0.042; 11k-25k changes/s), after
+0.052/0.049/0.043/0.061/0.051 (median 0.051; 10k-28k changes/s). The ratio of 0.1 needs the
+worker's per-record cost cut too (cdc/log/embedded.py's append, cdc/runtime's conversion).
 """
 
 from __future__ import annotations
