@@ -30,11 +30,14 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
   against the reference path (every record transcoded to JsonConverter text, then decoded as
   JSON: the Avro path before issue 20's deliverable 4). `CDC_BENCH_ONLY=avro` runs only the two
   sink queries and these figures.
-- Measured for Avro (1M events, 2026-11-26, on a machine loaded by other jobs: load average
-  19-27 on 2 cores, so the seconds are several times the idle ones; compare the ratios): the
-  sink to Delta from Avro 71.4 s against 69.4 s from JSON (0.97); the decode stage alone
-  10.3 s for Avro, 12.4 s for JSON (Avro 1.21x JSON's events/s) and 49.2 s for the reference
-  path (the columnar read 4.8x it). At 200k events: 1.6 s, 2.2 s and 11.2 s.
+- Measured for Avro (1M events, 2026-11-26, on a machine shared with other jobs, so the seconds
+  are several times the idle ones; compare the ratios). Load average 6-15: the sink to Delta
+  from Avro 25.2 s against 37.2 s from JSON (1.48); the decode stage alone, wall 1.92x JSON's
+  events/s and 7.4x the reference path's, CPU time 1.91 s Avro, 3.29 s JSON, 12.9 s reference
+  (1.72x, 6.8x). Load average 19-27: the sink from Avro 71.4 s against 69.4 s from JSON
+  (0.97). Without latestPerKey (scd2 tables, the Parquet changelog) every event's value must
+  be written as JsonConverter text: there the decode stage measured (CPU, 100k events) 2.3x
+  the reference path but 0.36x JSON.
 - Not measured: SparkSession start and a 2,000-event warm-up batch (Python worker start-up).
 - Time: about 3 minutes on 2 cores, 17-24 s of it producing the events and ~20 s writing
   the large table.
@@ -222,12 +225,13 @@ def ours_avro(spark: object, state: Path, sink: dict, checkpoint: str) -> float:
     return time.perf_counter() - t0
 
 
-def decode_stage(avro_state: Path, json_state: Path) -> tuple[float, float, float]:
+def decode_stage(avro_state: Path, json_state: Path) -> list[tuple[float, float]]:
     """Seconds of the sink's decode stage alone (what each Spark task runs, latestPerKey=true, with
     the default placeholder), in this process over both partitions, best of 3 interleaved rounds:
     (Avro, columnar read; Avro, the reference path that transcodes every record to JsonConverter
-    text first, as before issue 20's deliverable 4; the same events in JSON). The raw batches are
-    read from the logs once, before timing."""
+    text first, as before issue 20's deliverable 4; the same events in JSON), each as (wall seconds,
+    CPU seconds of this process: on a machine shared with other jobs the wall time is mostly
+    waiting). The raw batches are read from the logs once, before timing."""
     from unittest import mock
 
     from cdc_spark.decode import JsonDeserializer, avro
@@ -248,24 +252,23 @@ def decode_stage(avro_state: Path, json_state: Path) -> tuple[float, float, floa
     placeholder = Placeholder.parse(DEFAULT)
     lookup = avro.EmbeddedSchemas(str(avro_state))
 
-    def run_avro(columnar: bool) -> float:
+    def run_avro(columnar: bool) -> None:
         with mock.patch.object(avro, "_columnar_available", return_value=columnar):
-            t0 = time.perf_counter()
             for part in avro_raw:
                 list(avro.decode_avro_batches(iter(part), lookup, combine=True, placeholder=placeholder))
-            return time.perf_counter() - t0
 
-    def run_json() -> float:
-        t0 = time.perf_counter()
+    def run_json() -> None:
         for part in json_raw:
             list(decode_batches(iter(part), JsonDeserializer(True), combine=True, placeholder=placeholder))
-        return time.perf_counter() - t0
 
-    best = [float("inf")] * 3
+    best = [(float("inf"), float("inf"))] * 3
     for _ in range(3):
         for i, fn in enumerate((lambda: run_avro(True), lambda: run_avro(False), run_json)):
-            best[i] = min(best[i], fn())
-    return best[0], best[1], best[2]
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            took = (time.perf_counter() - t0, time.process_time() - c0)
+            best[i] = (min(best[i][0], took[0]), min(best[i][1], took[1]))
+    return best
 
 
 def _guarded_merge(final: pa.Table, path: str) -> None:
@@ -556,13 +559,15 @@ def main() -> None:
         emit_throughput(f"spark sink to Delta from Avro vs from JSON, {EVENTS} events", rows, ours_a, ours_d, "rows/s")
         emit("bytes per record (key + value), Avro vs JSON [lower is better]", avro_bytes, "bytes",
              json_bytes_per_record())  # fmt: skip
-        columnar, reference, json_decode = decode_stage(work / "avro_state", work / "state")
-        note(f"decode stage alone, {EVENTS} events: Avro {columnar:.2f}s (reference path {reference:.2f}s), "
-             f"JSON {json_decode:.2f}s")  # fmt: skip
-        emit_throughput(f"decode stage alone, Avro vs JSON, {EVENTS} events", EVENTS, columnar, json_decode,
-                        "events/s")  # fmt: skip
-        emit_throughput(f"decode stage alone, Avro columnar vs Avro transcoded to JSON, {EVENTS} events", EVENTS,
-                        columnar, reference, "events/s")  # fmt: skip
+        stage = decode_stage(work / "avro_state", work / "state")
+        for at, clock in ((0, "wall"), (1, "CPU")):
+            columnar, reference, json_decode = (t[at] for t in stage)
+            note(f"decode stage alone, {EVENTS} events, {clock} time: Avro {columnar:.2f}s (reference path "
+                 f"{reference:.2f}s), JSON {json_decode:.2f}s")  # fmt: skip
+            emit_throughput(f"decode stage alone ({clock} time), Avro vs JSON, {EVENTS} events", EVENTS, columnar,
+                            json_decode, "events/s")  # fmt: skip
+            emit_throughput(f"decode stage alone ({clock} time), Avro columnar vs Avro transcoded to JSON, {EVENTS}"
+                            " events", EVENTS, columnar, reference, "events/s")  # fmt: skip
         if AVRO_ONLY:
             spark.stop()
             return
