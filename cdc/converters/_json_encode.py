@@ -267,7 +267,7 @@ def _closure_struct(schema: Schema, opts: EncodeOptions) -> TextEncoder:
     plan = [(quote(f.name) + ":", f.index, compile_text(f.schema, opts)) for f in schema.fields]
 
     def enc_struct(v: Any) -> str:
-        if not isinstance(v, Struct) or v.schema != schema:
+        if not isinstance(v, Struct) or (v.schema is not schema and v.schema != schema):
             raise DataException("Mismatching schema.")
         # Raw slots: each field encoder applies the default itself when that is enabled,
         # which is Kafka's struct.get() vs getWithoutDefault() choice.

@@ -111,7 +111,9 @@ class Schema:
 
     __slots__ = (
         "_field_index",
+        "_fingerprint",
         "_hash",
+        "_same",
         "default_value",
         "doc",
         "fields",
@@ -148,6 +150,9 @@ class Schema:
         self.key_schema = key_schema
         self.value_schema = value_schema
         self._hash: int | None = None
+        self._fingerprint: int | None = None
+        # The last distinct schema found equal to this one (see __eq__).
+        self._same: Schema | None = None
         if default_value is not None:
             validate_value(self, default_value, "default value")
         self.default_value = default_value
@@ -163,11 +168,22 @@ class Schema:
         return self
 
     def __eq__(self, other: object) -> bool:
+        """Kafka's ConnectSchema.equals: every attribute, fields and element schemas deeply.
+
+        Two shortcuts keep the answer and save the walk: a distinct schema already found equal
+        to this one (`_same`, one per side) is equal again, as schemas are immutable; schemas with
+        different structural fingerprints (`fingerprint`) are not equal. So a converter that
+        meets an equal copy of its cached schema on every record walks it once, not per record.
+        """
         if self is other:
             return True
         if not isinstance(other, Schema):
             return NotImplemented
-        return (
+        if self._same is other or other._same is self:
+            return True
+        if self.fingerprint() != other.fingerprint():
+            return False
+        equal = (
             self.type is other.type
             and self.optional == other.optional
             and self.name == other.name
@@ -179,6 +195,46 @@ class Schema:
             and self.key_schema == other.key_schema
             and self.value_schema == other.value_schema
         )
+        if equal:
+            self._same, other._same = other, self
+        return equal
+
+    def fingerprint(self) -> int:
+        """A hash of the schema's structure, computed once: equal schemas have equal fingerprints.
+
+        Covers everything `__eq__` compares but default values (a default may be set after the
+        build, as a self-referencing struct default is, and need not be hashable).
+        """
+        fp = self._fingerprint
+        if fp is None:
+            fp = hash(
+                (
+                    self.type,
+                    self.optional,
+                    self.name,
+                    self.version,
+                    self.doc,
+                    tuple(sorted(self.parameters.items())) if self.parameters else None,
+                    tuple((f.name, f.index, f.schema.fingerprint()) for f in self.fields),
+                    self.key_schema.fingerprint() if self.key_schema is not None else None,
+                    self.value_schema.fingerprint() if self.value_schema is not None else None,
+                )
+            )
+            self._fingerprint = fp
+        return fp
+
+    # Pickled or copied without the caches: a fingerprint or hash is only good in the process
+    # that computed it (str hashes are salted per process), and `_same` would drag another schema.
+    _CACHES = ("_fingerprint", "_hash", "_same")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in Schema.__slots__ if k not in Schema._CACHES}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+        for k in Schema._CACHES:
+            setattr(self, k, None)
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -253,7 +309,7 @@ def _check_type(schema: Schema, value: Any, where: str) -> None:
     elif t is Type.STRUCT:
         if not isinstance(value, _StructValue):
             raise DataException(f"Invalid {where}: struct expects Struct, got {type(value).__name__}")
-        if value.schema != schema:
+        if value.schema is not schema and value.schema != schema:
             raise DataException(f"Invalid {where}: Struct schemas do not match")
         value.validate()
 

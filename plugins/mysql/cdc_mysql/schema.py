@@ -175,7 +175,14 @@ def _no_key(row: dict[str, Any]) -> None:
 
 
 class MySqlSchema:
-    """Caches a TableSchema per table definition; a changed definition builds a new one."""
+    """Caches a TableSchema per table definition; a changed definition builds a new one.
+
+    A rebuilt table (after any DDL naming it, or a TableDef of the snapshot's and then of the
+    binlog's) whose key, value and envelope schemas come out equal to the last ones built for
+    the table keeps those schema objects: records of one table version share their schemas, so
+    converters find their cached encoders by identity instead of comparing schemas per record
+    (Debezium's TableSchemaBuilder builds one schema per table version, as here).
+    """
 
     def __init__(
         self,
@@ -195,6 +202,7 @@ class MySqlSchema:
         self.mappers = mappers
         self.key_columns = key_columns
         self._by_def: dict[TableDef, TableSchema] = {}
+        self._last_built: dict[str, TableSchema] = {}  # by table id: the schemas a rebuild reuses when equal
         self.current: dict[str, TableDef] = {}
         # information_schema facts per table id (defaults, comments), from the snapshot and each DDL
         self.meta: dict[str, TableMeta] = {}
@@ -213,6 +221,7 @@ class MySqlSchema:
         if ts is None:
             ts = self._build(table)
             self._by_def[table] = ts
+            self._last_built[table.id] = ts
         self.current[table.id] = table
         return ts
 
@@ -279,9 +288,18 @@ class MySqlSchema:
                 kb.field(options.field_name(name), schema)
                 key_columns.append((name, convert))
             key_schema = kb.build()
-        envelope = Envelope.define(
-            options.schema_name(TopicNamingStrategy.envelope_schema_name(topic)), value_schema, self.source_schema
-        )
+        envelope_name = options.schema_name(TopicNamingStrategy.envelope_schema_name(topic))
+        envelope: Envelope | None = None
+        last = self._last_built.get(table.id)
+        if last is not None:  # one compare per rebuild keeps the schema objects records already carry
+            if last.value_schema == value_schema:
+                value_schema = last.value_schema
+                if last.envelope.source_schema is self.source_schema and last.envelope.schema.name == envelope_name:
+                    envelope = last.envelope
+            if key_schema is not None and last.key_schema == key_schema:
+                key_schema = last.key_schema
+        if envelope is None:
+            envelope = Envelope.define(envelope_name, value_schema, self.source_schema)
         return TableSchema(
             table, topic, key_schema, value_schema, envelope, value_columns, key_columns, options.converting_failure
         )
