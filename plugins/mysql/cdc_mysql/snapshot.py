@@ -31,6 +31,7 @@ import re
 import threading
 import time
 from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pymysql
@@ -108,6 +109,18 @@ class MySqlSnapshotChangeEventSource:
         self.stop = stop
         # One fetch is buffered before poll() takes it: keep it within max.queue.size.
         self.fetch_size = max(1, min(config.fetch_size, config.max_queue_size - config.max_batch_size))
+        self._conn: Any | None = None  # the snapshot's transaction, while it is open
+
+    def close(self) -> None:
+        """Ends the snapshot's transaction from the task's stop(): a stopped task never resumes this generator,
+        and the transaction's metadata locks would hold off DDL (a DROP DATABASE waits for ever) until
+        the garbage collector found the task."""
+        conn, self._conn = self._conn, None
+        if conn is not None and conn.open:
+            try:
+                conn.close()
+            except Exception as e:  # already closed by the generator, or the server is gone
+                log.debug("Closing the snapshot's connection: %s", e)
 
     def execute(
         self,
@@ -131,11 +144,12 @@ class MySqlSnapshotChangeEventSource:
             if readers is not None:
                 self._close_readers(readers, kill=True)
             raise
+        self._conn = conn
         try:
             offset = yield from self._run(conn, with_data, at, lineage, readers, resume)
             return offset
         finally:
-            conn.close()
+            self.close()
 
     def _run(
         self,
@@ -347,7 +361,7 @@ class MySqlSnapshotChangeEventSource:
             self.progress.start_table(table.id, self._estimate(conn, table))
             after = self._resume_key(table, offset)
             first_in_table = after is None and table.id != offset.snapshot_table
-            with conn.cursor(pymysql.cursors.SSCursor) as cur:
+            with _streaming_cursor(conn) as cur:
                 statement = self._select_override(table)
                 if statement is None:
                     sql, args = chunked_select(table, after)
@@ -418,6 +432,19 @@ class MySqlSnapshotChangeEventSource:
             )  # fmt: skip
             return None
         return key
+
+
+@contextmanager
+def _streaming_cursor(conn: Any) -> Iterator[Any]:
+    """An SSCursor; once the task's stop() closed the connection, its unread rows are dropped, not read."""
+    cur = conn.cursor(pymysql.cursors.SSCursor)
+    try:
+        yield cur
+    finally:
+        if conn.open:
+            cur.close()
+        elif getattr(cur, "_result", None) is not None:
+            cur._result.unbuffered_active = False  # its __del__ would read the closed socket
 
 
 def chunked_select(table: TableDef, after: tuple[Any, ...] | None) -> tuple[str, tuple[Any, ...] | None]:

@@ -122,6 +122,7 @@ class MySqlConnectorTask(SourceTask):
         self.source_lag = SourceLag(self._binlog_bytes_behind)
         self._snapshot_tail = 0  # snapshot records still buffered when streaming starts: not streaming events
         TaskMetrics.of(self.context).register(self._metrics)
+        self._snapshot: MySqlSnapshotChangeEventSource | None = None
         # Snapshot and streaming run as one generator driven by poll() on the runtime's task thread.
         self._events: Iterator[None] | None = self._execute()
 
@@ -217,6 +218,7 @@ class MySqlConnectorTask(SourceTask):
             config, self.connection, self.schema, self.source_info, self.dispatcher, self.is_mariadb,
             self.progress, self.stop_event,
         )  # fmt: skip
+        self._snapshot = snapshot
         if plan == "idle":
             log.info("snapshot.mode=initial_only and the snapshot is complete: nothing to stream")
             return
@@ -413,6 +415,9 @@ class MySqlConnectorTask(SourceTask):
         if stop is None:
             return
         stop.set()
+        snapshot = getattr(self, "_snapshot", None)
+        if snapshot is not None:
+            snapshot.close()
         if self.streaming is not None:
             self.streaming.close()
         if self.signals is not None:
