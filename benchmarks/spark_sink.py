@@ -30,14 +30,16 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
   against the reference path (every record transcoded to JsonConverter text, then decoded as
   JSON: the Avro path before issue 20's deliverable 4). `CDC_BENCH_ONLY=avro` runs only the two
   sink queries and these figures.
-- Measured for Avro (1M events, 2026-11-26, on a machine shared with other jobs, so the seconds
-  are several times the idle ones; compare the ratios). Load average 6-15: the sink to Delta
-  from Avro 25.2 s against 37.2 s from JSON (1.48); the decode stage alone, wall 1.92x JSON's
-  events/s and 7.4x the reference path's, CPU time 1.91 s Avro, 3.29 s JSON, 12.9 s reference
-  (1.72x, 6.8x). Load average 19-27: the sink from Avro 71.4 s against 69.4 s from JSON
-  (0.97). Without latestPerKey (scd2 tables, the Parquet changelog) every event's value must
-  be written as JsonConverter text: there the decode stage measured (CPU, 100k events) 2.3x
-  the reference path but 0.36x JSON.
+- Measured for Avro (1M events, 2026-11-26, load average 2-4 on a machine shared with other
+  jobs): the sink to Delta from Avro 4.2 s against 7.0 s from JSON (1.66x JSON's rows/s);
+  before the columnar read (the same script with polars hidden from the Spark workers, so the
+  transcoding path runs) 16.7 s against 11.3 s (0.68). The decode stage alone: Avro 1.8 s wall
+  (1.6 s CPU), JSON 4.4 s (2.9 s), the transcoding path 13.3 s (11.9 s): Avro 2.4x JSON's
+  events/s (1.85x in CPU time), 7.3x the transcoding path's. At load average 19-27 the ratios
+  held for the decode stage (1.2-1.7x JSON) while the sink runs were mostly waiting (Avro
+  0.97 of JSON). Without latestPerKey (scd2 tables, the Parquet changelog) every event's value
+  is written as JsonConverter text: there the decode stage measured (CPU, 100k events) 2.3x
+  the transcoding path but 0.36x JSON.
 - Not measured: SparkSession start and a 2,000-event warm-up batch (Python worker start-up).
 - Time: about 3 minutes on 2 cores, 17-24 s of it producing the events and ~20 s writing
   the large table.
