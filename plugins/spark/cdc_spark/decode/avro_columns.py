@@ -12,9 +12,10 @@ The keys and values themselves stay Avro here (`raw_key` and `value` hold the Co
 latestPerKey, each key's latest), by avro_text.py in Arrow where that is exact, else by `AvroToJson`,
 the transcoding the reference path uses. The grouping text of a key (events.canonical_key) is joined
 in Arrow from the key's columns (`KeyText`: records of integers, booleans and strings), else taken
-from the JsonConverter text of each distinct key. Anything the JSON path would not read in Arrow (a poison record, a key schema
-change, a recursive or unreadable schema, an unknown op, a source position it cannot order) returns
-None, and the caller decodes that batch the reference way (transcode, then the JSON path).
+from the JsonConverter text of each distinct key. Anything the JSON path would not read in Arrow (a
+poison record, a key schema change, a recursive or unreadable schema, an unknown op, a source position
+it cannot order) returns None, and the caller decodes that batch the reference way (transcode, then
+the JSON path).
 
 polars' reader does not resolve named type references, so the codec handed to it has each reference
 replaced by a renamed copy of its definition (a recursive schema cannot be: reference path). It
