@@ -35,7 +35,7 @@ from tests.support.proc import CdcProcess, run_cdc, wait_for
 pytestmark = pytest.mark.slow
 
 SEED = 2240
-CHUNK = 25
+CHUNK = 10  # about 300 chunks of c: long enough for `cdc status` to see it running
 ROWS = {"a": 40, "b": 30, "c": 3000}
 
 
@@ -98,6 +98,36 @@ class Writer(threading.Thread):
             self.error = e
 
 
+class StatusWatcher(threading.Thread):
+    """Collects `cdc status` over and over, keeping the given table's incremental progress rows and
+    the last stored source offset."""
+
+    def __init__(self, collect_status: Any, table: str, seen: list[dict[str, Any]]) -> None:
+        super().__init__(daemon=True)
+        self.collect_status, self.table, self.seen = collect_status, table, seen
+        self.stop_flag = threading.Event()
+        self.last_offset: dict[str, Any] | None = None
+        self._rounds = 0
+        self._mark: int | None = None
+
+    def offset_after_mark(self) -> dict[str, Any] | None:
+        """The last offset, once a round begun after the first call has ended (else None)."""
+        if self._mark is None:
+            self._mark = self._rounds
+        return self.last_offset if self._rounds >= self._mark + 2 else None
+
+    def run(self) -> None:
+        while not self.stop_flag.is_set():
+            try:
+                status = self.collect_status()
+            except Exception:  # the running job holds the state: collect again
+                time.sleep(0.05)
+                continue
+            self.seen.extend(t.incremental for t in status.tables if t.table == self.table and t.incremental)
+            self.last_offset = status.source_offset
+            self._rounds += 1
+
+
 def test_a_table_added_to_the_include_list_is_snapshotted_by_a_signal_alone(
     tmp_path: Path, mariadb_db: MariaDbServer
 ) -> None:
@@ -124,21 +154,29 @@ def test_a_table_added_to_the_include_list_is_snapshotted_by_a_signal_alone(
         spec = load_job(str(job), inspect_only=True)
         wait_for(lambda: collect(spec).task_state == "RUNNING", 120, "the source task", proc)
         writer.start()
+        # `cdc status` is collected in a loop of its own from before the signal on: on a quiet
+        # machine the whole snapshot can take less than one collection round of the wait below.
+        seen: list[dict[str, Any]] = []
+        watcher = StatusWatcher(lambda: collect(spec), f"{db}.c", seen)
+        watcher.start()
         res = run_cdc("signal", str(job), "execute-snapshot", "--tables", f"{db}.c", "--id", "grow-c")
         assert res.returncode == 0 and "signal table" in res.stdout, res.stdout + res.stderr
-        seen: list[dict[str, Any]] = []
 
         def snapshot_done() -> bool:
-            status = collect(spec)
-            rows = [t.incremental for t in status.tables if t.table == f"{db}.c" and t.incremental]
-            seen.extend(rows)
-            return bool(status.source_offset) and "incremental_snapshot_collections" not in status.source_offset \
-                and len(_reads_c(tmp_path, db)) > 0  # fmt: skip
+            # Done: c's reads have begun, and a status round begun after that found the snapshot's
+            # keys gone from the stored offset.
+            if not _reads_c(tmp_path, db):
+                return False
+            offset = watcher.offset_after_mark()
+            return bool(offset) and "incremental_snapshot_collections" not in offset
 
         wait_for(snapshot_done, 180, "the incremental snapshot's end", proc)
     finally:
         writer.stop_flag.set()
         writer.join(30)
+        if "watcher" in locals():
+            watcher.stop_flag.set()
+            watcher.join(60)
         if proc.alive():
             proc.terminate(60)
     assert writer.error is None, writer.error
