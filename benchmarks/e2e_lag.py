@@ -82,6 +82,14 @@ targets were not met; Spark took 3 minutes to start. Re-measure on a quiet machi
   size). The RSS timeline shows where: flat at ~226 MB while the connector alone drained the
   binlog into the log during Spark's start (the source holds no backlog), then a jump at the
   sink's first micro-batch (919 MB with 200k events, 415 MB with 25k).
+- Run 3 (22:50-23:02, load 2-6: only a clean-clone test run alongside; `--backlog 0`):
+  1k: 1,000 rows/s, lag p50 0.96 s, p99 1.58 s, max 1.84 s, kept up (slope -5 ms/s; the log
+  p50 4 ms after commit; foreachBatch p50 0.31 s). 10k: 10,001 rows/s, p50 3.1 s, p99 4.9 s,
+  max 5.2 s, kept up (slope -25 ms/s), but p99 is over the 2 s target: rows reached the log
+  p50 0.77 s after commit and the micro-batches took 1.25 s (p50; 36 of 38 overran the 1 s
+  trigger). Max: the writer 99.4k rows/s, the job did not keep up (2.49M of 5.96M rows visible
+  at the end; rows reached the connector p50 86 s late: the source is the limit there).
+  The Schema.__eq__ frames of run 2 are gone since cdc_mysql/schema.py keeps equal schemas.
 """
 
 from __future__ import annotations
