@@ -89,7 +89,8 @@ targets were not met; Spark took 3 minutes to start. Re-measure on a quiet machi
   p50 0.77 s after commit and the micro-batches took 1.25 s (p50; 36 of 38 overran the 1 s
   trigger). Max: the writer 99.4k rows/s, the job did not keep up (2.49M of 5.96M rows visible
   at the end; rows reached the connector p50 86 s late: the source is the limit there).
-  The Schema.__eq__ frames of run 2 are gone since cdc_mysql/schema.py keeps equal schemas.
+  Run 2's Schema.__eq__ frames were not reproduced here; the per-record comparisons found
+  (after any DDL, and after the snapshot) are gone since cdc_mysql/schema.py keeps equal schemas.
 """
 
 from __future__ import annotations
