@@ -49,6 +49,19 @@ NO_REGISTRY = (
 )
 
 
+_WRITE_ERRORS = (DataException, ValueError, TypeError, AttributeError, KeyError, OverflowError)
+
+
+def _write_error(e: Exception, topic: str) -> DataException:
+    """The one-line error of a record the writer or fastavro refused, naming the topic (both write paths)."""
+    if isinstance(e, DataException):
+        return DataException(f"{e} (topic {topic})")
+    return DataException(
+        f"AvroConverter: cannot write the record for topic {topic} with its Avro schema:"
+        f" {type(e).__name__}: {one_line(str(e))}"
+    )
+
+
 class AvroConverter(Converter):
     """Confluent's AvroConverter (`io.confluent.connect.avro.AvroConverter`)."""
 
@@ -141,13 +154,8 @@ class AvroConverter(Converter):
             out = io.BytesIO()
             out.write(_HEADER.pack(MAGIC_BYTE, schema_id))
             fastavro.schemaless_writer(out, codec, datum)
-        except DataException as e:
-            raise DataException(f"{e} (topic {topic})") from None
-        except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
-            raise DataException(
-                f"AvroConverter: cannot write the record for topic {topic} with its Avro schema:"
-                f" {type(e).__name__}: {one_line(str(e))}"
-            ) from None
+        except _WRITE_ERRORS as e:
+            raise _write_error(e, topic) from None
         return out.getvalue()
 
     def from_connect_batch(
@@ -196,13 +204,8 @@ class AvroConverter(Converter):
             put(header)
             try:
                 write_avro(out, codec, write(value))
-            except DataException as e:
-                raise DataException(f"{e} (topic {topic})") from None
-            except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
-                raise DataException(
-                    f"AvroConverter: cannot write the record for topic {topic} with its Avro schema:"
-                    f" {type(e).__name__}: {one_line(str(e))}"
-                ) from None
+            except _WRITE_ERRORS as e:
+                raise _write_error(e, topic) from None
             mark(tell())
         data = out.getbuffer()
         result: list[bytes | None] = []
