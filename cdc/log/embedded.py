@@ -50,9 +50,12 @@ log = logging.getLogger(__name__)
 
 DB_FILE = "cdc.db"
 PAGE_SIZE = 16384
-# The file layout this code reads and writes, kept in SQLite's user_version (0: a log from
-# before versioning, same layout). A newer file is refused rather than misread.
-SCHEMA_VERSION = 1
+# The file layout this code reads and writes, kept in SQLite's user_version. A newer file is
+# refused rather than misread; an older one is migrated when it is opened (_migrate_records).
+#   0: a log from before versioning, the layout of 1.
+#   1: `records` a WITHOUT ROWID table.
+#   2: `records` a rowid table with the (topic, partition, offset) key as its unique index.
+SCHEMA_VERSION = 2
 # The -wal file keeps its high-water size after a checkpoint: one large transaction, or a
 # reader that held a snapshot while writes piled up, would otherwise leave it that big for
 # good. SQLite truncates it to this when it restarts the WAL; twice the autocheckpoint point
@@ -62,17 +65,28 @@ WAL_SIZE_LIMIT = 32 * 1024 * 1024
 # week of records expiring at once must not hold the write lock past other writers' timeout.
 DELETE_CHUNK = 10_000
 
-_SCHEMA = """
+# `records` is a rowid table (layout 2), not WITHOUT ROWID as the small tables are: a WITHOUT
+# ROWID table is a b-tree index, whose rows keep at most ~4 KB of a 16 KB page; every larger
+# record (a Debezium JSON record with schemas of a wide table is 4 KB and more) then took a
+# 16 KB overflow page of its own, so the file held 4.5 times its records and each append wrote
+# that much. A rowid table keeps rows up to ~16 KB in the page; the key becomes a separate
+# unique index, which costs about a tenth of small records' size. Measured on 50k records with
+# synchronous=NORMAL: 4.1 KB values 4.6x their size and 50 us each before, 1.3x and 23 us after;
+# 300 B to 3 KB values never larger or slower.
+_RECORDS_TABLE = """
+CREATE TABLE IF NOT EXISTS records(
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
+    timestamp INTEGER NOT NULL, key BLOB, value BLOB, headers BLOB,
+    PRIMARY KEY(topic, partition, offset))"""
+_SCHEMA = (
+    _RECORDS_TABLE
+    + """;
 CREATE TABLE IF NOT EXISTS topics(
     name TEXT PRIMARY KEY, partitions INTEGER NOT NULL, config TEXT NOT NULL, created_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS partitions(
     topic TEXT NOT NULL, partition INTEGER NOT NULL,
     next_offset INTEGER NOT NULL, start_offset INTEGER NOT NULL,
     PRIMARY KEY(topic, partition)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS records(
-    topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
-    timestamp INTEGER NOT NULL, key BLOB, value BLOB, headers BLOB,
-    PRIMARY KEY(topic, partition, offset)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS compacted_keys(
     topic TEXT NOT NULL, partition INTEGER NOT NULL, key BLOB NOT NULL, offset INTEGER NOT NULL,
     PRIMARY KEY(topic, partition, key)) WITHOUT ROWID;
@@ -83,6 +97,7 @@ CREATE TABLE IF NOT EXISTS consumer_offsets(
     grp TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,
     PRIMARY KEY(grp, topic, partition)) WITHOUT ROWID;
 """
+)
 
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -200,6 +215,7 @@ class EmbeddedLog(TopicLog):
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         if self._schema_version(conn) == SCHEMA_VERSION:
             return
+        _migrate_records(conn, self.path)
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -471,6 +487,34 @@ def _delete_chunk_below_start(conn: sqlite3.Connection, tp: TopicPartition) -> b
     conn.execute("DELETE FROM records WHERE topic=? AND partition=? AND offset<?", (*tp, upto))
     conn.execute("DELETE FROM compacted_keys WHERE topic=? AND partition=? AND offset<?", (*tp, upto))
     return upto < row[0]
+
+
+def _migrate_records(conn: sqlite3.Connection, path: Path) -> None:
+    """Moves the records of a layout 0/1 log (a WITHOUT ROWID `records`) into layout 2's table.
+
+    Runs inside the opening write transaction, so a crash or a second process opening the file
+    meanwhile sees either the old layout or the new one whole. The copy takes about as long as
+    reading the log once and needs room for a second copy of the records; the old table's pages
+    go to SQLite's free list, which later appends reuse (VACUUM returns them to the disk).
+    """
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name='records'").fetchone()
+    if row is None or "WITHOUT ROWID" not in row[0].upper():
+        return
+    count = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+    log.warning(
+        "Moving the %d records of the embedded log %s to its current layout (once, on the first open by this "
+        "version of cdc; it takes about as long as reading the log once)", count, path,
+    )  # fmt: skip
+    started = time.monotonic()
+    conn.execute("ALTER TABLE records RENAME TO records_layout1")
+    conn.execute(_RECORDS_TABLE)
+    conn.execute(
+        "INSERT INTO records(topic, partition, offset, timestamp, key, value, headers) "
+        "SELECT topic, partition, offset, timestamp, key, value, headers FROM records_layout1 "
+        "ORDER BY topic, partition, offset"
+    )
+    conn.execute("DROP TABLE records_layout1")
+    log.info("Moved %d records of %s in %.1f s", count, path, time.monotonic() - started)
 
 
 def _in_write_txn(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:

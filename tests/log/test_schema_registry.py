@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc.log.base import LogError, TopicPartition, TopicSpec
-from cdc.log.embedded import EmbeddedLog
+from cdc.log.embedded import SCHEMA_VERSION, EmbeddedLog
 from cdc.log.schema_compatibility import LEVELS
 from cdc.log.schema_registry import STORE_VERSION, SchemaRegistryError, SchemaRegistryStore
 
@@ -285,7 +285,7 @@ def test_a_log_file_from_before_the_registry_gains_it_and_stays_readable(tmp_pat
     schema_id = reader_only.register("t-value", record("R", [ID]))
     with sqlite3.connect(state / "cdc.db") as raw:
         assert raw.execute("SELECT value FROM sr_meta WHERE key='version'").fetchone() == (str(STORE_VERSION),)
-        assert raw.execute("PRAGMA user_version").fetchone() == (1,)  # the log's own layout is unchanged
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)  # the log's own layout is unchanged
     reader = log_.reader()
     reader.assign({TopicPartition("t", 0): 0})
     assert [r.value for r in reader.poll(10, 1.0)] == [b"v"]
