@@ -6,8 +6,8 @@ figure (see benchmarks/_common.py); progress goes to stderr.
 - embedded produce: 200k records (10-byte key, 200-byte value) through `EmbeddedLog.producer()`
   as send+flush and as the source runner's transactions of 2048 records, with
   synchronous=FULL and NORMAL. Baseline: bare sqlite3 (WAL, same synchronous) inserting the
-  same rows with executemany, in transactions of the same size, into a WITHOUT ROWID table
-  with the same primary key.
+  same rows with executemany, in transactions of the same size, into a table of the log's
+  layout (a rowid table with the same primary key).
 - embedded read: `reader()` assign + `read_to_end` (which returns the whole list) vs a bare
   `SELECT ... ORDER BY offset` fetched into one list, and a `poll(5000)` loop that drops
   each batch vs the same SELECT read with `fetchmany(5000)`; both on the same file.
@@ -59,7 +59,7 @@ VALUES = [(b"value-%08d-" % i).ljust(200, b"x") for i in range(N_EMBEDDED)]  # 2
 BARE_SELECT = "SELECT offset, timestamp, key, value, headers FROM records WHERE topic=? AND partition=? ORDER BY offset"
 BARE_DDL = (
     "CREATE TABLE records(topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL, "
-    "timestamp INTEGER NOT NULL, key BLOB, value BLOB, PRIMARY KEY(topic, partition, offset)) WITHOUT ROWID"
+    "timestamp INTEGER NOT NULL, key BLOB, value BLOB, PRIMARY KEY(topic, partition, offset))"
 )
 
 
