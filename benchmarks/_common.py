@@ -17,6 +17,22 @@ from collections.abc import Callable
 RUNS = 3
 
 
+def help_or_run(doc: str | None) -> None:
+    """`--help`/`-h` prints the script's docstring (what it measures, its environment knobs) and exits.
+
+    The scripts take their settings from the environment (BENCH_*), not from arguments, so this is
+    all the parsing they need; any other argument is refused rather than ignored.
+    """
+    args = sys.argv[1:]
+    if any(a in ("-h", "--help") for a in args):
+        print((doc or "").strip())
+        raise SystemExit(0)
+    if args:
+        print(f"unexpected arguments {' '.join(args)}: this script takes none (see --help for its settings)",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
+
+
 def timed(fn: Callable[[], object]) -> float:
     """Seconds one call of `fn` takes (after a collection, so earlier garbage is not billed)."""
     gc.collect()

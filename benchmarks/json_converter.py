@@ -22,7 +22,7 @@ import decimal
 import json
 import time
 
-from _common import best_of_pair, emit_throughput, note, timed
+from _common import best_of_pair, emit_throughput, help_or_run, note, timed
 
 from cdc.api import Decimal, Schema, SchemaBuilder, Struct, Timestamp
 from cdc.converters.json import JsonConverter
@@ -237,4 +237,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    help_or_run(__doc__)
     main()

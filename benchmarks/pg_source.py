@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RUNS, emit_throughput, note
+from benchmarks._common import RUNS, emit_throughput, help_or_run, note
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
@@ -134,4 +134,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    help_or_run(__doc__)
     main()

@@ -76,7 +76,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from _common import best_of_pair, emit, emit_throughput, note
+from _common import best_of_pair, emit, emit_throughput, help_or_run, note
 
 from cdc.log.base import TopicSpec
 from cdc.log.embedded import EmbeddedLog
@@ -624,4 +624,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    help_or_run(__doc__)
     main()

@@ -39,7 +39,7 @@ import threading
 import time
 from pathlib import Path
 
-from _common import best_of_pair, emit_throughput, note, timed
+from _common import best_of_pair, emit_throughput, help_or_run, note, timed
 
 from cdc.api import ConfigDef, ConfigType, Importance, Schema, SourceConnector, SourceRecord, SourceTask, Task
 from cdc.log.base import TopicPartition, TopicSpec
@@ -458,4 +458,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    help_or_run(__doc__)
     main()
