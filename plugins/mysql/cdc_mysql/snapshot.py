@@ -38,6 +38,7 @@ import pymysql
 import pymysql.cursors
 
 from cdc_debezium.filters import compile_list
+from cdc_debezium.notifications import InitialSnapshotNotifier
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.signals import keys
 from cdc_debezium.source_info import SnapshotRecord
@@ -110,11 +111,27 @@ class MySqlSnapshotChangeEventSource:
         # One fetch is buffered before poll() takes it: keep it within max.queue.size.
         self.fetch_size = max(1, min(config.fetch_size, config.max_queue_size - config.max_batch_size))
         self._conn: Any | None = None  # the snapshot's transaction, while it is open
+        # Debezium's initial snapshot notifications (notification.enabled.channels), on the records' queue
+        self.notify = InitialSnapshotNotifier(config.originals(), config.topic_prefix, dispatcher._put)
+        self._notifying = False  # STARTED sent, neither COMPLETED nor ABORTED yet
+        self._notify_lock = threading.Lock()  # a stop (close()) and the snapshot's own end race to send ABORTED
 
     def close(self) -> None:
         """Ends the snapshot's transaction from the task's stop(): a stopped task never resumes this generator,
         and the transaction's metadata locks would hold off DDL (a DROP DATABASE waits for ever) until
-        the garbage collector found the task."""
+        the garbage collector found the task. A stopped data snapshot is ABORTED (Debezium's interrupted one)."""
+        if self.stop.is_set():
+            self._end_notice(aborted=True)
+        self._close_connection()
+
+    def _end_notice(self, aborted: bool) -> None:
+        """COMPLETED or ABORTED, once, after STARTED."""
+        with self._notify_lock:
+            sending, self._notifying = self._notifying, False
+        if sending:
+            (self.notify.aborted if aborted else self.notify.completed)()
+
+    def _close_connection(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None and conn.open:
             try:
@@ -136,7 +153,29 @@ class MySqlSnapshotChangeEventSource:
         server the offsets carry (lineage.py). `resume`: the stored offset of an interrupted
         snapshot with its progress keys (offset_context.py): only the rest is read (see the
         module's "Resuming").
+
+        A data snapshot sends Debezium's "Initial Snapshot" notifications (cdc_debezium.notifications):
+        STARTED, per table IN_PROGRESS and TABLE_SCAN_COMPLETED, then COMPLETED, or ABORTED when it
+        fails or is stopped.
         """
+        if with_data and at is None and self.notify.enabled:
+            self._notifying = True
+            self.notify.started()
+        try:
+            offset = yield from self._execute(with_data, at, lineage, resume)
+        except BaseException:
+            self._end_notice(aborted=True)
+            raise
+        self._end_notice(aborted=False)
+        return offset
+
+    def _execute(
+        self,
+        with_data: bool,
+        at: MySqlOffsetContext | None,
+        lineage: BinlogLineage | None,
+        resume: MySqlOffsetContext | None,
+    ) -> Generator[None, None, MySqlOffsetContext]:
         readers = self._spawn_readers() if with_data and at is None else None  # they start while we connect
         try:
             conn = self.connection.connect(autocommit=False, cursorclass=pymysql.cursors.SSCursor, conv=CONVERSIONS)
@@ -149,7 +188,7 @@ class MySqlSnapshotChangeEventSource:
             offset = yield from self._run(conn, with_data, at, lineage, readers, resume)
             return offset
         finally:
-            self.close()
+            self._close_connection()
 
     def _run(
         self,
@@ -225,16 +264,25 @@ class MySqlSnapshotChangeEventSource:
         yield
         if with_data:
             done = set(offset.tables_done or ())
-            tables = [t for t in tables if self._reads_rows_of(t) and t.id not in done]
-        if with_data and readers is not None:
+            read = [t for t in tables if self._reads_rows_of(t)]
+            # IN_PROGRESS names the tables read, TABLE_SCAN_COMPLETED every captured table (as Debezium's)
+            progress = self.notify.tracking(self.progress, [t.id for t in read], [t.id for t in tables])
+            tables = [t for t in read if t.id not in done]
             try:
-                yield from self._read_parallel(conn, readers, tables, offset, read_at)
-            except BaseException:
-                self._close_readers(readers, kill=True)
+                if readers is not None:
+                    try:
+                        yield from self._read_parallel(conn, readers, tables, offset, read_at, progress)
+                    except BaseException:
+                        self._close_readers(readers, kill=True)
+                        raise
+                    self._close_readers(readers)
+                else:
+                    yield from self._read_data(conn, tables, offset, read_at, progress)
+            except pymysql.Error:
+                reading = self.notify.in_progress_tables(progress)
+                if len(reading) == 1:  # the table the error hit (several read at once: not known here)
+                    self.notify.table_failed(reading[0])
                 raise
-            self._close_readers(readers)
-        elif with_data:
-            yield from self._read_data(conn, tables, offset, read_at)
         conn.commit()
         offset.snapshot = False
         offset.tables_done = offset.snapshot_table = offset.snapshot_last_key = None
@@ -279,10 +327,10 @@ class MySqlSnapshotChangeEventSource:
 
     def _read_parallel(
         self, conn: Any, readers: tuple[list[ReaderProcess], queue.Queue], tables: list[TableDef],
-        offset: MySqlOffsetContext, read_at: tuple[str, int],
+        offset: MySqlOffsetContext, read_at: tuple[str, int], progress: SnapshotProgress,
     ) -> Iterator[None]:  # fmt: skip
         run = ParallelRead(
-            readers[0], readers[1], self.schema, self.source_info, self.dispatcher, self.progress,
+            readers[0], readers[1], self.schema, self.source_info, self.dispatcher, progress,
             self.stop.is_set, 2 * self.config.snapshot_threads * self.config.snapshot_threads_multiplier,
             self.fetch_size,
         )  # fmt: skip
@@ -325,7 +373,12 @@ class MySqlSnapshotChangeEventSource:
         return None
 
     def _read_data(
-        self, conn: Any, tables: list[TableDef], offset: MySqlOffsetContext, read_at: tuple[str, int]
+        self,
+        conn: Any,
+        tables: list[TableDef],
+        offset: MySqlOffsetContext,
+        read_at: tuple[str, int],
+        progress: SnapshotProgress,
     ) -> Iterator[None]:
         """One streaming SELECT per table, in primary-key order; one row of look-ahead places the `last*` markers.
 
@@ -341,7 +394,7 @@ class MySqlSnapshotChangeEventSource:
         current = offset.progress(done)
         # The row held back: (emit, emit at the mark position, values, first_in_table, offset, last_in_table).
         pending: list[Any] | None = None
-        self.progress.begin(len(tables))
+        progress.begin(len(tables))
 
         def emit(p: list[Any], final: bool) -> None:
             table_emit, mark_emit, values, first_in_table, row_offset, last_in_table, table_id = p
@@ -358,7 +411,7 @@ class MySqlSnapshotChangeEventSource:
                 raise InterruptedError("snapshot stopped")
             ts = self.schema.schema_for(table)
             names = [c.name for c in table.columns]
-            self.progress.start_table(table.id, self._estimate(conn, table))
+            progress.start_table(table.id, self._estimate(conn, table))
             after = self._resume_key(table, offset)
             first_in_table = after is None and table.id != offset.snapshot_table
             with _streaming_cursor(conn) as cur:
@@ -379,7 +432,7 @@ class MySqlSnapshotChangeEventSource:
                     else compile_emit(ts, names, self.source_info, self.dispatcher, offset.file, offset.pos)
                 )
                 current = offset.progress(done, table.id)
-                true, row_progress = SnapshotRecord.TRUE.value, self.progress.row
+                true, row_progress = SnapshotRecord.TRUE.value, progress.row
                 while batch := cur.fetchmany(self.fetch_size):
                     if self.stop.is_set():
                         raise InterruptedError("snapshot stopped")
@@ -413,10 +466,10 @@ class MySqlSnapshotChangeEventSource:
             current = offset.progress(done)
             if pending is not None and pending[6] == table.id:
                 pending[4], pending[5] = current, True
-            self.progress.finish_table(table.id)
+            progress.finish_table(table.id)
         if pending is not None:
             emit(pending, True)
-        self.progress.complete()
+        progress.complete()
         yield
 
     @staticmethod
