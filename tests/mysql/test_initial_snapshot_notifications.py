@@ -8,7 +8,8 @@ COMPLETED after the last record; each with its own UUID, aggregate_type "Initial
 connector_name topic.prefix. The log channel logs the same notifications. A snapshot stopped and
 resumed is ABORTED, then notifies the tables it still reads, with the rows it read, and its data is
 complete.
-Without notification.enabled.channels nothing is sent.
+A restart after the snapshot completed sends SKIPPED alone (streaming on from the offset, and with
+snapshot.mode=initial_only, where nothing is streamed). Without notification.enabled.channels nothing is sent.
 """
 
 from __future__ import annotations
@@ -173,3 +174,24 @@ def test_nothing_is_notified_without_channels(mariadb_db: MariaDbServer, caplog:
     assert len([r for r in run.records if _table(r)]) == sum(sizes.values())
     assert all(r.source_partition is not None for r in run.records), "a record without a partition: a notification"
     assert not [r for r in caplog.records if r.getMessage().startswith("[Notification Service]")]
+
+
+@pytest.mark.parametrize("mode", ["initial", "initial_only"])
+def test_a_restart_after_the_snapshot_is_notified_as_skipped(mariadb_db: MariaDbServer, mode: str) -> None:
+    rnd = random.Random(6400)
+    sizes = _tables(mariadb_db, rnd)
+    props = _props(mariadb_db, rnd, 1, snapshot__mode=mode, **_sink())
+    offsets = MemoryOffsets()
+    with Runner(props, offsets) as first:
+        first.poll_until(lambda rs: (n := notifications(rs)) and n[-1]["type"] == "COMPLETED", what="COMPLETED")
+    assert len([r for r in first.records if _table(r)]) == sum(sizes.values())
+    with Runner(props, offsets) as second:
+        second.poll_until(lambda rs: bool(notifications(rs)), what="a notification")
+        if mode == "initial":
+            execute(mariadb_db, "INSERT INTO skipped VALUES (3)")
+            second.poll_until(lambda rs: any(op(r) == "c" for r in rs), what="the streamed insert")
+    got = notifications(second.records)
+    assert [(n["aggregate_type"], n["type"], n["additional_data"]) for n in got] == [
+        ("Initial Snapshot", "SKIPPED", {"connector_name": PREFIX})
+    ]
+    assert not [r for r in second.records if _table(r)], "the restart read rows again"

@@ -219,6 +219,8 @@ class MySqlConnectorTask(SourceTask):
             self.progress, self.stop_event,
         )  # fmt: skip
         self._snapshot = snapshot
+        if plan in ("idle", "stream"):
+            snapshot.notify.skipped()  # the stored offset says the snapshot is done (Debezium: SnapshotResult SKIPPED)
         if plan == "idle":
             log.info("snapshot.mode=initial_only and the snapshot is complete: nothing to stream")
             return
