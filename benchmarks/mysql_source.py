@@ -12,7 +12,8 @@ benchmarks/_common.py); progress goes to stderr.
   schemas) into the embedded SQLite log and into Kafka (librdkafka's mock cluster), until
   the N records are in the log. Same baseline.
 - snapshot: the N rows as `r` events (snapshot.mode=initial_only), with snapshot.max.threads
-  = 1 and 2, vs a bare streaming `SELECT *` (PyMySQL SSCursor, fetchmany) of the same table.
+  = 1 and 2, vs a bare streaming `SELECT *` (PyMySQL SSCursor, fetchmany) of the same table,
+  best of BENCH_ROUNDS (2) interleaved rounds; each round's figures and load go to stderr.
   `BENCH_ONLY=snapshot` runs just these.
 - Avro (issue 20): the same end-to-end run into the embedded log with AvroConverter for keys
   and values (the worker's own registry); events/s against the same bare loop, and the bytes
@@ -253,11 +254,18 @@ def _snapshot_figures(server: Any) -> None:
     ids = iter(range(7300, 7400))
     best = {1: float("inf"), 2: float("inf")}
     bare_sel = float("inf")
-    for _ in range(2):
-        bare_sel = min(bare_sel, _bare_select(server))
+    for round_ in range(int(os.environ.get("BENCH_ROUNDS", "2"))):
+        bare = _bare_select(server)
+        bare_sel = min(bare_sel, bare)
+        took = {}
         for threads in best:
             props = _props(server, next(ids), **{"snapshot.mode": "initial_only", "snapshot.max.threads": str(threads)})
-            best[threads] = min(best[threads], _connector_alone(server, props, None, N))
+            took[threads] = _connector_alone(server, props, None, N)
+            best[threads] = min(best[threads], took[threads])
+        note(
+            f"snapshot round {round_ + 1} (load {os.getloadavg()[0]:.1f}): bare {N / bare:.0f} rows/s, "
+            + ", ".join(f"threads={t} {N / s:.0f} rows/s ({bare / s:.2f})" for t, s in took.items())
+        )
     emit_throughput("mysql.snapshot.connector", N, best[1], bare_sel, "rows/s")
     emit_throughput("mysql.snapshot.connector_max_threads_2", N, best[2], bare_sel, "rows/s")
 
@@ -398,6 +406,9 @@ def _rss_mb() -> float:
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return
     # The worker raises the GC's young threshold on its task threads (cdc.runtime.gc_tuning);
     # set it here for the whole process, so the bare loop runs under the same GC as ours.
     raise_young_threshold()

@@ -5,14 +5,19 @@ consistent point (each connection opens START TRANSACTION WITH CONSISTENT SNAPSH
 global read lock, or the binlog position, is held). In CPython the reading of a result set
 (PyMySQL parses the protocol in Python) holds the GIL, so threads would not read faster than
 one; each reader here is a child process (`python -m cdc_mysql.snapshot_reader_main`) with its own
-connection, sending the rows of its chunks back as pickled batches of PyMySQL tuples, and the
-task's own thread turns them into records. `multiprocessing` was checked and not used: its
+connection, sending the rows of its chunks back as pickled batches, and the task's own thread
+turns them into records. A reader parses rows with snapshot_fetch.py (the values PyMySQL
+returns, at half its cost) and sends a batch column by column, the columns of slowly pickled
+types (datetimes, Decimals; snapshot_decoders.DEFERRED) as their text, which the task's process
+decodes (at a fifth of their pickling cost). `multiprocessing` was checked and not used: its
 `spawn` re-imports the parent's `__main__` and `fork` is unsafe in a process with threads; a
 plain child on pipes needs neither.
 
 Frames both ways: a 4-byte big-endian length, then a pickle. Parent → child: ("begin",),
 ("chunk", id, sql, args), ("close",). Child → parent: ("connected",), ("begun", file, pos),
-("names", id, [column names]), ("rows", id, [tuples]), ("done", id, count), ("error", text).
+("names", id, [column names], [(position, field type) of the columns sent as text]),
+("cols", id, [a tuple per column]), or, for rows of several lengths, ("rows", id, [tuples]),
+("done", id, count), ("error", text).
 """
 
 from __future__ import annotations

@@ -47,10 +47,33 @@ def _connect(setup: dict[str, Any]) -> Any:
     return MySqlConnection(MySqlConnectorConfig(setup["props"])).connect(**extra)
 
 
+def _read_chunk(conn: Any, reader: Any, out: IO[bytes], chunk_id: int, sql: str, args: Any, fetch_size: int) -> None:
+    """Sends one chunk's rows: its column names and text-sent columns, its batches, then its count."""
+    import pymysql.cursors
+
+    from cdc_mysql.snapshot_fetch import columns_of, deferred_columns
+
+    count = 0
+    with conn.cursor(pymysql.cursors.SSCursor) as cur:
+        cur.execute(sql, args)
+        names = [d[0] for d in cur.description or ()]
+        deferred = deferred_columns(cur)
+        at = frozenset(i for i, _ in deferred)
+        write_frame(out, ("names", chunk_id, names, deferred))
+        while batch := reader.fetch(cur, fetch_size, at):
+            count += len(batch)
+            columns = columns_of(batch, len(names))
+            write_frame(out, ("rows", chunk_id, batch) if columns is None else ("cols", chunk_id, columns))
+    write_frame(out, ("done", chunk_id, count))
+
+
 def _child() -> None:  # pragma: no cover - runs in the reader process (covered by the parallel snapshot tests)
     import pymysql.cursors
 
+    from cdc_mysql.snapshot_fetch import RowReader
+
     out, inp = sys.stdout.buffer, sys.stdin.buffer
+    reader = RowReader()
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     try:
         setup = read_frame(inp)
@@ -70,14 +93,7 @@ def _child() -> None:  # pragma: no cover - runs in the reader process (covered 
                 write_frame(out, ("begun", status.get("binlog_snapshot_file"), int(pos) if pos else None))
             elif message[0] == "chunk":
                 _, chunk_id, sql, args = message
-                count = 0
-                with conn.cursor(pymysql.cursors.SSCursor) as cur:
-                    cur.execute(sql, args)
-                    write_frame(out, ("names", chunk_id, [d[0] for d in cur.description or ()]))
-                    while batch := cur.fetchmany(fetch_size):
-                        count += len(batch)
-                        write_frame(out, ("rows", chunk_id, batch))
-                write_frame(out, ("done", chunk_id, count))
+                _read_chunk(conn, reader, out, chunk_id, sql, args, fetch_size)
         conn.close()
     except BrokenPipeError:
         return

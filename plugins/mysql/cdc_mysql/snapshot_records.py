@@ -32,6 +32,11 @@ RECORD_FIELDS = frozenset(
 )  # fmt: skip
 
 
+def _headers_new() -> bool:
+    """True while Headers holds nothing but its `_items` list (the emitter then sets that list itself)."""
+    return getattr(Headers, "__slots__", None) == ("_items",)
+
+
 def _record_slots() -> frozenset[str]:
     return frozenset(name for cls in SourceRecord.__mro__ for name in getattr(cls, "__slots__", ()))
 
@@ -68,7 +73,7 @@ def compile_emit(
         source_parts[index[name]] = expr
     ns: dict[str, Any] = {f"s{i}": v for i, v in enumerate(template._values)}
     ns.update(
-        new=object.__new__, Struct=Struct, Headers=Headers, time=time.time, time_ns=time.time_ns,
+        new=object.__new__, Struct=Struct, Headers=Headers, time_ns=time.time_ns,
         SourceRecord=SourceRecord, dict=dict, zip=zip, names=list(names), value_of=ts.value, key_of=ts.key,
         vschema=ts.value_schema, kschema=ts.key_schema, sschema=sschema, eschema=ts.envelope.schema, topic=ts.topic,
         partition=dispatcher.partition, buffer=dispatcher.buffer,
@@ -92,18 +97,23 @@ def compile_emit(
         record = (
             "    r = new(SourceRecord); r.source_partition = partition; r.source_offset = offset; r.topic = topic\n"
             "    r.kafka_partition = None; r.key_schema = kschema; r.key = key; r.value_schema = eschema\n"
-            "    r.value = value; r.timestamp = None; r.headers = Headers()\n"
-            "    buffer.append(r)\n"
+            "    r.value = value; r.timestamp = None\n"
+            + (
+                "    h = new(Headers); h._items = []; r.headers = h\n"
+                if _headers_new()
+                else "    r.headers = Headers()\n"
+            )
+            + "    buffer.append(r)\n"
         )
     else:  # SourceRecord changed shape: its own constructor
         record = "    buffer.append(SourceRecord(partition, offset, topic, None, kschema, key, eschema, value))\n"
     envelope = "None, after, src, None, 'r', ns // 1000000, ns // 1000, ns"
     source = (
         "def emit(values, marker, offset):\n"
-        "    ms = int(time() * 1000)\n"
+        "    ns = time_ns()\n"  # one clock read: the source's ts_ms (the read) and the envelope's (the record)
+        "    ms = ns // 1000000\n"
         f"{build}"
         f"    {_struct('src', 'sschema', ', '.join(source_parts))}\n"
-        "    ns = time_ns()\n"
         f"    {_struct('value', 'eschema', envelope)}\n"
         f"{record}"
     )
