@@ -82,16 +82,20 @@ class ReplicationConnection:
         self.received_lsn = 0
 
     # -- slots -------------------------------------------------------------------------------
-    def create_slot(self, name: str, plugin: str = "pgoutput", export_snapshot: bool = True) -> SlotInfo:
+    def create_slot(
+        self, name: str, plugin: str = "pgoutput", export_snapshot: bool = True, temporary: bool = False
+    ) -> SlotInfo:
         """Create a logical slot; with `export_snapshot` its snapshot can seed a consistent copy.
 
         The exported snapshot stays valid only while this connection runs no other command,
-        so read it (SET TRANSACTION SNAPSHOT) before calling `start`.
+        so read it (SET TRANSACTION SNAPSHOT) before calling `start`. A `temporary` slot is
+        dropped by the server when this connection ends (a resumed snapshot's new point P2).
         """
         option = "(SNAPSHOT 'export')" if export_snapshot else "(SNAPSHOT 'nothing')"
+        kind = "TEMPORARY LOGICAL" if temporary else "LOGICAL"
         try:
             row = self._conn.execute(
-                f"CREATE_REPLICATION_SLOT {_quote_ident(name)} LOGICAL {plugin} {option}"
+                f"CREATE_REPLICATION_SLOT {_quote_ident(name)} {kind} {plugin} {option}"
             ).fetchone()
         except psycopg.Error as e:
             raise ReplicationError(f"cannot create replication slot {name!r}: {str(e).strip()}") from e

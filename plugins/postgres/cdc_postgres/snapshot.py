@@ -2,6 +2,23 @@
 
 The slot is created with an exported snapshot; reading the tables inside that snapshot and
 then streaming from the slot's consistent point meet at one LSN: no gap, no duplicate.
+
+Resuming (beyond Debezium, which snapshots again; the MySQL connector resumes the same way).
+Each table is read in primary-key order and each fetch (snapshot.fetch.size rows) is a chunk:
+the offsets of the `r` records say which tables are done and the key of the last chunk out
+(offset_context.py). After a stop or a kill the slot is still at the snapshot's point P1 (no
+snapshot offset is ever confirmed); a task finding such an offset opens a NEW consistent
+snapshot at P2 (a temporary slot's exported snapshot, task.py) and reads only the rest: the
+in-progress table after the stored key, and the tables not done. Its offsets keep P1, so
+streaming then starts at P1, not P2: the changes between P1 and P2 are replayed. That is
+harmless: rows read at P2 rank at P2, so a sink ordering by position (cdc_spark's `__seq`)
+keeps them over the older replayed changes, the deletes between P1 and P2 are replayed, and a
+consumer applying events in log order ends at the database's state too. A table's last record
+(the `last_in_data_collection`/`last` marker, which the Spark sink takes as a mark clearing the
+table's older rows) ranks at P1, so the rows the first attempt read at P1 stay and only rows
+older than the whole snapshot go. A table without a primary key, or read by a
+snapshot.select.statement.overrides statement, cannot be cut by key: it is read whole, and
+resumes from its start.
 """
 
 from __future__ import annotations
@@ -16,10 +33,14 @@ import psycopg
 from psycopg.adapt import Loader
 
 from cdc_debezium.progress import SnapshotProgress
+from cdc_debezium.signals import keys
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
 from cdc_postgres.connection import PostgresConnectorError
+from cdc_postgres.offset_context import PostgresOffsetContext
+from cdc_postgres.offset_context import progress as progress_keys
 from cdc_postgres.schema import PostgresSchema
+from cdc_postgres.snapshot_chunks import chunked_select, key_types
 
 log = logging.getLogger(__name__)
 
@@ -149,93 +170,177 @@ class PostgresSnapshotChangeEventSource:
             out.append((oid, ns, name))
         return out
 
-    def run(self, snapshot_name: str | None, consistent_point: int, should_stop: Callable[[], bool]) -> int:
-        """Emit every captured row; returns the number of rows."""
+    def run(
+        self,
+        snapshot_name: str | None,
+        consistent_point: int,
+        should_stop: Callable[[], bool],
+        resume: PostgresOffsetContext | None = None,
+    ) -> int:
+        """Emit every captured row (with `resume`, only the rest); returns the number of rows.
+
+        `consistent_point`: the LSN of the snapshot `snapshot_name` the rows are read in (their
+        position). `resume`: an interrupted snapshot's stored offset with its progress keys; the
+        offsets then keep its `lsn` (P1), where streaming starts (see the module's "Resuming").
+        """
         with psycopg.connect(**self.dsn) as conn:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             if snapshot_name:
                 conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
             tables = self._readable(conn, captured_tables(conn, self.table_filter))
+            done = tuple(resume.tables_done or ()) if resume is not None else ()
+            if done:
+                tables = [t for t in tables if f"{t[1]}.{t[2]}" not in set(done)]
             structures = self._read_structures(conn, tables)
             for oid in {t for t in self.schema.types.types}:
                 conn.adapters.register_loader(oid, _RawText)
-            only = {oid: "" if oid in self._whole else "ONLY " for oid, _, _ in tables}
-            estimates = {
-                oid: estimate_rows(conn, oid, f"{only[oid]}{_quote(ns)}.{_quote(name)}") for oid, ns, name in tables
-            }
-            total = 0
-            # One-row look-ahead for the snapshot markers: (table, values, first overall, first in its
-            # table, last in its table). A table's last row stays held until a later table yields a
-            # row, so the snapshot's last row is `last` even when the tables after it are empty.
-            pending: tuple[Any, ...] | None = None
-            self.progress.begin(len(tables))
-            ts_us = time.time_ns() // 1000
-            for oid, ns, name in tables:
-                table = structures[oid]
-                cols = ", ".join(_quote(c.name) for c in table.value_columns)
-                self.progress.start_table(table.id, estimates[oid])
-                progress = self.progress.tables[table.id]  # rows counted in place: no lookup per row
-                with conn.cursor(name=f"cdc_snapshot_{oid}") as cur:
-                    cur.itersize = self.fetch_size
-                    override = self.select_overrides.get(table.id)
-                    if override is not None:
-                        log.info("snapshot of %s reads snapshot.select.statement.overrides: %s", table.id, override)
-                        cur.execute(override)
-                        targets = _targets(table, [d.name for d in cur.description or []])
-                    else:
-                        cur.execute(f"SELECT {cols} FROM {only[oid]}{_quote(ns)}.{_quote(name)}")
-                        targets = [c.index for c in table.value_columns]
-                    width = max((c.index for c in table.value_columns), default=-1) + 1
-                    first_in_table = True
-                    for row in cur:
-                        if should_stop():
-                            return total
-                        # Columns arrive in `targets` order: re-index them positionally (None: not a column).
-                        values = [None] * width
-                        for index, v in zip(targets, row, strict=True):
-                            if index is not None:
-                                values[index] = v
-                        if pending is not None:
-                            self._emit(*pending, last_overall=False, consistent_point=consistent_point, ts_us=ts_us)
-                        pending = (table, tuple(values), total == 0, first_in_table, False)
-                        first_in_table = False
-                        total += 1
-                        progress.rows += 1
-                        if progress.rows % 10_000 == 0:
-                            log.info("Snapshot of %s: %d of ~%d rows", table.id, progress.rows, progress.estimate)
-                self.progress.finish_table(table.id)
-                if pending is not None and pending[0] is table:
-                    pending = (*pending[:4], True)
-            if pending is not None:
-                self._emit(*pending, last_overall=True, consistent_point=consistent_point, ts_us=ts_us)
+            total = self._read(conn, tables, structures, consistent_point, should_stop, resume)
+            if total is None:
+                return 0
             conn.execute("COMMIT")
         self.progress.complete()
         return total
 
-    def _emit(
+    def _read(
         self,
-        table: Any,
-        values: tuple,
-        first_overall: bool,
-        first_in_table: bool,
-        last_in_table: bool,
-        *,
-        last_overall: bool,
-        consistent_point: int,
-        ts_us: int,
-    ) -> None:
-        marker = SnapshotRecord.of(
-            first=first_overall, last=last_overall, first_in_table=first_in_table, last_in_table=last_in_table
-        )
-        pos = {"lsn": consistent_point, "lsn_commit": None, "tx_id": None, "ts_us": ts_us}
-        offset = {
-            "snapshot": True,
-            "last_snapshot_record": last_overall,
-            "lsn": consistent_point,
-            "lsn_proc": consistent_point,
-            "ts_usec": ts_us,
-        }
-        self.emitter.read(table, values, pos, offset, marker.value)
+        conn: psycopg.Connection,
+        tables: list[tuple[int, str, str]],
+        structures: dict[int, Any],
+        read_at: int,
+        should_stop: Callable[[], bool],
+        resume: PostgresOffsetContext | None,
+    ) -> int | None:
+        """The rows of `tables`, each in primary-key order, one fetch a chunk; None when stopped.
+
+        One row of look-ahead places the markers: a table's last row stays held until a later
+        table yields a row, so the snapshot's last row is `last` even when the tables after it
+        are empty. Every chunk's last row carries an offset naming its key (snapshot_last_key),
+        and the rows after it carry that offset, so a stored offset says which rows are out.
+        """
+        only = {oid: "" if oid in self._whole else "ONLY " for oid, _, _ in tables}
+        relations = {oid: f"{only[oid]}{_quote(ns)}.{_quote(name)}" for oid, ns, name in tables}
+        estimates = {oid: estimate_rows(conn, oid, relations[oid]) for oid, _, _ in tables}
+        start = resume.lsn if resume is not None and resume.lsn is not None else read_at
+        done = tuple(resume.tables_done or ()) if resume is not None else ()
+        ts_us = time.time_ns() // 1000
+        base = {"snapshot": True, "last_snapshot_record": False, "lsn": start, "lsn_proc": start, "ts_usec": ts_us}
+        final_offset = {**base, "last_snapshot_record": True}
+        # Rows rank where they are read (P2 on a resume); a table's last row, the sink's mark that clears the
+        # table's older rows, ranks at the first attempt's point (P1), so no row read before a stop is cleared.
+        read_pos = {"lsn": read_at, "lsn_commit": None, "tx_id": None, "ts_us": ts_us}
+        mark_pos = {"lsn": start, "lsn_commit": None, "tx_id": None, "ts_us": ts_us}
+        first_overall = resume is None
+        total = 0
+        # The row held back: [table, values, first in its table, offset, last in its table].
+        pending: list[Any] | None = None
+
+        def emit(p: list[Any], last_overall: bool) -> None:
+            table, values, first_in_table, offset, last_in_table = p
+            marker = SnapshotRecord.of(
+                first=first_in_table and p is first_row[0],
+                last=last_overall,
+                first_in_table=first_in_table,
+                last_in_table=last_in_table,
+            )
+            self.emitter.read(
+                table,
+                values,
+                mark_pos if last_in_table else read_pos,
+                final_offset if last_overall else offset,
+                marker.value,
+            )
+
+        first_row: list[Any] = [None]  # the snapshot's very first record (a fresh snapshot only)
+        true = SnapshotRecord.TRUE.value
+        self.progress.begin(len(tables))
+        for oid, _, _ in tables:
+            table = structures[oid]
+            cols = ", ".join(_quote(c.name) for c in table.value_columns)
+            self.progress.start_table(table.id, estimates[oid])
+            progress = self.progress.tables[table.id]  # rows counted in place: no lookup per row
+            current = {**base, **progress_keys(done, table.id)}
+            with conn.cursor(name=f"cdc_snapshot_{oid}") as cur:
+                override = self.select_overrides.get(table.id)
+                key_at: list[int] | None = None
+                after: tuple[Any, ...] | None = None
+                if override is not None:
+                    log.info("snapshot of %s reads snapshot.select.statement.overrides: %s", table.id, override)
+                    cur.execute(override)
+                    targets = _targets(table, [d.name for d in cur.description or []])
+                else:
+                    at = {c.name: c.index for c in table.value_columns}  # where a column sits in a row
+                    key = tuple(table.primary_key)
+                    if key and all(k in at for k in key):
+                        after = self._resume_key(table, resume)
+                        sql, args = chunked_select(cols, relations[oid], key, key_types(conn, oid, key), after)
+                        cur.execute(sql, args)
+                        key_at = [at[k] for k in key]
+                    else:  # no primary key (or one not captured): read whole, resumed from its start
+                        cur.execute(f"SELECT {cols} FROM {relations[oid]}")
+                    targets = [c.index for c in table.value_columns]
+                width = max((c.index for c in table.value_columns), default=-1) + 1
+                plain = targets == list(range(width))
+                first_in_table = after is None and (resume is None or resume.snapshot_table != table.id)
+                while batch := cur.fetchmany(self.fetch_size):
+                    if should_stop():
+                        return None
+                    if pending is not None:
+                        emit(pending, False)
+                        if pending[0] is table:
+                            current = pending[3]
+                        pending = None
+                    rows = batch if plain else [_place(row, targets, width) for row in batch]
+                    rest = rows[:-1]
+                    if first_in_table and rest:
+                        p = [table, tuple(rows[0]), True, current, False]
+                        if first_overall:
+                            first_row[0], first_overall = p, False
+                        emit(p, False)
+                        rest = rest[1:]
+                    for values in rest:  # neither the table's first nor possibly its last: `true`
+                        self.emitter.read(table, tuple(values), read_pos, current, true)
+                    last = rows[-1]
+                    boundary = current
+                    if key_at is not None:
+                        boundary = {**base, **progress_keys(done, table.id, keys.dumps(tuple(last[i] for i in key_at)))}
+                    pending = [table, tuple(last), first_in_table and len(rows) == 1, boundary, False]
+                    if pending[2] and first_overall:
+                        first_row[0], first_overall = pending, False
+                    first_in_table = False
+                    total += len(rows)
+                    progress.rows += len(rows)
+                    if progress.rows // 10_000 != (progress.rows - len(rows)) // 10_000:
+                        log.info("Snapshot of %s: %d of ~%d rows", table.id, progress.rows, progress.estimate)
+            done = (*done, table.id)
+            self.progress.finish_table(table.id)
+            if pending is not None and pending[0] is table:
+                pending[3], pending[4] = {**base, **progress_keys(done)}, True
+        if pending is not None:
+            emit(pending, True)
+        return total
+
+    @staticmethod
+    def _resume_key(table: Any, resume: PostgresOffsetContext | None) -> tuple[Any, ...] | None:
+        """The key after which the interrupted snapshot resumes `table` (None: from its start)."""
+        if resume is None or resume.snapshot_table != table.id or resume.snapshot_last_key is None:
+            return None
+        key = keys.loads(resume.snapshot_last_key)
+        if key is None or len(key) != len(table.primary_key):
+            log.warning(
+                "Snapshot of %s: the stored key %s does not fit its primary key %s (it changed): reading it again",
+                table.id, resume.snapshot_last_key, table.primary_key,
+            )  # fmt: skip
+            return None
+        return key
+
+
+def _place(row: Any, targets: list[int | None], width: int) -> list[Any]:
+    """An overriding SELECT's row re-indexed positionally by `targets` (None: not a captured column)."""
+    values: list[Any] = [None] * width
+    for index, v in zip(targets, row, strict=True):
+        if index is not None:
+            values[index] = v
+    return values
 
 
 def _targets(table: Any, names: list[str]) -> list[int | None]:

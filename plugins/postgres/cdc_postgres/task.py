@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from typing import Any
@@ -195,6 +196,13 @@ class PostgresConnectorTask(SourceTask):
         needs_snapshot = mode == "always" or (
             mode in ("initial", "initial_only", "when_needed") and not completed and not streaming_offset
         )
+        resume_from: PostgresOffsetContext | None = None
+        if needs_snapshot and mode != "always" and stored is not None and stored.snapshot:
+            why_not = self._why_not_resumable(slot_name, slot, stored)
+            if why_not is None:
+                resume_from = stored
+            else:
+                log.info("The previous snapshot did not complete and %s; snapshotting again", why_not)
         snapshot_name: str | None = None
         consistent_point = 0
         if slot is not None and slot[2] == "lost" and not needs_snapshot:
@@ -202,7 +210,21 @@ class PostgresConnectorTask(SourceTask):
             log.warning("replication slot %s was invalidated; no_data: dropping and recreating it", slot_name)
             admin.drop_slot(slot_name)
             slot = None
-        if needs_snapshot:
+        if resume_from is not None:
+            # The slot stays at P1; the rest is read in a new snapshot at P2, a temporary slot's.
+            self._slot_conn = ReplicationConnection(self.dsn)
+            self._resume_slot = f"{slot_name[:40]}_resume_{secrets.token_hex(4)}"
+            info = self._slot_conn.create_slot(self._resume_slot, export_snapshot=True, temporary=True)
+            snapshot_name, consistent_point = info.snapshot_name, info.consistent_point
+            log.info(
+                "Resuming the interrupted snapshot taken at %s (%d tables done%s): the rest is read at %s, then "
+                "slot %s is streamed from %s",
+                format_lsn(resume_from.lsn or 0), len(resume_from.tables_done or ()),
+                f", {resume_from.snapshot_table} after key {resume_from.snapshot_last_key}"
+                if resume_from.snapshot_last_key else "",
+                format_lsn(consistent_point), slot_name, format_lsn(resume_from.lsn or 0),
+            )  # fmt: skip
+        elif needs_snapshot:
             # A snapshot must meet the stream at one LSN: (re)create the slot with an exported snapshot.
             if slot is not None:
                 admin.drop_slot(slot_name)
@@ -215,13 +237,21 @@ class PostgresConnectorTask(SourceTask):
                 with ReplicationConnection(self.dsn) as rc:
                     consistent_point = rc.create_slot(slot_name, export_snapshot=False).consistent_point
         resume = Position(None, None)
-        start_lsn = consistent_point
+        start_lsn = consistent_point if resume_from is None else resume_from.lsn or 0
         if stored is not None and streaming_offset and not needs_snapshot:
             resume = Position(stored.lsn_commit, stored.lsn, int(self._stored_events()))
             start_lsn = stored.lsn_commit or 0
         elif stored is not None and completed and not needs_snapshot:
             start_lsn = stored.lsn or 0
-        return (needs_snapshot, snapshot_name, consistent_point, start_lsn, resume, mode == "initial_only")
+        return (needs_snapshot, snapshot_name, consistent_point, start_lsn, resume, mode == "initial_only", resume_from)
+
+    @classmethod
+    def _why_not_resumable(cls, slot_name: str, slot: Any, stored: PostgresOffsetContext) -> str | None:
+        """Why an interrupted snapshot's offset cannot be resumed (None if it can): it lacks the progress
+        keys (Debezium's, an older cdc's), or the slot no longer holds the WAL from its point P1 on."""
+        if stored.tables_done is None or stored.lsn is None:
+            return "its offset has no snapshot progress (snapshot_tables_done)"
+        return cls._resume_problem(slot_name, slot, stored, False)
 
     @staticmethod
     def _resume_problem(slot_name: str, slot: Any, stored: PostgresOffsetContext, streaming_offset: bool) -> str | None:
@@ -316,6 +346,7 @@ class PostgresConnectorTask(SourceTask):
         start_lsn: int,
         resume: Position,
         only_snapshot: bool,
+        resume_from: PostgresOffsetContext | None = None,
     ) -> None:
         try:
             if only_snapshot and not needs_snapshot:
@@ -337,10 +368,8 @@ class PostgresConnectorTask(SourceTask):
                     via_partition_root=self.via_partition_root,
                     select_overrides=c.select_overrides(),
                 )
-                snap.run(snapshot_name, consistent_point, self.stop_event.is_set)
-                if self._slot_conn is not None:
-                    self._slot_conn.close()  # the exported snapshot is no longer needed
-                    self._slot_conn = None
+                snap.run(snapshot_name, consistent_point, self.stop_event.is_set, resume=resume_from)
+                self._release_snapshot_slot()
                 if only_snapshot:
                     # As Debezium's initial_only, which never streams: no slot may be left behind
                     # holding WAL for a reader that never comes.
@@ -383,6 +412,20 @@ class PostgresConnectorTask(SourceTask):
             reselector = getattr(self, "_reselector", None)
             if reselector is not None:
                 reselector.close()
+
+    def _release_snapshot_slot(self) -> None:
+        """Close the connection holding the exported snapshot, dropping a resume's temporary slot first."""
+        conn, self._slot_conn = getattr(self, "_slot_conn", None), None
+        if conn is None:
+            return
+        temporary, self._resume_slot = getattr(self, "_resume_slot", None), None
+        try:
+            if temporary is not None:
+                conn.drop_slot(temporary)
+        except psycopg.Error as e:  # the server drops a temporary slot with its connection anyway
+            log.debug("dropping temporary slot %s: %s", temporary, e)
+        finally:
+            conn.close()
 
     def _heartbeat_action(self, query: str) -> None:
         """heartbeat.action.query, on the catalog connection (reopened after a server restart)."""
@@ -529,7 +572,7 @@ class PostgresConnectorTask(SourceTask):
         if thread is not None:
             thread.join(10)
         if getattr(self, "_slot_conn", None) is not None:
-            self._slot_conn.close()
+            self._release_snapshot_slot()
         if getattr(self, "_wal_conn", None) is not None:
             self._close_wal_conn()
         if getattr(self, "config", None) is not None and self.config.drop_slot_on_stop:
