@@ -44,6 +44,16 @@ snapshot.max.threads=2 0.44-0.71; 1M rows: 0.80 and 0.61. A reader process only 
 here every core is busy (the reader, this process and the server's threads), so the reader's
 start, the pickled batches and the server's second stream cost more than they save.
 
+snapshot.max.threads=2 after issue 22's second round (2026-11-27, 200k rows, 3 rounds a run, the
+commit before and after alternated): load 5-6, per round 0.33-0.60 before, 0.66-1.01 after (the
+figure, best of 3: 0.49-0.57 before, 0.83-0.96 after); load 3, 0.41-0.95 before, 0.79-1.22 after
+(figure 0.63-0.65, 1.06-1.21). CPU per 200k rows (load 5-10): this process 1.09 s before, 0.74 s
+after (no GC: 0.42 s of it was the collector promoting a whole fetch of buffered records), the
+reader 0.80 s before, 0.45 s after (rows parsed off the wire by snapshot_fetch.py, datetimes sent
+as text); the bare SELECT 0.95 s. What is left in this process is the record building (1.8 us a
+row: five objects and their value lists) and about 0.2 s of task start (the reader's interpreter
+and PyMySQL import, the connections' TLS contexts), which a 200k-row table does not amortize.
+
 Avro (issues 20, 21; 2 cores shared with other work, load average 9-27, 2026-11-26; the bare
 loop itself ran 10k-49k events/s), 200k changes, 7 rounds (5 before the batch path): a record
 (key + value) is 166.2 bytes in Avro against 3128.8 with JsonConverter's schemas (0.053). End to
