@@ -47,6 +47,7 @@ from deltalake import DeltaTable
 from cdc.api import SourceRecord, Struct
 from cdc_debezium.signals import keys
 from cdc_postgres.offset_context import PostgresOffsetContext, progress
+from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_spark.decode.sequence import from_source
 from tests.postgres.harness import TaskRunner, connector_props, op
 from tests.rig import PostgresServer
@@ -364,10 +365,13 @@ def test_a_stopped_snapshot_resumes_at_the_next_chunk(postgres_db: PostgresServe
     assert in_order == want, f"{context}: a log-order consumer: {_diff(want, in_order)}"
 
 
-@pytest.mark.parametrize("why", ["no progress keys", "snapshot.mode=always", "slot dropped"])
-def test_a_snapshot_that_cannot_resume_starts_over(postgres_db: PostgresServer, why: str) -> None:
-    """Debezium's (or an older cdc's) offset without progress keys, snapshot.mode=always, or a slot dropped
-    while the connector was stopped: the whole snapshot again, as before."""
+@pytest.mark.parametrize("why", ["no progress keys", "snapshot.mode=always", "slot dropped", "no temporary slot"])
+def test_a_snapshot_that_cannot_resume_starts_over(
+    postgres_db: PostgresServer, why: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Debezium's (or an older cdc's) offset without progress keys, snapshot.mode=always, a slot dropped
+    while the connector was stopped, or no slot to be had for the new snapshot (max_replication_slots):
+    the whole snapshot again, as before."""
     shape = SHAPES[0]
     source = Source(postgres_db, random.Random(7), [shape])
     source.create({shape.name: 30})
@@ -382,6 +386,15 @@ def test_a_snapshot_that_cannot_resume_starts_over(postgres_db: PostgresServer, 
         offsets.stored[key] = {k: v for k, v in stored.items() if not k.startswith("snapshot_")}
     elif why == "slot dropped":
         source.run("SELECT pg_drop_replication_slot(%s)", (props["slot.name"],))
+    elif why == "no temporary slot":
+        create = ReplicationConnection.create_slot
+
+        def no_temporary(self: ReplicationConnection, name: str, *args: Any, temporary: bool = False, **kw: Any) -> Any:
+            if temporary:
+                raise ReplicationError(f"cannot create replication slot {name!r}: all replication slots are in use")
+            return create(self, name, *args, **kw)
+
+        monkeypatch.setattr(ReplicationConnection, "create_slot", no_temporary)
     with TaskRunner({**props, **{k.replace("__", "."): v for k, v in extra.items()}}, offsets) as again:
         again.poll_until(_finished, what="the end of the snapshot")
     reads = _reads(again.records, [shape])

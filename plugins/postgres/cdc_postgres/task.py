@@ -211,27 +211,18 @@ class PostgresConnectorTask(SourceTask):
             admin.drop_slot(slot_name)
             slot = None
         if resume_from is not None:
-            # The slot stays at P1; the rest is read in a new snapshot at P2, a temporary slot's.
-            self._slot_conn = ReplicationConnection(self.dsn)
-            self._resume_slot = f"{slot_name[:40]}_resume_{secrets.token_hex(4)}"
-            info = self._slot_conn.create_slot(self._resume_slot, export_snapshot=True, temporary=True)
-            snapshot_name, consistent_point = info.snapshot_name, info.consistent_point
-            log.info(
-                "Resuming the interrupted snapshot taken at %s (%d tables done%s): the rest is read at %s, then "
-                "slot %s is streamed from %s",
-                format_lsn(resume_from.lsn or 0), len(resume_from.tables_done or ()),
-                f", {resume_from.snapshot_table} after key {resume_from.snapshot_last_key}"
-                if resume_from.snapshot_last_key else "",
-                format_lsn(consistent_point), slot_name, format_lsn(resume_from.lsn or 0),
-            )  # fmt: skip
-        elif needs_snapshot:
+            # The slot stays at P1; the rest is read in a new snapshot at P2.
+            snapshot_name, consistent_point = self._open_resume_snapshot(slot_name, resume_from)
+            if snapshot_name is None:
+                resume_from = None
+        if needs_snapshot and resume_from is None:
             # A snapshot must meet the stream at one LSN: (re)create the slot with an exported snapshot.
             if slot is not None:
                 admin.drop_slot(slot_name)
             self._slot_conn = ReplicationConnection(self.dsn)
             info = self._slot_conn.create_slot(slot_name, export_snapshot=True)
             snapshot_name, consistent_point = info.snapshot_name, info.consistent_point
-        else:
+        elif not needs_snapshot:
             self._slot_conn = None
             if slot is None:
                 with ReplicationConnection(self.dsn) as rc:
@@ -244,6 +235,34 @@ class PostgresConnectorTask(SourceTask):
         elif stored is not None and completed and not needs_snapshot:
             start_lsn = stored.lsn or 0
         return (needs_snapshot, snapshot_name, consistent_point, start_lsn, resume, mode == "initial_only", resume_from)
+
+    def _open_resume_snapshot(self, slot_name: str, resume_from: PostgresOffsetContext) -> tuple[str | None, int]:
+        """The new snapshot (its name and consistent point P2) the rest of an interrupted one is read in.
+
+        The connector's slot stays at P1; a TEMPORARY slot exports a snapshot at P2 (dropped once the rest
+        is read, or by the server with its connection). None when no slot can be created (e.g. every one
+        of max_replication_slots is taken): the snapshot is then taken again from the start.
+        """
+        conn = None
+        try:
+            conn = ReplicationConnection(self.dsn)
+            name = f"{slot_name[:40]}_resume_{secrets.token_hex(4)}"
+            info = conn.create_slot(name, export_snapshot=True, temporary=True)
+        except ReplicationError as e:
+            if conn is not None:
+                conn.close()
+            log.warning("Cannot open a new snapshot to resume the interrupted one (%s); snapshotting again", e)
+            return None, 0
+        self._slot_conn, self._resume_slot = conn, name
+        log.info(
+            "Resuming the interrupted snapshot taken at %s (%d tables done%s): the rest is read at %s, then "
+            "slot %s is streamed from %s",
+            format_lsn(resume_from.lsn or 0), len(resume_from.tables_done or ()),
+            f", {resume_from.snapshot_table} after key {resume_from.snapshot_last_key}"
+            if resume_from.snapshot_last_key else "",
+            format_lsn(info.consistent_point), slot_name, format_lsn(resume_from.lsn or 0),
+        )  # fmt: skip
+        return info.snapshot_name, info.consistent_point
 
     @classmethod
     def _why_not_resumable(cls, slot_name: str, slot: Any, stored: PostgresOffsetContext) -> str | None:
