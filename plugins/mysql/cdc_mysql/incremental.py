@@ -15,6 +15,14 @@ the watermarks are the executed GTID sets read before and after the chunk SELECT
 and the window is kept from the streamed changes' GTIDs; the file and kafka channels drive it, and the
 signal table, if set, is still read (signals inserted by someone else, as Debezium allows).
 
+Streamed changes are not held back by the snapshot (issue 22): with signal-table watermarks the chunk's
+low watermark, SELECT and high watermark run on the chunk thread with their own connection, so the binlog
+keeps streaming while a window is open (as Debezium's does: changes to rows not in the chunk go out at
+once), and a lock makes the chunk's rows registering atomic with the stream's de-duplication. The next
+chunk starts only once the last one's rows have been taken by a poll: a poll batch holds at most one
+chunk, and a change streamed after it waits for that chunk's rows, not for several. The read.only GTID
+watermarks still read the chunk on the task thread (the window follows the stream's GTIDs there).
+
 How it plugs in (only when a signal channel is enabled; otherwise nothing of this runs):
 the streaming source decodes the signal table too (`captures`), the dispatcher's `change`
 is wrapped (`attach`), and the task calls `tick()` from `poll()` to poll the file/kafka
@@ -25,9 +33,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -69,6 +80,19 @@ def _q(ident: str) -> str:
 def _split(table_id: str) -> tuple[str, str]:
     db, _, name = table_id.partition(".")
     return db, name
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One chunk's read, planned on the task thread: its SELECT with the bounds bound, the key order."""
+
+    id: str
+    collection: Collection
+    ts: TableSchema
+    order: list[str]
+    query: str
+    args: list[Any]
+    size: int
 
 
 def key_of(ts: TableSchema, row: dict[str, Any]) -> Any:
@@ -126,6 +150,18 @@ class MySqlIncrementalSnapshot:
         self.read_only: bool = config.read_only
         self._gtid_window: GtidWindow | None = None
         self._streaming: Any = None
+        # The open chunk's timeline for the DEBUG line at its close (time.perf_counter marks).
+        self._timing: dict[str, float] = {}
+        self._last_close = time.perf_counter()
+        # The chunk thread (signal-table watermarks): its own connection, the read in flight. The lock makes
+        # registering the chunk's rows atomic with the stream's de-duplication and with stop-snapshot.
+        self._lock = threading.Lock()
+        self._reading: tuple[_Chunk, Future[None]] | None = None
+        self._chunk_conn: pymysql.connections.Connection | None = None
+        # Pacing: the next chunk starts once the last one's rows have been taken from the buffer (the
+        # dispatcher's count of taken records reached this), so a poll batch holds at most one chunk
+        # ahead of the changes streamed after it.
+        self._drain_mark = 0
         if self.ctx.running:
             log.info(
                 "Resuming the incremental snapshot of %s after key %s",
@@ -147,16 +183,17 @@ class MySqlIncrementalSnapshot:
         self.dispatcher.change = self._change  # type: ignore[method-assign]
 
     def close(self) -> None:
+        if self._reading is not None:
+            try:
+                self._reading[1].result(timeout=10)
+            except Exception as e:
+                log.debug("the chunk read in flight at close: %s", e)
+            self._reading = None
         for channel in self.channels:
             closer = getattr(channel, "close", None)
             if closer is not None:
                 closer()
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception as e:
-                log.debug("closing the incremental snapshot connection: %s", e)
-            self._conn = None
+        self._reset_connection()
 
     def _sync(self) -> None:
         if self.offset is not None:
@@ -182,10 +219,11 @@ class MySqlIncrementalSnapshot:
             if not self.config.captures_table(ts.table.db, ts.table.name):
                 return
         elif ctx.window_open and (current := ctx.current) is not None and current.id.lower() == table_id.lower():
-            if before is not None:
-                ctx.deduplicate(key_of(ts, before))
-            if after is not None:
-                ctx.deduplicate(key_of(ts, after))
+            with self._lock:
+                if before is not None:
+                    ctx.deduplicate(key_of(ts, before))
+                if after is not None:
+                    ctx.deduplicate(key_of(ts, after))
         state = self.offset.incremental if self.offset is not None else {}
         if offset.get(PRIMARY_KEY) != state.get(PRIMARY_KEY) or offset.get(COLLECTIONS) != state.get(COLLECTIONS):
             # The state moved on inside this rows event (a window closed): later rows carry the new one.
@@ -237,22 +275,30 @@ class MySqlIncrementalSnapshot:
         before = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
         before.update(ctx.offset())
         table_id = ctx.current.id if ctx.current is not None else ""
-        rows = ctx.close_window()
+        t_seen = time.perf_counter()
+        with self._lock:
+            rows = ctx.close_window()
         self._sync()
         after = {k: v for k, v in offset.items() if k not in OFFSET_KEYS}
         after.update(ctx.offset())
         file, pos, row = source.get("file"), source.get("pos"), source.get("row")
         ts_ms = int(time.time() * 1000)
         last = len(rows) - 1
+        read = self.dispatcher.read
+        src, src_table = None, None
         for i, (ts, values) in enumerate(rows):
-            src = self.source_info.struct(
-                ts_ms=ts_ms, db=ts.table.db, table=ts.table.name, server_id=0, file=file, pos=pos, row=row,
-                snapshot=SnapshotRecord.INCREMENTAL,
-            )  # fmt: skip
-            self.dispatcher.read(ts, values, src, after if i == last else before)
+            if ts.table is not src_table:  # one source block for the chunk's rows: they differ in nothing
+                src_table = ts.table
+                src = self.source_info.struct(
+                    ts_ms=ts_ms, db=ts.table.db, table=ts.table.name, server_id=0, file=file, pos=pos, row=row,
+                    snapshot=SnapshotRecord.INCREMENTAL,
+                )  # fmt: skip
+            read(ts, values, src, after if i == last else before)
+        self._drain_mark = self.dispatcher.events + len(self.dispatcher.buffer)
         self.rows_emitted += len(rows)
         self.chunks += 1
         self.notify.chunk(ctx, table_id, len(rows))
+        self._log_timing(t_seen, len(rows))
         if not ctx.running:
             log.info("Incremental snapshot completed (%d rows in %d chunks)", self.rows_emitted, self.chunks)
 
@@ -278,7 +324,8 @@ class MySqlIncrementalSnapshot:
         )  # fmt: skip
 
     def stop_collections(self, ids: set[str] | None, signal_id: str) -> None:
-        dropped = self.ctx.remove(ids)
+        with self._lock:
+            dropped = self.ctx.remove(ids)
         self._sync()
         self.notify.aborted(self.ctx, signal_id, dropped)
         log.info("Signal %r: incremental snapshot of %s stopped", signal_id, ", ".join(dropped) or "nothing")
@@ -316,7 +363,15 @@ class MySqlIncrementalSnapshot:
         ctx = self.ctx
         if self._gtid_window is not None:
             self._gtid_reached()
-        if ctx.running and not ctx.paused and ctx.chunk_id is None and time.monotonic() >= self._retry_at:
+        if self._collect():
+            return False  # the chunk thread still writes the watermarks or reads the rows
+        if (
+            ctx.running
+            and not ctx.paused
+            and ctx.chunk_id is None
+            and time.monotonic() >= self._retry_at
+            and self.dispatcher.events >= self._drain_mark
+        ):
             self._read_chunk()
             if self._gtid_window is not None:
                 self._gtid_chunks()
@@ -390,6 +445,10 @@ class MySqlIncrementalSnapshot:
         return ts
 
     def _read_chunk(self) -> None:
+        """Plans the next chunk (its table's definition and maximum key, read here at the table's first chunk)
+        and reads it: on the chunk thread with signal-table watermarks, so the binlog keeps streaming while
+        the watermarks are written and the SELECT runs (as Debezium's stream does while a window is open);
+        inline with read.only GTID watermarks."""
         ctx = self.ctx
         current = ctx.current
         assert current is not None
@@ -416,55 +475,127 @@ class MySqlIncrementalSnapshot:
         table = f"{_q(db)}.{_q(name)}"
         cols = ", ".join(_q(c) for c in order)
         cond = f" AND ({current.condition})" if current.condition else ""
-        conn = self._db()
         try:
-            with conn.cursor() as cur:
-                if ctx.maximum_key is None:
-                    desc = ", ".join(f"{_q(c)} DESC" for c in order)
+            if ctx.maximum_key is None:
+                desc = ", ".join(f"{_q(c)} DESC" for c in order)
+                with self._db().cursor() as cur:
                     cur.execute(f"SELECT {cols} FROM {table} WHERE 1=1{cond} ORDER BY {desc} LIMIT 1")
                     top = cur.fetchone()
-                    if top is None:
-                        log.info("Incremental snapshot of %s: the table is empty", current.id)
-                        self._done_with(current, EMPTY)
-                        return
-                    ctx.maximum_key = tuple(top)
-                    self._sync()
-                chunk_id = str(uuid.uuid4())
-                ctx.begin_chunk(chunk_id)
-                self._watermark(cur, chunk_id, "open", current.id)
-                marks = ", ".join(["%s"] * len(order))
-                where, args = f"({cols}) <= ({marks})", list(ctx.maximum_key)
-                if ctx.last_key is not None:
-                    where, args = f"({cols}) > ({marks}) AND {where}", [*ctx.last_key, *args]
-                asc = ", ".join(_q(c) for c in order)
-                size = self.signals.chunk_size
-                query = f"SELECT * FROM {table} WHERE {where}{cond.replace('%', '%%')} ORDER BY {asc} LIMIT {size}"
-                cur.execute(query, args)
-                names = [d[0] for d in cur.description or ()]
-                fetched = cur.fetchall()
-                rows: dict[Any, Any] = {}
-                end = None
-                for values in fetched:
-                    row = dict(zip(names, values, strict=False))
-                    rows[key_of(ts, row)] = (ts, row)
-                    end = tuple(row[c] for c in order)
-                ctx.set_rows(rows, end, len(fetched) >= size)
-                self._watermark(cur, chunk_id, "close", current.id)
-        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as e:
+                if top is None:
+                    log.info("Incremental snapshot of %s: the table is empty", current.id)
+                    self._done_with(current, EMPTY)
+                    return
+                ctx.maximum_key = tuple(top)
+                self._sync()
+        except pymysql.err.MySQLError as e:
+            self._chunk_failed(current, None, e)
+            return
+        marks = ", ".join(["%s"] * len(order))
+        where, args = f"({cols}) <= ({marks})", list(ctx.maximum_key)
+        if ctx.last_key is not None:
+            where, args = f"({cols}) > ({marks}) AND {where}", [*ctx.last_key, *args]
+        asc = ", ".join(_q(c) for c in order)
+        size = self.signals.chunk_size
+        query = f"SELECT * FROM {table} WHERE {where}{cond.replace('%', '%%')} ORDER BY {asc} LIMIT {size}"
+        chunk = _Chunk(str(uuid.uuid4()), current, ts, order, query, args, size)
+        ctx.begin_chunk(chunk.id)
+        self._timing = {"last": self._last_close, "start": time.perf_counter()}
+        if self.read_only:
+            try:
+                self._read_window(self._db(), chunk)
+            except pymysql.err.MySQLError as e:
+                self._chunk_failed(current, chunk.id, e)
+            return
+        future: Future[None] = Future()
+
+        def read() -> None:
+            try:
+                self._read_window(None, chunk)
+            except BaseException as e:  # handed to the task thread by _collect()
+                future.set_exception(e)
+            else:
+                future.set_result(None)
+
+        # A daemon thread per chunk (a thread costs far less than a chunk): a read hung on the database
+        # does not keep the process from exiting.
+        self._reading = (chunk, future)
+        threading.Thread(target=read, name="mysql-incremental-snapshot", daemon=True).start()
+
+    def _collect(self) -> bool:
+        """From tick(): True while the chunk thread still reads; a read that failed is handled here."""
+        if self._reading is None:
+            return False
+        chunk, future = self._reading
+        if not future.done():
+            return True
+        self._reading = None
+        error = future.exception()
+        if isinstance(error, pymysql.err.MySQLError):
+            self._chunk_failed(chunk.collection, chunk.id, error)
+        elif error is not None:
+            raise error
+        return False
+
+    def _read_window(self, conn: pymysql.connections.Connection | None, chunk: _Chunk) -> None:
+        """Low watermark, the chunk's SELECT, its rows registered, high watermark (the chunk thread, when
+        `conn` is None, on its own connection: the task thread's may run a signal's query meanwhile)."""
+        if conn is None:
+            conn = self._chunk_db()
+        timing = self._timing
+        with conn.cursor() as cur:
+            self._watermark(cur, chunk.id, "open", chunk.collection.id)
+            timing["open"] = time.perf_counter()
+            cur.execute(chunk.query, chunk.args)
+            names = [d[0] for d in cur.description or ()]
+            fetched = cur.fetchall()
+            timing["select"] = time.perf_counter()
+            ts, order = chunk.ts, chunk.order
+            rows: dict[Any, Any] = {}
+            end = None
+            for values in fetched:
+                row = dict(zip(names, values, strict=False))
+                rows[key_of(ts, row)] = (ts, row)
+                end = tuple(row[c] for c in order)
+            with self._lock:
+                if self.ctx.chunk_id != chunk.id:
+                    return  # stopped meanwhile (stop-snapshot): no high watermark, the rows are dropped
+                self.ctx.set_rows(rows, end, len(fetched) >= chunk.size)
+            timing["rows"] = time.perf_counter()
+            self._watermark(cur, chunk.id, "close", chunk.collection.id)
+            timing["close"] = time.perf_counter()
+
+    def _chunk_failed(self, current: Collection, chunk_id: str | None, e: pymysql.err.MySQLError) -> None:
+        if isinstance(e, pymysql.err.OperationalError | pymysql.err.InterfaceError):
             log.warning("Incremental snapshot chunk of %s failed (%s); retrying in 1 s", current.id, e)
             self._reset_connection()
-            ctx.forget_chunk()
+            with self._lock:
+                if chunk_id is None or self.ctx.chunk_id == chunk_id:
+                    self.ctx.forget_chunk()
             self._retry_at = time.monotonic() + 1.0
             return
-        except pymysql.err.MySQLError as e:
-            # Debezium's TABLE_SCAN_COMPLETED with status SQL_EXCEPTION: the table is skipped.
-            log.warning(
-                "Incremental snapshot of %s skipped: its chunk query failed (%s); check the signal's "
-                "additional-conditions filter and the table",
-                current.id, e,
-            )  # fmt: skip
-            self._done_with(current, SQL_EXCEPTION)
+        # Debezium's TABLE_SCAN_COMPLETED with status SQL_EXCEPTION: the table is skipped.
+        log.warning(
+            "Incremental snapshot of %s skipped: its chunk query failed (%s); check the signal's "
+            "additional-conditions filter and the table",
+            current.id, e,
+        )  # fmt: skip
+        self._done_with(current, SQL_EXCEPTION)
+
+    def _log_timing(self, t_seen: float, emitted: int) -> None:
+        """One DEBUG line per chunk: where its time went, from the read's start to its rows in the buffer."""
+        t, self._timing = self._timing, {}
+        if not t or not log.isEnabledFor(logging.DEBUG):
             return
+        ms = lambda a, b: (t.get(b, 0.0) - t.get(a, 0.0)) * 1000  # noqa: E731
+        now = time.perf_counter()
+        log.debug(
+            "chunk %s: since last close %.0f ms, low watermark %.1f ms, select %.1f ms, rows %.1f ms, high watermark "
+            "%.1f ms, high watermark seen %.0f ms later, %d rows emitted in %.1f ms, buffer %d",
+            self.chunks, ms("last", "start"), ms("start", "open"), ms("open", "select"), ms("select", "rows"),
+            ms("rows", "close"), (t_seen - t.get("close", t_seen)) * 1000, emitted, (now - t_seen) * 1000,
+            len(self.dispatcher.buffer),
+        )  # fmt: skip
+        self._last_close = now
 
     def _watermark(self, cur: Any, chunk_id: str, which: str, table_id: str) -> None:
         """Writes the low (`open`) or high (`close`) watermark to the signal table."""
@@ -542,13 +673,23 @@ class MySqlIncrementalSnapshot:
         self.ctx.window_open = True  # a window no change opened holds no transaction to deduplicate
         self._close_window(source, offset)
 
+    def _chunk_db(self) -> pymysql.connections.Connection:
+        """The chunk thread's connection (only that thread uses it)."""
+        if self._chunk_conn is None or not self._chunk_conn.open:
+            self._chunk_conn = self.connection.connect(autocommit=True)
+            with self._chunk_conn.cursor() as cur:
+                cur.execute("SET SESSION time_zone = '+00:00'")
+        return self._chunk_conn
+
     def _reset_connection(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception as e:
-                log.debug("closing the incremental snapshot connection: %s", e)
-        self._conn = None
+        """After a lost connection (no chunk read is in flight): both are opened again when next used."""
+        for conn in (self._conn, self._chunk_conn):
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception as e:
+                    log.debug("closing the incremental snapshot connection: %s", e)
+        self._conn = self._chunk_conn = None
 
     def _done_with(self, current: Collection, status: str) -> None:
         if self.ctx.current is current:

@@ -12,7 +12,9 @@ module, so the shared context is guarded by a lock; rows are registered before t
 watermark is written, and keys changed before they are registered are remembered
 (IncrementalSnapshotContext.begin_chunk/set_rows). Rows are read as the server's text output,
 the same text pgoutput sends, so keys compare and convert exactly as streamed ones; chunk
-bounds are compared by the database with row constructors (`(k1, k2) > (%s, %s)`).
+bounds are compared by the database with row constructors (`(k1, k2) > (%s, %s)`). The next chunk waits
+while the task's queue holds a poll batch (or a chunk, if larger): streamed changes then never queue behind
+several chunks' rows when the pipeline is slower than the reads (issue 22).
 
 With `read.only=true` (Debezium's PostgresReadOnlyIncrementalSnapshotChangeEventSource) nothing is
 written: the watermarks are `pg_current_snapshot()` read before and after the chunk SELECT and the window
@@ -38,6 +40,7 @@ from psycopg.adapt import Loader
 
 from cdc.api import SourceRecord
 from cdc_debezium.notifications import EMPTY, NO_PRIMARY_KEY, SQL_EXCEPTION, UNKNOWN_SCHEMA, IncrementalSnapshotNotifier
+from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.signals import record as signal_types
 from cdc_debezium.signals.channels import open_channels
 from cdc_debezium.signals.config import SignalConfig
@@ -126,6 +129,9 @@ class PostgresIncrementalSnapshot:
         self.read_only = str(props.get(READ_ONLY) or "false").strip().lower() == "true"
         self._xid_window: XidWindow | None = None
         self._streaming: Any = None
+        # Pacing: the task's queue, when the emitter writes to it; the next chunk waits while it holds a poll
+        # batch (or a chunk, if larger), so streamed changes never queue behind several chunks' rows.
+        self._queue: ChangeEventQueue[Any] | None = None
 
     # -- wiring ------------------------------------------------------------------------------
     def attach(self, streaming: Any) -> None:
@@ -138,6 +144,8 @@ class PostgresIncrementalSnapshot:
             signal_table = self.signal_table
             streaming.table_filter = lambda t: base(t) or t.lower() == signal_table
         create, update, delete, emit = emitter.create, emitter.update, emitter.delete, emitter.emit
+        queue = getattr(emit, "__self__", None)
+        self._queue = queue if isinstance(queue, ChangeEventQueue) else None
         emitter.create = lambda table, new, pos, offset: self._row("c", table, None, new, pos, offset, create)
         emitter.update = lambda table, old, old_is_key, new, pos, offset: self._row(
             "u", table, old, new, pos, offset, lambda t, n, p, o: update(t, old, old_is_key, n, p, o)
@@ -378,8 +386,15 @@ class PostgresIncrementalSnapshot:
             ctx = self.ctx
             ready = ctx.running and not ctx.paused and ctx.chunk_id is None and time.monotonic() >= self._retry_at
             current = ctx.current
+        ready = ready and self._drained()
         if ready and current is not None:
             self._read_chunk(current)
+
+    def _drained(self) -> bool:
+        """The queue is down to less than a poll batch (or a chunk): the last chunk's rows are (mostly) out, and a
+        change streamed now waits behind at most that and the next chunk, however slow the pipeline is."""
+        queue = self._queue
+        return queue is None or len(queue) < max(queue.max_batch_size, self.signals.chunk_size)
 
     def _db(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed:
