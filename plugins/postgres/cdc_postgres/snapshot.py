@@ -32,7 +32,9 @@ from typing import Any
 import psycopg
 from psycopg.adapt import Loader
 
+from cdc_debezium.notifications import InitialSnapshotNotifier
 from cdc_debezium.progress import SnapshotProgress
+from cdc_debezium.queue import QueueClosed
 from cdc_debezium.signals import keys
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
@@ -107,8 +109,11 @@ class PostgresSnapshotChangeEventSource:
         lock_timeout_ms: int = 10_000,
         via_partition_root: bool = False,
         select_overrides: dict[str, str] | None = None,
+        notify: InitialSnapshotNotifier | None = None,
     ) -> None:
         self.dsn = dsn
+        # Debezium's Initial Snapshot notifications (notification.enabled.channels); None sends none
+        self.notify = notify
         # snapshot.select.statement.overrides: schema.table → the SELECT to read instead of the whole table
         self.select_overrides = select_overrides or {}
         self.schema = schema
@@ -183,23 +188,52 @@ class PostgresSnapshotChangeEventSource:
         position). `resume`: an interrupted snapshot's stored offset with its progress keys; the
         offsets then keep its `lsn` (P1), where streaming starts (see the module's "Resuming").
         """
-        with psycopg.connect(**self.dsn) as conn:
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            if snapshot_name:
-                conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
-            tables = self._readable(conn, captured_tables(conn, self.table_filter))
-            done = tuple(resume.tables_done or ()) if resume is not None else ()
-            if done:
-                tables = [t for t in tables if f"{t[1]}.{t[2]}" not in set(done)]
-            structures = self._read_structures(conn, tables)
-            for oid in {t for t in self.schema.types.types}:
-                conn.adapters.register_loader(oid, _RawText)
-            total = self._read(conn, tables, structures, consistent_point, should_stop, resume)
-            if total is None:
-                return 0
-            conn.execute("COMMIT")
+        notify = self.notify if self.notify is not None and self.notify.enabled else None
+        if notify is not None:
+            notify.started()
+        progress = self.progress
+        try:
+            with psycopg.connect(**self.dsn) as conn:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                if snapshot_name:
+                    conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
+                captured = self._readable(conn, captured_tables(conn, self.table_filter))
+                done = tuple(resume.tables_done or ()) if resume is not None else ()
+                tables = [t for t in captured if f"{t[1]}.{t[2]}" not in set(done)] if done else captured
+                structures = self._read_structures(conn, tables)
+                for oid in {t for t in self.schema.types.types}:
+                    conn.adapters.register_loader(oid, _RawText)
+                if notify is not None:
+                    read_ids = [structures[t[0]].id for t in tables]
+                    progress = notify.tracking(self.progress, read_ids, sorted(f"{ns}.{n}" for _, ns, n in captured))
+                total = self._read(conn, tables, structures, consistent_point, should_stop, resume, progress)
+                if total is None:
+                    self._aborted()
+                    return 0
+                conn.execute("COMMIT")
+        except psycopg.Error:
+            if notify is not None:
+                reading = notify.in_progress_tables(progress)
+                if len(reading) == 1:
+                    notify.table_failed(reading[0])
+            self._aborted()
+            raise
+        except BaseException:
+            self._aborted()
+            raise
         self.progress.complete()
+        if notify is not None:
+            notify.completed()
         return total
+
+    def _aborted(self) -> None:
+        """ABORTED (a stop, or a failure); a stopped task's queue may refuse it, the log channel has it."""
+        if self.notify is None or not self.notify.enabled:
+            return
+        try:
+            self.notify.aborted()
+        except QueueClosed as e:
+            log.debug("the ABORTED notification could not be queued: %s", e)
 
     def _read(
         self,
@@ -209,6 +243,7 @@ class PostgresSnapshotChangeEventSource:
         read_at: int,
         should_stop: Callable[[], bool],
         resume: PostgresOffsetContext | None,
+        tracked: SnapshotProgress,
     ) -> int | None:
         """The rows of `tables`, each in primary-key order, one fetch a chunk; None when stopped.
 
@@ -216,6 +251,7 @@ class PostgresSnapshotChangeEventSource:
         table yields a row, so the snapshot's last row is `last` even when the tables after it
         are empty. Every chunk's last row carries an offset naming its key (snapshot_last_key),
         and the rows after it carry that offset, so a stored offset says which rows are out.
+        `tracked`: the task's progress, or the notifier's view of it (its per-table calls notify).
         """
         only = {oid: "" if oid in self._whole else "ONLY " for oid, _, _ in tables}
         relations = {oid: f"{only[oid]}{_quote(ns)}.{_quote(name)}" for oid, ns, name in tables}
@@ -252,12 +288,12 @@ class PostgresSnapshotChangeEventSource:
 
         first_row: list[Any] = [None]  # the snapshot's very first record (a fresh snapshot only)
         true = SnapshotRecord.TRUE.value
-        self.progress.begin(len(tables))
+        tracked.begin(len(tables))
         for oid, _, _ in tables:
             table = structures[oid]
             cols = ", ".join(_quote(c.name) for c in table.value_columns)
-            self.progress.start_table(table.id, estimates[oid])
-            progress = self.progress.tables[table.id]  # rows counted in place: no lookup per row
+            tracked.start_table(table.id, estimates[oid])
+            progress = tracked.tables[table.id]  # rows counted in place: no lookup per row
             current = {**base, **progress_keys(done, table.id)}
             with conn.cursor(name=f"cdc_snapshot_{oid}") as cur:
                 override = self.select_overrides.get(table.id)
@@ -312,7 +348,7 @@ class PostgresSnapshotChangeEventSource:
                     if progress.rows // 10_000 != (progress.rows - len(rows)) // 10_000:
                         log.info("Snapshot of %s: %d of ~%d rows", table.id, progress.rows, progress.estimate)
             done = (*done, table.id)
-            self.progress.finish_table(table.id)
+            tracked.finish_table(table.id)
             if pending is not None and pending[0] is table:
                 pending[3], pending[4] = {**base, **progress_keys(done)}, True
         if pending is not None:

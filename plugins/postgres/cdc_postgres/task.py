@@ -15,6 +15,7 @@ from cdc.api import metrics as m
 from cdc.api.metrics import RETAINED_WAL_BYTES
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.metrics import StreamingMetrics
+from cdc_debezium.notifications import InitialSnapshotNotifier
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.signals.config import SignalConfig
@@ -82,6 +83,7 @@ class PostgresConnectorTask(SourceTask):
         TaskMetrics.of(self.context).register(self._metrics)
         stored_offset = self.context.offset_storage_reader().offset(self.partition)
         stored = PostgresOffsetContext.from_offset(stored_offset)
+        self._restarted = stored is not None  # an offset to go on from: Initial Snapshot SKIPPED if it needs none
         table_match, schema_match = c.table_filter, c.schema_filter
         self.table_filter = lambda t: schema_match(t.split(".", 1)[0]) and table_match(t)
         # Signals and incremental snapshots: None (and nothing of them runs) unless a signal channel is enabled.
@@ -374,6 +376,9 @@ class PostgresConnectorTask(SourceTask):
             c = self.config
             if needs_snapshot and self.stop_event.wait(c.snapshot_delay_ms / 1000):
                 return
+            notify = InitialSnapshotNotifier(c.originals(), self.server, emitter.emit)
+            if not needs_snapshot and self._restarted:
+                notify.skipped()  # the stored offset says the snapshot is done (Debezium: SnapshotResult SKIPPED)
             if needs_snapshot:
                 snap = PostgresSnapshotChangeEventSource(
                     self.dsn,
@@ -386,6 +391,7 @@ class PostgresConnectorTask(SourceTask):
                     lock_timeout_ms=c.lock_timeout_ms,
                     via_partition_root=self.via_partition_root,
                     select_overrides=c.select_overrides(),
+                    notify=notify,
                 )
                 snap.run(snapshot_name, consistent_point, self.stop_event.is_set, resume=resume_from)
                 self._release_snapshot_slot()
