@@ -69,6 +69,14 @@ class OwnReader:
         self.cursor.execute(chunk.sql, chunk.args or None)
         return ("names", chunk_id, [d[0] for d in self.cursor.description or ()], [])
 
+    def abandon(self) -> None:
+        """Leaves an open chunk unread: the snapshot closes the connection, and PyMySQL would otherwise read
+        the rest off the closed connection when the cursor is collected (an ignored AttributeError)."""
+        result = getattr(self.cursor, "_result", None)
+        if result is not None:
+            result.unbuffered_active = False
+        self.cursor = None
+
     def step(self) -> tuple[Any, ...]:
         assert self.cursor is not None
         rows = self.reader.fetch(self.cursor, self.fetch_size)
@@ -314,32 +322,36 @@ class ParallelRead:
             raise ConnectException(f"Snapshot reader {index} failed: {reader_failure(message)}")
 
         own = OwnReader(conn, self.fetch_size)
-        for r in self.readers:
-            feed(r)
-        while any(remaining.values()):
-            if self.stopped():
-                raise InterruptedError("snapshot stopped")
-            try:
-                index, message = self.inbox.get_nowait()
-            except queue.Empty:
-                # Nothing from the readers: this connection reads a batch of a chunk of its own.
-                if own.idle() and todo:
-                    cid, chunk = todo.popleft()
-                    chunk_ids[cid] = chunk
-                    if chunk.table_id not in started:
-                        started.add(chunk.table_id)
-                        self.progress.start_table(chunk.table_id, estimates[chunk.table_id])
-                    handle(-1, own.open(cid, chunk))
-                if not own.idle():
-                    if handle(-1, own.step()):
-                        yield from emit_rows()
-                    continue
+        try:
+            for r in self.readers:
+                feed(r)
+            while any(remaining.values()):
+                if self.stopped():
+                    raise InterruptedError("snapshot stopped")
                 try:
-                    index, message = self.inbox.get(timeout=0.2)
+                    index, message = self.inbox.get_nowait()
                 except queue.Empty:
-                    continue
-            if handle(index, message):
-                yield from emit_rows()
+                    # Nothing from the readers: this connection reads a batch of a chunk of its own.
+                    if own.idle() and todo:
+                        cid, chunk = todo.popleft()
+                        chunk_ids[cid] = chunk
+                        if chunk.table_id not in started:
+                            started.add(chunk.table_id)
+                            self.progress.start_table(chunk.table_id, estimates[chunk.table_id])
+                        handle(-1, own.open(cid, chunk))
+                    if not own.idle():
+                        if handle(-1, own.step()):
+                            yield from emit_rows()
+                        continue
+                    try:
+                        index, message = self.inbox.get(timeout=0.2)
+                    except queue.Empty:
+                        continue
+                if handle(index, message):
+                    yield from emit_rows()
+        except BaseException:  # a stop or a failure: the snapshot closes this connection
+            own.abandon()
+            raise
         if held:
             emit(held[0], held_table[0], True, True)
         self.progress.complete()
