@@ -38,7 +38,7 @@ from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema, TableSchema
 from cdc_mysql.snapshot_chunks import Chunk, plan_table
 from cdc_mysql.snapshot_decoders import CONVERSIONS, decode_column
-from cdc_mysql.snapshot_fetch import RowReader
+from cdc_mysql.snapshot_fetch import RowReader, columns_of, deferred_columns
 from cdc_mysql.snapshot_reader import ReaderProcess, reader_failure
 from cdc_mysql.snapshot_records import Emit, compile_emit
 from cdc_mysql.source_info import SourceInfo
@@ -59,6 +59,8 @@ class OwnReader:
         self.cursor: Any | None = None
         self.chunk_id = -1
         self.reader = RowReader()
+        self.deferred: frozenset[int] = frozenset()
+        self.width = 0
 
     def idle(self) -> bool:
         return self.cursor is None
@@ -67,7 +69,10 @@ class OwnReader:
         self.cursor = self.conn.cursor(pymysql.cursors.SSCursor)
         self.chunk_id = chunk_id
         self.cursor.execute(chunk.sql, chunk.args or None)
-        return ("names", chunk_id, [d[0] for d in self.cursor.description or ()], [])
+        names = [d[0] for d in self.cursor.description or ()]
+        deferred = deferred_columns(self.cursor)  # decoded by column, as the readers' batches are
+        self.deferred, self.width = frozenset(i for i, _ in deferred), len(names)
+        return ("names", chunk_id, names, deferred)
 
     def abandon(self) -> None:
         """Leaves an open chunk unread: the snapshot closes the connection, and PyMySQL would otherwise read
@@ -79,9 +84,10 @@ class OwnReader:
 
     def step(self) -> tuple[Any, ...]:
         assert self.cursor is not None
-        rows = self.reader.fetch(self.cursor, self.fetch_size)
+        rows = self.reader.fetch(self.cursor, self.fetch_size, self.deferred)
         if rows:
-            return ("rows", self.chunk_id, rows)
+            columns = columns_of(rows, self.width) if self.deferred else None
+            return ("rows", self.chunk_id, rows) if columns is None else ("cols", self.chunk_id, columns)
         self.cursor.close()
         self.cursor = None
         return ("done", self.chunk_id, 0)
