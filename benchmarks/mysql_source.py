@@ -47,12 +47,15 @@ start, the pickled batches and the server's second stream cost more than they sa
 snapshot.max.threads=2 after issue 22's second round (2026-11-27, 200k rows, 3 rounds a run, the
 commit before and after alternated): load 5-6, per round 0.33-0.60 before, 0.66-1.01 after (the
 figure, best of 3: 0.49-0.57 before, 0.83-0.96 after); load 3, 0.41-0.95 before, 0.79-1.22 after
-(figure 0.63-0.65, 1.06-1.21). CPU per 200k rows (load 5-10): this process 1.09 s before, 0.74 s
-after (no GC: 0.42 s of it was the collector promoting a whole fetch of buffered records), the
-reader 0.80 s before, 0.45 s after (rows parsed off the wire by snapshot_fetch.py, datetimes sent
-as text); the bare SELECT 0.95 s. What is left in this process is the record building (1.8 us a
-row: five objects and their value lists) and about 0.2 s of task start (the reader's interpreter
-and PyMySQL import, the connections' TLS contexts), which a 200k-row table does not amortize.
+(figure 0.63-0.65, 1.06-1.21); load 4-5 with the own connection's reads decoded by column too,
+0.53-0.60 before, 0.95-1.26 after (figure 0.56-0.57, 0.95-1.25). 1M rows (BENCH_ROWS, 2 rounds):
+0.99-1.09 after at load 3; 0.31-0.55 before at load 5-6. CPU per 200k rows (load 5-10): this
+process 1.09 s before, 0.74 s after (0.42 s of it had been the GC promoting a whole fetch of
+buffered records), the reader 0.80 s before, 0.45 s after (rows parsed off the wire by
+snapshot_fetch.py, datetimes sent as text); the bare SELECT 0.95 s. What is left in this process
+is the record building (1.8 us a row: five objects and their value lists) and about 0.2 s of task
+start (the reader's interpreter and PyMySQL import, the connections' TLS contexts), which a
+200k-row table does not amortize.
 
 Avro (issues 20, 21; 2 cores shared with other work, load average 9-27, 2026-11-26; the bare
 loop itself ran 10k-49k events/s), 200k changes, 7 rounds (5 before the batch path): a record
