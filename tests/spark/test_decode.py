@@ -34,7 +34,7 @@ def test_postgres_sequence_orders_by_commit_lsn_then_lsn() -> None:
     c = sequence.from_source({"lsn": 460, "sequence": '["450","460"]'})
     snapshot = sequence.from_source({"lsn": 100, "snapshot": "true"})
     assert snapshot < a < b < c
-    assert sequence.from_source({"lsn": "0/1F4"}) == sequence.postgres(500, 500)
+    assert sequence.from_source({"lsn": "0/1F4"}) == sequence.postgres(None, 500)  # a read: (500, 0)
 
 
 def test_source_without_position_is_refused() -> None:

@@ -167,12 +167,17 @@ def _pack(fields: list[pa.Array]) -> pa.Array:
 
 
 def _pg_positions(source: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
-    """(commit LSN, LSN) per row; Debezium's `sequence` text ["commit","lsn"] overrides both."""
+    """The first two `__seq` fields per row (sequence.postgres): (commit LSN, LSN), or (LSN, 0) for a row
+    without a commit LSN (a snapshot read); Debezium's `sequence` text ["commit","lsn"] overrides both."""
     lsn = source.field("lsn")
-    commit = pc.coalesce(source.field("lsn_commit"), lsn)
     seq = source.field("sequence")
     if seq.null_count == len(seq):
-        return (commit, lsn) if lsn.null_count == 0 else None
+        if lsn.null_count:
+            return None
+        committed = source.field("lsn_commit")
+        second = pc.if_else(pc.is_valid(committed), lsn, pa.scalar(0, pa.int64()))
+        return pc.coalesce(committed, lsn), second
+    commit = source.field("lsn_commit")
     commits, lsns = commit.to_pylist(), lsn.to_pylist()
     for i, text in enumerate(seq.to_pylist()):
         if not text:
@@ -188,9 +193,8 @@ def _pg_positions(source: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
             return None
     if any(x is None for x in lsns):
         return None
-    return pa.array([c if c is not None else x for c, x in zip(commits, lsns, strict=True)], pa.int64()), pa.array(
-        lsns, pa.int64()
-    )
+    pairs = [(x, 0) if c is None else (c, x) for c, x in zip(commits, lsns, strict=True)]
+    return pa.array([p[0] for p in pairs], pa.int64()), pa.array([p[1] for p in pairs], pa.int64())
 
 
 def _epoch_and_file(file_no: pa.Array, text: pa.Array) -> pa.Array | None:

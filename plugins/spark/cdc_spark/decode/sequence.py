@@ -4,7 +4,11 @@
 Spark (binary sorts unsigned), PostgreSQL (bytea), Delta/DataFusion and Arrow alike:
 
 - MySQL/MariaDB: (epoch << 40 | binlog file number, pos, event, row);
-- PostgreSQL: (commit LSN, LSN, 0, 0);
+- PostgreSQL: (commit LSN, LSN, 0, 0); an event without a commit LSN (a snapshot read, whose
+  `lsn` is the slot's consistent point P) ranks (P, 0, 0, 0): below every change of a transaction
+  whose commit record starts at P. Such a transaction is not in the snapshot (the exported snapshot
+  holds the commits before P) although its changes' own LSNs are below P, so ranking the read at
+  (P, P) let the stale read win over them;
 - a snapshot read (`op=r`) carries its snapshot position, so it ranks there.
 
 MySQL positions are comparable only within one server's binlog lineage: after a failover or
@@ -70,7 +74,10 @@ def mysql_epoch(text: Any) -> int:
 
 
 def postgres(commit_lsn: int | None, lsn: int) -> bytes:
-    return pack(int(commit_lsn if commit_lsn is not None else lsn), int(lsn))
+    """(commit LSN, LSN); without a commit LSN (a snapshot read at `lsn`): (lsn, 0), see the module docstring."""
+    if commit_lsn is None:
+        return pack(int(lsn))
+    return pack(int(commit_lsn), int(lsn))
 
 
 def _lsn(v: Any) -> int | None:
