@@ -51,6 +51,7 @@ from cdc_mysql.lineage import BinlogLineage
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.schema import MySqlSchema
 from cdc_mysql.snapshot_decoders import CONVERSIONS
+from cdc_mysql.snapshot_fetch import RowReader
 from cdc_mysql.snapshot_parallel import ParallelRead, join_snapshot
 from cdc_mysql.snapshot_reader import ReaderProcess, await_connected, end_on_stop, reader_setup, spawn_readers
 from cdc_mysql.snapshot_records import compile_emit
@@ -406,6 +407,9 @@ class MySqlSnapshotChangeEventSource:
             )
             (mark_emit if last_in_table else table_emit)(values, marker.value, completed if final else row_offset)
 
+        # Rows parsed off the wire (snapshot_fetch.py) in batches of at most max.batch.size: the records
+        # of one batch are out of the generator before the next is built (fewer live objects for the GC).
+        reader, batch_size = RowReader(), min(self.fetch_size, self.config.max_batch_size)
         for table in tables:
             if self.stop.is_set():
                 raise InterruptedError("snapshot stopped")
@@ -433,7 +437,7 @@ class MySqlSnapshotChangeEventSource:
                 )
                 current = offset.progress(done, table.id)
                 true, row_progress = SnapshotRecord.TRUE.value, progress.row
-                while batch := cur.fetchmany(self.fetch_size):
+                while batch := reader.fetch(cur, batch_size):
                     if self.stop.is_set():
                         raise InterruptedError("snapshot stopped")
                     if pending is not None:
