@@ -10,6 +10,7 @@ twice. The GTID-set logic (MySQL 8 sets included) is checked on constructed valu
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import random
 import threading
@@ -68,6 +69,21 @@ def test_mysql_sets_compare_intervals_per_server_uuid_and_tag() -> None:
     assert window.closes(*parse_gtid(f"{UUID}:13", False)) and not window.closes(*parse_gtid(f"{UUID2}:1", False))
     assert not window.reached_by(GtidSet.parse(f"{UUID}:1-12", False))  # UUID2 moved too: not streamed yet
     assert window.reached_by(GtidSet.parse(f"{UUID}:1-12,{UUID2}:1-5", False))
+
+
+def test_another_server_between_the_watermarks_is_a_failover() -> None:
+    # Debezium's serverUuidChanged: a source in the high set the low set lacks; on MariaDB also a domain
+    # whose last GTID comes from another server id.
+    def changed(low: str, high: str, mariadb: bool) -> bool:
+        return GtidWindow("c", GtidSet.parse(low, mariadb), GtidSet.parse(high, mariadb)).server_changed()
+
+    assert not changed(f"{UUID}:1-10", f"{UUID}:1-12", False)
+    assert changed(f"{UUID}:1-10", f"{UUID}:1-12,{UUID2}:1", False)
+    assert not changed(f"{UUID}:1-10,{UUID2}:1-3", f"{UUID}:1-12,{UUID2}:1-3", False)
+    assert not changed("0-1-100", "0-1-104", True) and not changed("0-1-100,1-2-7", "0-1-100,1-2-9", True)
+    assert changed("0-1-100", "0-1-104,9-1-1", True)  # a new domain
+    assert changed("0-1-100", "0-2-101", True)  # the domain's writer is another server now
+    assert not GtidWindow("c", GtidSet.parse("0-1-100", True)).server_changed()  # no high watermark yet
 
 
 def test_gtid_mode_off_is_one_line_naming_read_only_and_the_fix() -> None:
@@ -295,3 +311,35 @@ def test_read_only_snapshot_resumes_after_a_stop_mid_way(mariadb_db: MariaDbServ
         assert max(per_key.values()) == 1
     assert replay(first.records + second.records, "t") == _table(mariadb_db)
     assert _signal_rows(mariadb_db) == []
+
+
+@pytest.mark.parametrize("failover", ["new domain", "new server id"])
+def test_a_chunk_read_across_a_failover_is_read_again(
+    mariadb_db: MariaDbServer, tmp_path: Path, failover: str, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """Another server's transaction between a chunk's watermarks (made here by a session's gtid_domain_id or
+    server_id, as a failover makes it): the chunk is dropped and read again, each key read once."""
+    _create(mariadb_db)
+    watermark = MySqlIncrementalSnapshot._gtid_watermark
+    opened: list[str] = []
+
+    def failover_in_chunk_2(self: MySqlIncrementalSnapshot, cur: Any, chunk_id: str, which: str) -> None:
+        if which == "open":
+            opened.append(chunk_id)
+        elif len(opened) == 2:
+            setting = "gtid_domain_id = 9" if failover == "new domain" else "server_id = 77"
+            execute(mariadb_db, f"SET SESSION {setting}", "UPDATE other SET v = v + 1")
+        watermark(self, cur, chunk_id, which)
+
+    monkeypatch.setattr(MySqlIncrementalSnapshot, "_gtid_watermark", failover_in_chunk_2)
+    caplog.set_level(logging.WARNING, logger="cdc_mysql.incremental")
+    with TaskRunner(_props(mariadb_db, tmp_path / "unused.txt", "source"), MemoryOffsets()) as run:
+        run.poll_until(lambda _: run.task.streaming is not None, what="streaming")
+        send_signal(mariadb_db, "fo-1", "execute-snapshot", {"data-collections": [f"{mariadb_db.database}.t"]})
+        run.poll_until(lambda rs: len(incremental_reads(rs, "t")) >= ROWS, timeout=120, what="every row read")
+        _caught_up(run, mariadb_db)
+    again = [r.getMessage() for r in caplog.records if "reading the chunk again" in r.getMessage()]
+    assert len(again) == 1 and opened[1] in again[0], again
+    assert len(opened) == ROWS // CHUNK + (ROWS % CHUNK > 0) + 1  # one chunk twice
+    _check(run.records, mariadb_db, set())
+    assert len(incremental_reads(run.records, "t")) == ROWS

@@ -669,7 +669,18 @@ class MySqlIncrementalSnapshot:
             self._read_chunk()
 
     def _gtid_close(self, source: Struct, offset: dict[str, Any]) -> None:
-        self._gtid_window = None
+        window, self._gtid_window = self._gtid_window, None
+        if window is not None and window.server_changed():
+            # Debezium's rereadChunk: the chunk's rows are dropped and the same key range read again.
+            assert window.high is not None
+            log.warning(
+                "Incremental snapshot chunk %s: another server wrote while it was read (GTID sources %s, then %s: "
+                "a failover); reading the chunk again",
+                window.chunk_id, _sources(window.low), _sources(window.high),
+            )  # fmt: skip
+            with self._lock:
+                self.ctx.forget_chunk()
+            return
         self.ctx.window_open = True  # a window no change opened holds no transaction to deduplicate
         self._close_window(source, offset)
 
@@ -696,6 +707,11 @@ class MySqlIncrementalSnapshot:
             self.ctx.next_collection()
         self._sync()
         self.notify.table_done(self.ctx, current.id, status)
+
+
+def _sources(gtids: GtidSet) -> str:
+    """A GTID set's sources for a log line: MySQL server UUIDs, MariaDB `domain-server`."""
+    return ",".join(f"{s}-{gtids.servers[s]}" if s in gtids.servers else s for s in sorted(gtids.intervals)) or "none"
 
 
 def _text(row: dict[str, Any], index: int) -> str | None:

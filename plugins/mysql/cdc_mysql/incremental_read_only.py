@@ -16,6 +16,8 @@ The window over the binlog stream, checked on every streamed change of a capture
 - it closes before the first transaction whose GTID the high set does not contain: everything after it
   committed after the SELECT, so every later change is newer than the chunk's rows (Debezium's
   `updateWindowState`);
+- a chunk whose high set shows another server (GtidWindow.server_changed: a failover while it was read)
+  is read again, as Debezium's `rereadChunk`;
 - when the stream's executed set has reached the high watermark (the GTIDs new since the low one, or the
   low set itself when nothing committed during the chunk) with no change of a captured table to close it
   (an idle database, writes to other tables), the task's poll closes it: Debezium's
@@ -37,17 +39,21 @@ from cdc.api import ConnectException
 READ_ONLY = "read.only"
 
 
-def _mariadb(text: str | None) -> dict[str, list[tuple[int, int]]]:
-    """`0-1-100,1-2-7`: per domain, the one interval 1..highest sequence (the domain's GTIDs up to it)."""
+def _mariadb(text: str | None) -> tuple[dict[str, list[tuple[int, int]]], dict[str, str]]:
+    """`0-1-100,1-2-7`: per domain, the one interval 1..highest sequence (the domain's GTIDs up to it), and
+    the server id of the domain's last GTID."""
     out: dict[str, list[tuple[int, int]]] = {}
+    servers: dict[str, str] = {}
     for part in (text or "").replace("\n", "").split(","):
         part = part.strip()
         if not part:
             continue
-        domain, _server, seq = part.split("-")
+        domain, server, seq = part.split("-")
+        if int(seq) >= (out[domain][0][1] if domain in out else 0):
+            servers[domain] = server
         top = max(int(seq), out[domain][0][1] if domain in out else 0)
         out[domain] = [(1, top)]
-    return out
+    return out, servers
 
 
 def _mysql(text: str | None) -> dict[str, list[tuple[int, int]]]:
@@ -73,10 +79,14 @@ class GtidSet:
     """An executed GTID set as intervals per source (MariaDB domain, MySQL server UUID[:tag])."""
 
     intervals: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    # MariaDB: the server id of each domain's last GTID (MySQL's sources are the servers themselves)
+    servers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str | None, is_mariadb: bool) -> GtidSet:
-        return cls(_mariadb(text) if is_mariadb else _mysql(text))
+        if is_mariadb:
+            return cls(*_mariadb(text))
+        return cls(_mysql(text))
 
     def top(self, source: str) -> int:
         return max((end for _, end in self.intervals.get(source, ())), default=0)
@@ -111,6 +121,20 @@ class GtidWindow:
 
     def closes(self, source: str, seq: int) -> bool:
         return self.high is not None and not self.high.contains(source, seq)
+
+    def server_changed(self) -> bool:
+        """Did another server write between the watermarks (a failover during the chunk)?
+
+        Debezium's MySqlReadOnlyIncrementalSnapshotContext.serverUuidChanged: the high set names a
+        source (MySQL server UUID, MariaDB domain) the low set lacks. Beyond it, on MariaDB, a domain
+        whose last GTID now comes from another server id (a failover within the domain). The window's
+        rules then cannot tell which changes the chunk's SELECT saw, so the chunk is read again.
+        """
+        if self.high is None:
+            return False
+        if set(self.high.intervals) - set(self.low.intervals):
+            return True
+        return any(self.low.servers.get(d, server) != server for d, server in self.high.servers.items())
 
     def reached_by(self, streamed: GtidSet) -> bool:
         """Has the stream executed every transaction of the high watermark (Debezium's reachedHighWatermark)?
