@@ -71,7 +71,7 @@ def test_kill9_mid_stream_then_resume(postgres_db, tmp_path: Path) -> None:
     writer = threading.Thread(target=workload, daemon=True)
     first = CdcProcess("standalone", str(worker), str(conn), log_path=tmp_path / "w1.log")
     try:
-        # Kill mid-stream, not mid-snapshot (an interrupted snapshot resumes: tests/postgres/test_resumable_snapshot.py).
+        # Kill mid-stream, not mid-snapshot (an interrupted snapshot resumes: tests/postgres/test_resumable_snapshot).
         wait_for(slot_active, 60, "the connector to stream from its slot", first)
         writer.start()
         wait_for(lambda: len(ids()) >= 2 * ROWS, 60, "rows before the kill", first)
