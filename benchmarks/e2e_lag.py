@@ -91,6 +91,23 @@ targets were not met; Spark took 3 minutes to start. Re-measure on a quiet machi
   at the end; rows reached the connector p50 86 s late: the source is the limit there).
   Run 2's Schema.__eq__ frames were not reproduced here; the per-record comparisons found
   (after any DDL, and after the snapshot) are gone since cdc_mysql/schema.py keeps equal schemas.
+- Runs 4-6 (2026-11-27 01:00-01:27, load 2.5-5, after the embedded log's rowid layout):
+  10k rows/s, two runs: p50 1.08/1.12 s, p99 1.81/2.02 s, max 2.04/2.36 s, kept up (rows reached
+  the log p50 24/35 ms after commit, against 0.77 s in run 3; foreachBatch p50 0.41-0.43 s, no
+  micro-batch overran the trigger). 1k: p50 0.78 s, p99 1.40 s. Max (closed loop): the writer made
+  127k-165k rows/s, the job did not keep up (changes reached the connector p50 58-77 s late). The
+  profile at max (run 6, samples every 20 ms): the log writer thread busy in 99.6% of its samples,
+  half in the commit (`EmbeddedTransaction.__exit__`: SQLite COMMIT with the WAL fsync, one per
+  poll batch) and half in the inserts; the task thread busy 54%: reading the binlog
+  (`streaming.data_ready`, 27% of its busy samples) and JsonConverter (from_connect_batch and the
+  compiled struct encoders, 41%). The database's maximum here is about twice what the bare
+  python-mysql-replication loop reads (73k-93k events/s in mysql_source.py), so no reader built on
+  it keeps up there; the writer's commit per poll batch is the next limit (a group commit of the
+  batches queued behind a slow commit would halve the fsyncs).
+- Backlog, 300k events (run 4): peak RSS growth 723 MB (target < 100 MB not met; see run 1).
+  Where it goes (a probe of one 200k-event Delta micro-batch on the driver, RSS above idle): the
+  collect +56 MB, the latest-per-key reduction +95 MB, flattening the payloads into columns
+  +212 MB, delta-rs's MERGE +261 MB at its peak; each is proportional to the micro-batch.
 """
 
 from __future__ import annotations
