@@ -565,6 +565,20 @@ class MySqlIncrementalSnapshot:
             timing["close"] = time.perf_counter()
 
     def _chunk_failed(self, current: Collection, chunk_id: str | None, e: pymysql.err.MySQLError) -> None:
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+        if code in _ACCESS_DENIED:
+            # Retrying cannot help (PyMySQL reports these as OperationalError, like a lost connection).
+            log.error(
+                "Incremental snapshot of %s stopped: the connector's user may not do what a chunk needs (%s); "
+                "grant it SELECT on the table and INSERT, DELETE on %s (the watermarks), or set read.only=true, "
+                "then send the signal again",
+                current.id, e, self.signals.data_collection or "signal.data.collection",
+            )  # fmt: skip
+            with self._lock:
+                if chunk_id is None or self.ctx.chunk_id == chunk_id:
+                    self.ctx.forget_chunk()
+            self._done_with(current, SQL_EXCEPTION)
+            return
         if isinstance(e, pymysql.err.OperationalError | pymysql.err.InterfaceError):
             log.warning("Incremental snapshot chunk of %s failed (%s); retrying in 1 s", current.id, e)
             self._reset_connection()
@@ -707,6 +721,10 @@ class MySqlIncrementalSnapshot:
             self.ctx.next_collection()
         self._sync()
         self.notify.table_done(self.ctx, current.id, status)
+
+
+# MySQL/MariaDB error codes of a refused privilege: database, table, column, and a missing global privilege
+_ACCESS_DENIED = frozenset({1044, 1142, 1143, 1227})
 
 
 def _sources(gtids: GtidSet) -> str:
