@@ -479,16 +479,7 @@ class MySqlSnapshotChangeEventSource:
     @staticmethod
     def _resume_key(table: TableDef, offset: MySqlOffsetContext) -> tuple[Any, ...] | None:
         """The key after which the interrupted snapshot resumes `table` (None: from its start)."""
-        if offset.snapshot_table != table.id or offset.snapshot_last_key is None:
-            return None
-        key = keys.loads(offset.snapshot_last_key)
-        if key is None or len(key) != len(table.primary_key):
-            log.warning(
-                "Snapshot of %s: the stored key %s does not fit its primary key %s (it changed): reading it again",
-                table.id, offset.snapshot_last_key, table.primary_key,
-            )  # fmt: skip
-            return None
-        return key
+        return keys.resume_after(table.id, table.primary_key, offset.snapshot_table, offset.snapshot_last_key)
 
 
 @contextmanager

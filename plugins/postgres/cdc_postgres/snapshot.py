@@ -358,16 +358,9 @@ class PostgresSnapshotChangeEventSource:
     @staticmethod
     def _resume_key(table: Any, resume: PostgresOffsetContext | None) -> tuple[Any, ...] | None:
         """The key after which the interrupted snapshot resumes `table` (None: from its start)."""
-        if resume is None or resume.snapshot_table != table.id or resume.snapshot_last_key is None:
+        if resume is None:
             return None
-        key = keys.loads(resume.snapshot_last_key)
-        if key is None or len(key) != len(table.primary_key):
-            log.warning(
-                "Snapshot of %s: the stored key %s does not fit its primary key %s (it changed): reading it again",
-                table.id, resume.snapshot_last_key, table.primary_key,
-            )  # fmt: skip
-            return None
-        return key
+        return keys.resume_after(table.id, table.primary_key, resume.snapshot_table, resume.snapshot_last_key)
 
 
 def _place(row: Any, targets: list[int | None], width: int) -> list[Any]:

@@ -12,8 +12,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import logging
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def _encode(v: Any) -> Any:
@@ -59,3 +63,24 @@ def dumps(key: tuple[Any, ...] | None) -> str | None:
 
 def loads(text: str | None) -> tuple[Any, ...] | None:
     return None if not text else tuple(_decode(v) for v in json.loads(text))
+
+
+def resume_after(
+    table_id: str, primary_key: Sequence[str], stored_table: str | None, stored_key: str | None
+) -> tuple[Any, ...] | None:
+    """The key after which an interrupted initial snapshot resumes `table_id` (None: from its start).
+
+    `stored_table` / `stored_key`: the offset's `snapshot_table` and `snapshot_last_key` (the MySQL and
+    PostgreSQL connectors store both). A key that no longer fits the table's primary key (the key changed
+    while the connector was down) reads the table again from its start, and says so.
+    """
+    if stored_table != table_id or stored_key is None:
+        return None
+    key = loads(stored_key)
+    if key is None or len(key) != len(primary_key):
+        log.warning(
+            "Snapshot of %s: the stored key %s does not fit its primary key %s (it changed): reading it again",
+            table_id, stored_key, list(primary_key),
+        )  # fmt: skip
+        return None
+    return key
