@@ -163,6 +163,17 @@ def _count_reads(state: Path, topic: str) -> int:
     return int(row[0])
 
 
+def _count_records(state: Path, topic: str) -> int:
+    db = state / "cdc.db"
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return int(conn.execute("SELECT count(*) FROM records WHERE topic = ?", (topic,)).fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
 def _stored_progress(state: Path) -> IncrementalSnapshotContext:
     """The incremental snapshot's progress in the connector's stored offset (none yet: an empty context)."""
     with EmbeddedLog(state, synchronous="NORMAL") as log_:
@@ -203,8 +214,10 @@ def test_a_killed_incremental_snapshot_resumes_at_the_next_chunk(source: Source,
             try:
                 if attempt == 0:
                     wait_for(lambda: (state / "cdc.db").exists(), 120, "the job's log", proc)
-                    time.sleep(3)  # the connector streams: its binlog position / slot is taken at its start
                     writer.start()
+                    # The signal only once a writer's change is in the log: the connector streams (a signal
+                    # row written before its binlog position or slot was taken would never be seen).
+                    wait_for(lambda: _count_records(state, source.topic) > 0, 300, "a streamed change", proc)
                     source.execute(
                         f"INSERT INTO {SIGNALS} VALUES ('kill-{seed}', 'execute-snapshot', "
                         f'\'{{"data-collections": ["{source.schema}.items"]}}\')'
