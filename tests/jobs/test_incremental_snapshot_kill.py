@@ -30,7 +30,7 @@ from cdc.log.embedded import EmbeddedLog
 from cdc_debezium.signals.incremental import IncrementalSnapshotContext
 from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
-from tests.support.logs import stored_offsets
+from tests.support.logs import count_in_log, stored_offsets
 from tests.support.proc import CdcProcess, run_cdc, wait_for
 
 pytestmark = pytest.mark.slow
@@ -147,33 +147,6 @@ def _incremental_reads(state: Path, topic: str) -> list[int]:
     return out
 
 
-def _count_reads(state: Path, topic: str) -> int:
-    """How many incremental `r` events `topic` holds (counted by SQLite: cheap beside a running job)."""
-    db = state / "cdc.db"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM records WHERE topic = ? AND instr(value, '\"snapshot\":\"incremental\"') > 0 "
-                "AND instr(value, '\"op\":\"r\"') > 0", (topic,),
-            ).fetchone()  # fmt: skip
-    except sqlite3.Error:
-        return 0
-    return int(row[0])
-
-
-def _count_records(state: Path, topic: str) -> int:
-    db = state / "cdc.db"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            return int(conn.execute("SELECT count(*) FROM records WHERE topic = ?", (topic,)).fetchone()[0])
-    except sqlite3.Error:
-        return 0
-
-
 def _stored_progress(state: Path) -> IncrementalSnapshotContext:
     """The incremental snapshot's progress in the connector's stored offset (none yet: an empty context)."""
     with EmbeddedLog(state, synchronous="NORMAL") as log_:
@@ -204,7 +177,7 @@ def test_a_killed_incremental_snapshot_resumes_at_the_next_chunk(source: Source,
         source.execute(f"GRANT INSERT, DELETE ON `{db}`.{SIGNALS} TO '{user}'@'%'")
     job = mysql_delta_job(tmp_path, "inckill", source.props(), {f"{source.schema}.items": "keys: [id], target: items"})
     state = tmp_path / "state"
-    count: Callable[[], int] = lambda: _count_reads(state, source.topic)  # noqa: E731
+    count: Callable[[], int] = lambda: count_in_log(state, source.topic, '"snapshot":"incremental"', '"op":"r"')  # noqa: E731
     writer = Writer(source, seed)
     kills = rnd.randint(1, 2)
     resumes: list[tuple[int, int]] = []  # per kill: the stored offset's last chunk key, the reads in the log
@@ -217,7 +190,7 @@ def test_a_killed_incremental_snapshot_resumes_at_the_next_chunk(source: Source,
                     writer.start()
                     # The signal only once a writer's change is in the log: the connector streams (a signal
                     # row written before its binlog position or slot was taken would never be seen).
-                    wait_for(lambda: _count_records(state, source.topic) > 0, 300, "a streamed change", proc)
+                    wait_for(lambda: count_in_log(state, source.topic) > 0, 300, "a streamed change", proc)
                     source.execute(
                         f"INSERT INTO {SIGNALS} VALUES ('kill-{seed}', 'execute-snapshot', "
                         f'\'{{"data-collections": ["{source.schema}.items"]}}\')'

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.mysql.harness import connector_props
+from tests.support.logs import count_in_log
 from tests.support.proc import REPO, cdc_argv, run_cdc
 
 ROWS = 60_000
@@ -77,19 +77,6 @@ sink:
     return job
 
 
-def _records(state: Path, topic: str) -> int:
-    """Records of `topic` in the embedded log (read-only, beside the running job)."""
-    db = state / "cdc.db"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            row = conn.execute("SELECT count(*) FROM records WHERE topic = ?", (topic,)).fetchone()
-        return int(row[0])
-    except sqlite3.Error:
-        return 0
-
-
 def _kill_during_snapshot(job: Path, state: Path, topic: str, at: int, log: Path) -> int:
     """Start `cdc run`, SIGKILL it (and Spark) once `at` snapshot records are in the log."""
     with log.open("ab") as out:
@@ -98,14 +85,14 @@ def _kill_during_snapshot(job: Path, state: Path, topic: str, at: int, log: Path
         )
     deadline = time.monotonic() + 120
     try:
-        while (n := _records(state, topic)) < at:
+        while (n := count_in_log(state, topic)) < at:
             assert proc.poll() is None, f"cdc run exited ({proc.returncode}):\n{log.read_text()[-3000:]}"
             assert time.monotonic() < deadline, f"only {n} records after 120 s:\n{log.read_text()[-3000:]}"
             time.sleep(0.02)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
-    return _records(state, topic)
+    return count_in_log(state, topic)
 
 
 def _lake(path: Path) -> dict[int, tuple]:

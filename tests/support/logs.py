@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from cdc.log.base import LogRecord, TopicLog
@@ -26,3 +28,18 @@ def stored_offsets(log_: TopicLog, topic: str = "connect-offsets") -> dict[str, 
         else:
             latest[k] = json.loads(r.value)
     return latest
+
+
+def count_in_log(state: Path, topic: str, *contains: str) -> int:
+    """Records of `topic` in the embedded log under `state` whose value holds every one of `contains`
+    (read-only, beside a running job; 0 while the log does not exist yet or is busy)."""
+    db = state / "cdc.db"
+    if not db.exists():
+        return 0
+    where = "".join(" AND instr(value, ?) > 0" for _ in contains)
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            row = conn.execute(f"SELECT count(*) FROM records WHERE topic = ?{where}", (topic, *contains)).fetchone()
+    except sqlite3.Error:
+        return 0
+    return int(row[0])
