@@ -49,10 +49,10 @@ def _mariadb(text: str | None) -> tuple[dict[str, list[tuple[int, int]]], dict[s
         if not part:
             continue
         domain, server, seq = part.split("-")
-        if int(seq) >= (out[domain][0][1] if domain in out else 0):
+        highest = out[domain][0][1] if domain in out else 0
+        if int(seq) >= highest:
             servers[domain] = server
-        top = max(int(seq), out[domain][0][1] if domain in out else 0)
-        out[domain] = [(1, top)]
+        out[domain] = [(1, max(int(seq), highest))]
     return out, servers
 
 
