@@ -73,8 +73,8 @@ def validate(job_file: str, offline: bool) -> None:
 @click.option(
     "--until-caught-up",
     is_flag=True,
-    help="Read the source position now, run until the sink has applied everything up to it, then exit 0 "
-    "(for cron/Airflow-style runs).",
+    help="Read the source position now, run until the sink has applied everything up to it and any running "
+    "incremental snapshot, then exit 0 (for cron/Airflow-style runs).",
 )
 @click.option(
     "-v",

@@ -2,7 +2,8 @@
 
 The source runs in an in-process worker (embedded log or Kafka, as the job says); the
 sink is a Spark streaming query over the same topics. With `until_caught_up` the source
-runs until its stored offset reaches the database position read at start, then the sink
+runs until its stored offset reaches the database position read at start (and holds no running
+incremental snapshot), then the sink
 applies everything in the log (Trigger.AvailableNow) and the run exits: cron and Airflow
 style catch-up runs.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.formats import sink_source_options
+from cdc.jobs.incremental_status import queued_tables
 from cdc.jobs.lock import JobLock
 from cdc.jobs.sink_config import sink_config
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
@@ -501,12 +503,16 @@ class JobRunner:
         while not self.stop_requested.is_set():
             self._check_source(worker, name)
             offset = reader.offset(partition) or {}
-            if offset and reached(offset, target):
+            # An incremental snapshot still queued (a signal, or snapshot.new.tables) is part of catching up:
+            # its tables' rows are not in the log until it ends.
+            snapshotting = queued_tables(offset)
+            if offset and reached(offset, target) and not snapshotting:
                 return
             if time.monotonic() - last_report > 5:
                 last_report = time.monotonic()
                 at, goal = position_text(family, offset), position_text(family, target)
-                self.progress(f"source catching up: at {at}, target {goal}")
+                also = f"; incremental snapshot of {', '.join(snapshotting)} running" if snapshotting else ""
+                self.progress(f"source catching up: at {at}, target {goal}{also}")
             time.sleep(0.2)
         raise ConnectException("stopped before the source caught up")
 

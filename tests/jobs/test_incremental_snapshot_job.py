@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -25,11 +26,12 @@ from deltalake import DeltaTable
 from cdc.jobs.load import load_job
 from cdc.jobs.status import collect
 from cdc.log.embedded import EmbeddedLog
+from cdc_debezium.signals.incremental import IncrementalSnapshotContext
 from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
 from tests.mysql.incremental_support import create_signal_table
 from tests.rig import MariaDbServer
-from tests.support.logs import topic_records
+from tests.support.logs import stored_offsets, topic_records
 from tests.support.proc import CdcProcess, run_cdc, wait_for
 
 pytestmark = pytest.mark.slow
@@ -39,11 +41,11 @@ CHUNK = 10  # about 300 chunks of c: long enough for `cdc status` to see it runn
 ROWS = {"a": 40, "b": 30, "c": 3000}
 
 
-def _job(tmp_path: Path, server: MariaDbServer, tables: list[str]) -> Path:
+def _job(tmp_path: Path, server: MariaDbServer, tables: list[str], **extra: str) -> Path:
     db = server.database
     props = connector_props(
         server, table__include__list=",".join(f"{db}.{t}" for t in tables),
-        signal__data__collection=f"{db}.debezium_signal", incremental__snapshot__chunk__size=str(CHUNK),
+        signal__data__collection=f"{db}.debezium_signal", incremental__snapshot__chunk__size=str(CHUNK), **extra,
     )  # fmt: skip
     return mysql_delta_job(tmp_path, "grow", props, {f"{db}.{t}": f"keys: [id], target: {t}" for t in tables})
 
@@ -128,19 +130,23 @@ class StatusWatcher(threading.Thread):
             self._rounds += 1
 
 
-def test_a_table_added_to_the_include_list_is_snapshotted_by_a_signal_alone(
-    tmp_path: Path, mariadb_db: MariaDbServer
-) -> None:
-    rnd = random.Random(SEED)
-    db = mariadb_db.database
-    create_signal_table(mariadb_db)
-    with mariadb_db.connect() as conn, conn.cursor() as cur:
+def _tables(server: MariaDbServer, rnd: random.Random) -> None:
+    create_signal_table(server)
+    with server.connect() as conn, conn.cursor() as cur:
         for table, n in ROWS.items():
             cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")
             cur.execute(
                 f"INSERT INTO {table} VALUES " + ",".join(f"({i}, {rnd.randint(0, 99)})" for i in range(1, n + 1))
             )
         conn.commit()
+
+
+def test_a_table_added_to_the_include_list_is_snapshotted_by_a_signal_alone(
+    tmp_path: Path, mariadb_db: MariaDbServer
+) -> None:
+    rnd = random.Random(SEED)
+    db = mariadb_db.database
+    _tables(mariadb_db, rnd)
     job = _job(tmp_path, mariadb_db, ["a", "b"])
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -200,3 +206,84 @@ def _reads_c(tmp_path: Path, db: str) -> list[str]:
         return _reads(tmp_path, db)["c"]
     except Exception:  # the running job holds a write transaction: read again next time
         return []
+
+
+def test_with_snapshot_new_tables_a_restart_snapshots_the_added_table_by_itself_across_a_kill(
+    tmp_path: Path, mariadb_db: MariaDbServer
+) -> None:
+    """snapshot.new.tables=parallel: no signal. The run that first includes `c` is SIGKILLed during c's
+    snapshot; the next `cdc run --until-caught-up` resumes it after the stored chunk (it waits for the
+    snapshot, not only for the binlog position) and the lake's `c` equals the table, with `a` and `b`
+    never read again."""
+    rnd = random.Random(SEED + 1)
+    db = mariadb_db.database
+    state = tmp_path / "state"
+    _tables(mariadb_db, rnd)
+    job = _job(tmp_path, mariadb_db, ["a", "b"], snapshot__new__tables="parallel")
+    res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    first = _reads(tmp_path, db)
+    assert (len(first["a"]), len(first["b"]), len(first["c"])) == (ROWS["a"], ROWS["b"], 0)
+
+    job = _job(tmp_path, mariadb_db, ["a", "b", "c"], snapshot__new__tables="parallel")
+    writer = Writer(mariadb_db, SEED + 1)
+    topic = f"dbserver1.{db}.c"
+    proc = CdcProcess("run", str(job), log_path=tmp_path / "run-killed.log")
+    try:
+        writer.start()
+        wait_for(lambda: len(_incremental_ids(state, topic)) >= 30 * CHUNK, 180, "c's first chunks in the log", proc)
+        proc.kill9()
+        killed = _incremental_ids(state, topic)
+        assert len(killed) < ROWS["c"], "the snapshot ended before the kill: make c larger"
+        stored = _stored_snapshot(state)
+        assert stored.running and stored.last_key is not None, "no chunk of c in the stored offset"
+        res = run_cdc("run", str(job), "--until-caught-up", timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+    finally:
+        writer.stop_flag.set()
+        writer.join(30)
+        if proc.alive():
+            proc.kill9()
+    assert writer.error is None, writer.error
+    assert "incremental_snapshot_collections" not in _stored_offset(state)  # --until-caught-up waited for it
+    res = run_cdc("run", str(job), "--until-caught-up", timeout=300)  # the writer's last changes
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert _lake(tmp_path, "c") == _source(mariadb_db, "c")
+    assert _lake(tmp_path, "a") == _source(mariadb_db, "a")
+    after = _reads(tmp_path, db)
+    assert after["a"] == first["a"] and after["b"] == first["b"]  # no table but c was read again
+    assert set(after["c"]) == {"incremental"}
+    # Resumed, not restarted: every read after the kill is above the chunk key the offset had stored.
+    resumed = _incremental_ids(state, topic)[len(killed) :]
+    assert resumed and min(resumed) > _first(stored.last_key), (min(resumed), stored.last_key)
+
+
+def _incremental_ids(state: Path, topic: str) -> list[int]:
+    """The ids of the incremental `r` events in `topic`, in log order (read-only, beside a running job)."""
+    db = state / "cdc.db"
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            values = [r[0] for r in conn.execute(
+                "SELECT value FROM records WHERE topic = ? AND instr(value, '\"snapshot\":\"incremental\"') > 0 "
+                "ORDER BY offset", (topic,),
+            )]  # fmt: skip
+    except sqlite3.Error:
+        return []
+    payloads = [json.loads(v).get("payload") for v in values]
+    return [int(p["after"]["id"]) for p in payloads if p.get("op") == "r"]
+
+
+def _stored_offset(state: Path) -> dict[str, Any]:
+    with EmbeddedLog(state, synchronous="NORMAL") as log_:
+        offsets = [v for k, v in stored_offsets(log_).items() if "dbserver1" in k]
+    return offsets[-1] if offsets else {}
+
+
+def _stored_snapshot(state: Path) -> IncrementalSnapshotContext:
+    return IncrementalSnapshotContext.load(_stored_offset(state))
+
+
+def _first(key: Any) -> int:
+    return int(key[0] if isinstance(key, (tuple, list)) else key)

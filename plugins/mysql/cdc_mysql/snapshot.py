@@ -85,7 +85,8 @@ def missing_rows_advice(db: str, table: str) -> str:
         f"signal.data.collection set: cdc signal job.yaml execute-snapshot --tables {db}.{table}); or "
         "run a one-off connector with another name and database.server.id, "
         f"the same topic.prefix, snapshot.mode=initial_only and table.include.list={regex}; "
-        "or restart this connector once with snapshot.mode=always (it re-reads every captured table)"
+        "or restart this connector once with snapshot.mode=always (it re-reads every captured table). With "
+        "snapshot.new.tables=parallel, tables added to the include lists from then on are read by themselves"
     )
 
 

@@ -16,11 +16,15 @@ from typing import Any
 
 from cdc.api import ConnectException, SourceRecord, SourceTask, Struct, TaskMetrics
 from cdc.api import metrics as m
+from cdc_debezium.config import DATABASE_EXCLUDE_LIST, DATABASE_INCLUDE_LIST
 from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.metrics import SourceLag, StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.signals.config import SignalConfig
+from cdc_debezium.signals.incremental import Collection
+from cdc_debezium.signals.new_tables import SIGNAL_ID as NEW_TABLES_SIGNAL
+from cdc_debezium.signals.new_tables import NewTables
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_mysql import __version__
 from cdc_mysql.config import MySqlConnectorConfig
@@ -81,6 +85,7 @@ class MySqlConnectorTask(SourceTask):
             )
         self.partition = {"server": config.topic_prefix}
         stored = self.context.offset_storage_reader().offset(self.partition)
+        self.stored_offset = stored
         self.stored = MySqlOffsetContext.load(stored) if stored else None
         self.plan = self._plan(self.stored)
 
@@ -111,8 +116,11 @@ class MySqlConnectorTask(SourceTask):
         self.progress = SnapshotProgress(log)
         # Signals and incremental snapshots: None (and nothing of them runs) unless a signal channel is enabled.
         signal_config = SignalConfig.from_props(props, config.topic_prefix)
+        # snapshot.new.tables=parallel: offsets carry the filters; newly captured tables are snapshotted incrementally.
+        self.new_tables = NewTables.of(props, config.values(), (DATABASE_INCLUDE_LIST, DATABASE_EXCLUDE_LIST))
+        self.new_tables.require(bool(signal_config.data_collection) or config.read_only, " (or read.only=true)")
         self.signals: MySqlIncrementalSnapshot | None = None
-        if signal_config.active:
+        if signal_config.active or self.new_tables.enabled:
             self.signals = MySqlIncrementalSnapshot(
                 config, signal_config, connection, self.schema, self.source_info, self.dispatcher, self.is_mariadb,
                 self.context, stored,
@@ -231,6 +239,7 @@ class MySqlConnectorTask(SourceTask):
             and (stored.file not in self.connection.binlog_files() or not self._position_matches_gtids(stored))
         )
         lineage = self._lineage(stored, use_gtid)
+        added: list[str] = []
         self.source_info.sequence = sequence_text(lineage.epoch)
         snapshots = plan in ("snapshot", "resume", "schema_only", "recovery")
         if snapshots:
@@ -245,13 +254,15 @@ class MySqlConnectorTask(SourceTask):
             offset = yield from snapshot.execute(with_data=False, lineage=lineage)
         elif plan == "recovery":
             assert stored is not None
-            self._warn_about_tables_never_read()  # before the history is rebuilt with every captured table
+            added = self._newly_captured()
+            self._warn_about_tables_never_read(added)  # before the history is rebuilt with every captured table
             yield from snapshot.execute(with_data=False, at=stored, lineage=lineage)
             offset = stored
         else:
             assert stored is not None
             offset = stored
-            self._warn_about_tables_never_read()
+            added = self._newly_captured()
+            self._warn_about_tables_never_read(added)
         if snapshots:
             yield from self._delay(config.get(STREAMING_DELAY_MS), "streaming.delay.ms", "Streaming")
         offset.server_id = 0
@@ -263,6 +274,8 @@ class MySqlConnectorTask(SourceTask):
         )  # fmt: skip
         if self.signals is not None:
             self.signals.attach(self.streaming)
+            if plan in ("stream", "recovery") and added:
+                self.signals.add_collections([Collection(t) for t in added], NEW_TABLES_SIGNAL)
         yield from self.streaming.execute()
 
     def _delay(self, ms: int, key: str, what: str) -> Iterator[None]:
@@ -319,7 +332,13 @@ class MySqlConnectorTask(SourceTask):
         )  # fmt: skip
         return False
 
-    def _warn_about_tables_never_read(self) -> None:
+    def _newly_captured(self) -> list[str]:
+        """snapshot.new.tables=parallel: the captured tables the stored offset's filters did not capture."""
+        if not self.new_tables.enabled:
+            return []
+        return self.new_tables.newly_captured(self.stored_offset, captured_tables(self.connection.conn, self.config))
+
+    def _warn_about_tables_never_read(self, queued: list[str]) -> None:
         """Names each captured table the schema history has never seen: its existing rows were never read.
 
         A table added to table.include.list (or database.include.list) after the snapshot is streamed
@@ -343,7 +362,7 @@ class MySqlConnectorTask(SourceTask):
                 else:
                     known.add(table_id)
         for db, table in captured_tables(self.connection.conn, self.config):
-            if f'"{db}"."{table}"' not in known:
+            if f'"{db}"."{table}"' not in known and f"{db}.{table}" not in queued:
                 log.warning(
                     "Table %s.%s is captured but was not when the snapshot ran (it was added to "
                     "table.include.list/database.include.list, or removed from an exclude list, since): its "
@@ -399,6 +418,7 @@ class MySqlConnectorTask(SourceTask):
         if len(dispatcher.buffer) > self.high_water:
             self.high_water = len(dispatcher.buffer)
         batch = dispatcher.take(limit)
+        self.new_tables.stamp(batch)
         if batch and self.streaming is not None:
             if self._snapshot_tail:
                 tail, self._snapshot_tail = self._snapshot_tail, max(0, self._snapshot_tail - len(batch))

@@ -19,10 +19,13 @@ from cdc_debezium.notifications import InitialSnapshotNotifier
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.signals.config import SignalConfig
+from cdc_debezium.signals.incremental import Collection
+from cdc_debezium.signals.new_tables import SIGNAL_ID as NEW_TABLES_SIGNAL
+from cdc_debezium.signals.new_tables import NewTables
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_postgres import __version__, replica_identity
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
-from cdc_postgres.config import PostgresConnectorConfig
+from cdc_postgres.config import SCHEMA_EXCLUDE_LIST, SCHEMA_INCLUDE_LIST, PostgresConnectorConfig
 from cdc_postgres.connection import PostgresConnection, PostgresConnectorError
 from cdc_postgres.incremental import PostgresIncrementalSnapshot
 from cdc_postgres.lsn import format_lsn
@@ -88,11 +91,16 @@ class PostgresConnectorTask(SourceTask):
         self.table_filter = lambda t: schema_match(t.split(".", 1)[0]) and table_match(t)
         # Signals and incremental snapshots: None (and nothing of them runs) unless a signal channel is enabled.
         signal_config = SignalConfig.from_props(props, self.server)
+        # snapshot.new.tables=parallel: offsets carry the filters; newly captured tables are snapshotted incrementally.
+        self.new_tables = NewTables.of(props, c.values(), (SCHEMA_INCLUDE_LIST, SCHEMA_EXCLUDE_LIST))
+        self._new_tables: list[str] = []
         self.signals: PostgresIncrementalSnapshot | None = None
-        if signal_config.active:
+        if signal_config.active or self.new_tables.enabled:
             self.signals = PostgresIncrementalSnapshot(
                 signal_config, self.dsn, self.server, self.table_filter, self.context, stored_offset
             )
+        read_only = self.signals is not None and self.signals.read_only
+        self.new_tables.require(bool(signal_config.data_collection) or read_only, " (or read.only=true)")
 
         admin = PostgresConnection(self.dsn)
         try:
@@ -112,7 +120,8 @@ class PostgresConnectorTask(SourceTask):
                 self._warn_uncaptured_partitions(admin, tables)
             plan = self._plan(admin, stored)
             if not plan[0] and not plan[5]:  # streaming on from a stored offset: no snapshot reads the new tables
-                self._warn_added_after_snapshot(added if stored is not None else [])
+                self._new_tables = self.new_tables.newly_captured(stored_offset, [(ns, n) for _, ns, n in tables])
+                self._warn_added_after_snapshot([t for t in added if t not in self._new_tables] if stored else [])
         finally:
             admin.close()
         self._thread = threading.Thread(target=self._run, args=plan, name=f"postgres-{self.server}", daemon=True)
@@ -164,7 +173,9 @@ class PostgresConnectorTask(SourceTask):
                 "table %s was added to the captured tables after the snapshot: its changes are streamed from now "
                 "on, but its existing rows are not read. To get them, run a one-off connector with "
                 "snapshot.mode=initial_only, table.include.list=%s, the same topic.prefix and its own name and "
-                "slot.name (or restart this one with snapshot.mode=always to re-read every table)",
+                "slot.name (or restart this one with snapshot.mode=always to re-read every table), or send an "
+                "execute-snapshot signal for it (signal.data.collection set). With snapshot.new.tables=parallel, "
+                "tables added to the include lists from then on are read by themselves",
                 table, table.replace(".", "\\."),
             )  # fmt: skip
 
@@ -426,6 +437,8 @@ class PostgresConnectorTask(SourceTask):
             )
             if self.signals is not None:
                 self.signals.attach(self.streaming)
+                if self._new_tables:
+                    self.signals.add_collections([Collection(t) for t in self._new_tables], NEW_TABLES_SIGNAL)
             self._stream_with_reconnect(start_lsn, resume)
         except InterruptedError:
             pass
@@ -523,6 +536,7 @@ class PostgresConnectorTask(SourceTask):
     def poll(self) -> list[SourceRecord] | None:
         batch = self.queue.poll()
         if batch:
+            self.new_tables.stamp(batch)
             last = batch[-1].source_offset
             if last is not None and not last.get("snapshot"):  # streaming: one check per batch
                 first = batch[0].source_offset

@@ -18,8 +18,9 @@ WATERMARKING = "incremental.snapshot.watermarking.strategy"
 CHANNELS = ("source", "kafka", "file")
 NOTIFICATION_CHANNELS = "notification.enabled.channels"  # cdc_debezium.notifications
 NOTIFICATION_TOPIC = "notification.sink.topic.name"
+NEW_TABLES = "snapshot.new.tables"  # cdc_debezium.signals.new_tables
 KEYS = (ENABLED_CHANNELS, DATA_COLLECTION, SIGNAL_FILE, KAFKA_TOPIC, POLL_INTERVAL_MS, CHUNK_SIZE, WATERMARKING,
-        NOTIFICATION_CHANNELS, NOTIFICATION_TOPIC)  # fmt: skip
+        NOTIFICATION_CHANNELS, NOTIFICATION_TOPIC, NEW_TABLES)  # fmt: skip
 STRATEGIES = ("insert_insert", "insert_delete")
 
 
@@ -96,6 +97,7 @@ def define(d: ConfigDef) -> ConfigDef:
         WATERMARKING: ("insert_insert", "Incremental snapshot watermarks: insert_insert or insert_delete."),
         NOTIFICATION_CHANNELS: (None, "Notification channels: log, sink (Debezium's snapshot notifications)."),
         NOTIFICATION_TOPIC: (None, "The sink notification channel's topic."),
+        NEW_TABLES: ("off", "parallel: a restart whose filters capture more tables snapshots those incrementally."),
     }
     known = set(d.names())
     for key, (default, doc) in docs.items():
@@ -107,10 +109,12 @@ def define(d: ConfigDef) -> ConfigDef:
 def add_errors(props: Mapping[str, Any], by_name: Mapping[str, ConfigValue]) -> None:
     """A connector's `validate`: a bad signal or incremental snapshot value is an error on its key."""
     from cdc_debezium.notifications import NotificationConfig
+    from cdc_debezium.signals.new_tables import parse_mode
 
     try:
         SignalConfig.from_props(props, "")
         NotificationConfig.from_props(props)
+        parse_mode(props)
     except ConfigException as e:
         cv = by_name.get(e.name or "")
         if cv is not None:
