@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
 from tests.mysql.incremental_support import create_signal_table
 from tests.rig import MariaDbServer
-from tests.support.logs import stored_offsets, topic_records
+from tests.support.logs import incremental_read_ids, stored_offsets, topic_records
 from tests.support.proc import CdcProcess, run_cdc, wait_for
 
 pytestmark = pytest.mark.slow
@@ -231,9 +230,11 @@ def test_with_snapshot_new_tables_a_restart_snapshots_the_added_table_by_itself_
     proc = CdcProcess("run", str(job), log_path=tmp_path / "run-killed.log")
     try:
         writer.start()
-        wait_for(lambda: len(_incremental_ids(state, topic)) >= 30 * CHUNK, 180, "c's first chunks in the log", proc)
+        wait_for(
+            lambda: len(incremental_read_ids(state, topic)) >= 30 * CHUNK, 180, "c's first chunks in the log", proc
+        )
         proc.kill9()
-        killed = _incremental_ids(state, topic)
+        killed = incremental_read_ids(state, topic)
         assert len(killed) < ROWS["c"], "the snapshot ended before the kill: make c larger"
         stored = _stored_snapshot(state)
         assert stored.running and stored.last_key is not None, "no chunk of c in the stored offset"
@@ -254,25 +255,8 @@ def test_with_snapshot_new_tables_a_restart_snapshots_the_added_table_by_itself_
     assert after["a"] == first["a"] and after["b"] == first["b"]  # no table but c was read again
     assert set(after["c"]) == {"incremental"}
     # Resumed, not restarted: every read after the kill is above the chunk key the offset had stored.
-    resumed = _incremental_ids(state, topic)[len(killed) :]
+    resumed = incremental_read_ids(state, topic)[len(killed) :]
     assert resumed and min(resumed) > _first(stored.last_key), (min(resumed), stored.last_key)
-
-
-def _incremental_ids(state: Path, topic: str) -> list[int]:
-    """The ids of the incremental `r` events in `topic`, in log order (read-only, beside a running job)."""
-    db = state / "cdc.db"
-    if not db.exists():
-        return []
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            values = [r[0] for r in conn.execute(
-                "SELECT value FROM records WHERE topic = ? AND instr(value, '\"snapshot\":\"incremental\"') > 0 "
-                "ORDER BY offset", (topic,),
-            )]  # fmt: skip
-    except sqlite3.Error:
-        return []
-    payloads = [json.loads(v).get("payload") for v in values]
-    return [int(p["after"]["id"]) for p in payloads if p.get("op") == "r"]
 
 
 def _stored_offset(state: Path) -> dict[str, Any]:

@@ -13,10 +13,8 @@ CDC_INCREMENTAL_KILL_SEED replays a seed (printed on failure).
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +28,7 @@ from cdc.log.embedded import EmbeddedLog
 from cdc_debezium.signals.incremental import IncrementalSnapshotContext
 from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
-from tests.support.logs import count_in_log, stored_offsets
+from tests.support.logs import count_in_log, incremental_read_ids, stored_offsets
 from tests.support.proc import CdcProcess, run_cdc, wait_for
 
 pytestmark = pytest.mark.slow
@@ -124,29 +122,6 @@ class Writer(threading.Thread):
             self.error = e
 
 
-def _incremental_reads(state: Path, topic: str) -> list[int]:
-    """The keys of the incremental `r` events in `topic`, in log order (read-only, beside a running job)."""
-    db = state / "cdc.db"
-    if not db.exists():
-        return []
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            values = [
-                r[0] for r in conn.execute(
-                    "SELECT value FROM records WHERE topic = ? AND instr(value, '\"snapshot\":\"incremental\"') > 0 "
-                    "ORDER BY offset", (topic,),
-                )
-            ]  # fmt: skip
-    except sqlite3.Error:
-        return []
-    out = []
-    for v in values:
-        payload = json.loads(v).get("payload")
-        if payload.get("op") == "r":
-            out.append(int(payload["after"]["id"]))
-    return out
-
-
 def _stored_progress(state: Path) -> IncrementalSnapshotContext:
     """The incremental snapshot's progress in the connector's stored offset (none yet: an empty context)."""
     with EmbeddedLog(state, synchronous="NORMAL") as log_:
@@ -217,7 +192,7 @@ def test_a_killed_incremental_snapshot_resumes_at_the_next_chunk(source: Source,
     assert writer.ops > 50, writer.ops
     # Each restart resumed at the chunk after the stored key: its reads are all above it, and no more than
     # the keys above it (a restart from the beginning would read the low keys again).
-    every = _incremental_reads(state, source.topic)
+    every = incremental_read_ids(state, source.topic)
     ends = [at for _, at in resumes[1:]] + [len(every)]
     for (key, start), end in zip(resumes, ends, strict=True):
         after = every[start:end]

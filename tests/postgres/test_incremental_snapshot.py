@@ -171,6 +171,17 @@ def _table(db: PostgresServer, shape: Shape) -> dict[Any, dict[str, Any]]:
     return {tuple(sorted((n, row[n]) for n in shape.key_names)): row for row in rows}
 
 
+def marker_seen(run: TaskRunner, db: PostgresServer) -> None:
+    """Changes `marker` and polls until the stream brings that change: everything committed before is out."""
+    token = random.randint(1, 10**9)
+    _sql(db, f"UPDATE marker SET v = {token}")
+    run.poll_until(
+        lambda rs: any(r.topic.endswith(".marker") and r.value is not None and r.value.get("op") == "u"
+                       and r.value.get("after").get("v") == token for r in rs[-50:]),
+        timeout=60, what="the marker change",
+    )  # fmt: skip
+
+
 def _runner(db: PostgresServer, offsets: MemoryOffsets, strategy: str, slot: str) -> TaskRunner:
     props = connector_props(
         db, snapshot__mode="no_data", incremental__snapshot__chunk__size=str(CHUNK), signal__data__collection=SIGNALS,
@@ -212,13 +223,7 @@ def test_replayed_events_equal_the_table_under_a_concurrent_writer(
         writer.join(30)
         assert writer.error is None, writer.error
         run.poll_until(lambda _: not run.task.signals.ctx.running, timeout=120, what="the snapshot's end")
-        token = random.randint(1, 10**9)
-        _sql(postgres_db, f"UPDATE marker SET v = {token}")
-        run.poll_until(
-            lambda rs: any(r.topic.endswith(".marker") and r.value is not None and r.value.get("op") == "u"
-                           and r.value.get("after").get("v") == token for r in rs[-50:]),
-            timeout=60, what="the marker change",
-        )  # fmt: skip
+        marker_seen(run, postgres_db)
     finally:
         writer.stop_flag.set()
         run.__exit__(None, None, None)

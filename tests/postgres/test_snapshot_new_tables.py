@@ -27,8 +27,8 @@ from tests.postgres.test_incremental_snapshot import (
     _reads,
     _replay,
     _setup,
-    _sql,
     _table,
+    marker_seen,
 )
 from tests.rig import PostgresServer
 
@@ -49,16 +49,6 @@ def _runner(db: PostgresServer, offsets: MemoryOffsets, slot: str, filters: dict
     )  # fmt: skip
     props.update(filters)
     return TaskRunner(props, offsets)
-
-
-def _marker_seen(run: TaskRunner, db: PostgresServer) -> None:
-    token = random.randint(1, 10**9)
-    _sql(db, f"UPDATE marker SET v = {token}")
-    run.poll_until(
-        lambda rs: any(r.topic.endswith(".marker") and r.value is not None and r.value.get("op") == "u"
-                       and r.value.get("after").get("v") == token for r in rs[-50:]),
-        timeout=60, what="the marker change",
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("seed,style,kill", [(21, "include", True), (22, "exclude", False)])
@@ -84,7 +74,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
     try:
         with _runner(postgres_db, offsets, slot, before) as run, postgres_db.connect(autocommit=True) as sql:
             run.wait_streaming(sql)
-            _marker_seen(run, postgres_db)
+            marker_seen(run, postgres_db)
         stored = next(iter(offsets.stored.values()))
         assert {k: stored.get(k.replace(".", "_")) for k in before} == {k: v.split(",") for k, v in before.items()}
         assert not _reads(run.records)
@@ -107,7 +97,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
             writer.stop_flag.set()
             writer.join(30)
             assert writer.error is None, writer.error
-            _marker_seen(run, postgres_db)
+            marker_seen(run, postgres_db)
         finally:
             writer.stop_flag.set()
             run.__exit__(None, None, None)
@@ -132,7 +122,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
         with _runner(postgres_db, offsets, slot, after) as run, postgres_db.connect(autocommit=True) as sql:
             run.wait_streaming(sql)
             assert run.task.signals is not None and not run.task.signals.ctx.running
-            _marker_seen(run, postgres_db)
+            marker_seen(run, postgres_db)
         assert not _reads(run.records)
     finally:
         writer.stop_flag.set()

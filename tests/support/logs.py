@@ -43,3 +43,21 @@ def count_in_log(state: Path, topic: str, *contains: str) -> int:
     except sqlite3.Error:
         return 0
     return int(row[0])
+
+
+def incremental_read_ids(state: Path, topic: str) -> list[int]:
+    """The `id`s of the incremental snapshot's `r` events in `topic` of the embedded log under `state`, in log
+    order (JSON values with schemas; read-only, beside a running job; [] while the log is absent or busy)."""
+    db = state / "cdc.db"
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            values = [r[0] for r in conn.execute(
+                "SELECT value FROM records WHERE topic = ? AND instr(value, '\"snapshot\":\"incremental\"') > 0 "
+                "ORDER BY offset", (topic,),
+            )]  # fmt: skip
+    except sqlite3.Error:
+        return []
+    payloads = [json.loads(v).get("payload") for v in values]
+    return [int(p["after"]["id"]) for p in payloads if p.get("op") == "r"]
