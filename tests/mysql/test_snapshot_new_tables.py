@@ -36,18 +36,25 @@ def _filters(db: str, style: str, captured: list[str], every: list[str]) -> dict
     return {"table.exclude.list": ",".join(re.escape(f"{db}.{t}") for t in left_out)} if left_out else {}
 
 
-def _runner(server: MariaDbServer, offsets: MemoryOffsets, filters: dict[str, str]) -> TaskRunner:
+def _runner(server: MariaDbServer, offsets: MemoryOffsets, filters: dict[str, str], read_only: bool) -> TaskRunner:
+    """The connector with snapshot.new.tables=parallel: watermarks in the signal table, or read.only GTID sets
+    (no signal channel at all then: the automatic snapshot needs none)."""
+    watermarks = {"read.only": "true"} if read_only else signal_props(server)
     props = connector_props(
         server, incremental__snapshot__chunk__size="16", max__batch__size="64", snapshot__new__tables="parallel",
-        **signal_props(server),
+        **watermarks,
     )  # fmt: skip
     props.update(filters)
     return TaskRunner(props, offsets)
 
 
-@pytest.mark.parametrize("seed,style,kill", [(11, "include", False), (12, "exclude", True), (13, "include", True)])
+@pytest.mark.parametrize(
+    "seed,style,kill,read_only",
+    [(11, "include", False, False), (12, "exclude", True, False), (13, "include", True, False),
+     (14, "exclude", True, True)],
+)  # fmt: skip
 def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
-    mariadb_db: MariaDbServer, seed: int, style: str, kill: bool
+    mariadb_db: MariaDbServer, seed: int, style: str, kill: bool, read_only: bool
 ) -> None:
     seed = int(os.environ.get(SEED_ENV, seed))
     print(f"{SEED_ENV}={seed}")  # shown with a failure: rerun with it
@@ -65,7 +72,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
     after = _filters(db, style, ["marker", *first, *added], every)
     print(f"captured first: {first}; added: {added}; {before} -> {after}")
     offsets = MemoryOffsets()
-    with _runner(mariadb_db, offsets, before) as run:
+    with _runner(mariadb_db, offsets, before, read_only) as run:
         run.poll_until(lambda _: run.task.streaming is not None, timeout=60, what="streaming")
         run.poll_once()
     stored = next(iter(offsets.stored.values()))
@@ -75,7 +82,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
     records = []
     writer = Writer(mariadb_db, seed, keys)
     writer.start()
-    run = _runner(mariadb_db, offsets, after).__enter__()
+    run = _runner(mariadb_db, offsets, after, read_only).__enter__()
     try:
         if kill:
             victim = added[0]
@@ -85,7 +92,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
             run.__exit__(None, None, None)
             records.extend(run.records)
             first_run_reads = len(incremental_reads(run.records, victim))
-            run = _runner(mariadb_db, offsets, after).__enter__()
+            run = _runner(mariadb_db, offsets, after, read_only).__enter__()
             run.poll_until(lambda _: run.task.streaming is not None, timeout=60, what="streaming")
         run.poll_until(lambda _: not run.task.signals.ctx.running, timeout=180, what="the incremental snapshot's end")
         writer.stop_flag.set()
@@ -114,7 +121,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
     assert {k: stored.get(k.replace(".", "_")) for k in after} == {k: v.split(",") for k, v in after.items()}
 
     # Restarted with the same filters: nothing is new, nothing is read.
-    with _runner(mariadb_db, offsets, after) as run:
+    with _runner(mariadb_db, offsets, after, read_only) as run:
         run.poll_until(lambda _: run.task.streaming is not None, timeout=60, what="streaming")
         assert run.task.signals is not None and not run.task.signals.ctx.running
         execute(mariadb_db, "UPDATE marker SET v = v + 1")

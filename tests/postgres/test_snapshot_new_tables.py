@@ -42,18 +42,25 @@ def _filters(style: str, captured: list[str], every: list[str]) -> dict[str, str
     return {"table.exclude.list": ",".join(re.escape(f"public.{t}") for t in left_out)} if left_out else {}
 
 
-def _runner(db: PostgresServer, offsets: MemoryOffsets, slot: str, filters: dict[str, str]) -> TaskRunner:
+def _runner(
+    db: PostgresServer, offsets: MemoryOffsets, slot: str, filters: dict[str, str], read_only: bool
+) -> TaskRunner:
+    """snapshot.new.tables=parallel with signal-table watermarks, or read.only (pg_current_snapshot(), no channel)."""
+    watermarks = {"read.only": "true"} if read_only else {"signal.data.collection": SIGNALS}
     props = connector_props(
-        db, incremental__snapshot__chunk__size="16", signal__data__collection=SIGNALS, max__batch__size="64",
-        snapshot__new__tables="parallel", slot__name=slot, slot__drop__on__stop="false",
+        db, incremental__snapshot__chunk__size="16", max__batch__size="64", snapshot__new__tables="parallel",
+        slot__name=slot, slot__drop__on__stop="false", **watermarks,
     )  # fmt: skip
     props.update(filters)
     return TaskRunner(props, offsets)
 
 
-@pytest.mark.parametrize("seed,style,kill", [(21, "include", True), (22, "exclude", False)])
+@pytest.mark.parametrize(
+    "seed,style,kill,read_only",
+    [(21, "include", True, False), (22, "exclude", False, False), (23, "include", True, True)],
+)
 def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
-    postgres_db: PostgresServer, seed: int, style: str, kill: bool
+    postgres_db: PostgresServer, seed: int, style: str, kill: bool, read_only: bool
 ) -> None:
     seed = int(os.environ.get(SEED_ENV, seed))
     print(f"{SEED_ENV}={seed}")
@@ -72,7 +79,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
     records: list[SourceRecord] = []
     writer = Writer(postgres_db, seed, keys)
     try:
-        with _runner(postgres_db, offsets, slot, before) as run, postgres_db.connect(autocommit=True) as sql:
+        with _runner(postgres_db, offsets, slot, before, read_only) as run, postgres_db.connect(autocommit=True) as sql:
             run.wait_streaming(sql)
             marker_seen(run, postgres_db)
         stored = next(iter(offsets.stored.values()))
@@ -80,7 +87,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
         assert not _reads(run.records)
 
         writer.start()
-        run = _runner(postgres_db, offsets, slot, after).__enter__()
+        run = _runner(postgres_db, offsets, slot, after, read_only).__enter__()
         try:
             if kill:
                 victim = added[0]
@@ -90,7 +97,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
                 run.__exit__(None, None, None)
                 records.extend(run.records)
                 first_run_reads = len(_reads(run.records, victim))
-                run = _runner(postgres_db, offsets, slot, after).__enter__()
+                run = _runner(postgres_db, offsets, slot, after, read_only).__enter__()
             run.poll_until(lambda _: run.task.signals is not None and run.task.signals.ctx.running, timeout=60,
                            what="the incremental snapshot")  # fmt: skip
             run.poll_until(lambda _: not run.task.signals.ctx.running, timeout=180, what="the snapshot's end")
@@ -119,7 +126,7 @@ def test_a_restart_with_wider_filters_snapshots_only_the_added_tables(
         assert {k: stored.get(k.replace(".", "_")) for k in after} == {k: v.split(",") for k, v in after.items()}
 
         # Restarted with the same filters: nothing is new, nothing is read.
-        with _runner(postgres_db, offsets, slot, after) as run, postgres_db.connect(autocommit=True) as sql:
+        with _runner(postgres_db, offsets, slot, after, read_only) as run, postgres_db.connect(autocommit=True) as sql:
             run.wait_streaming(sql)
             assert run.task.signals is not None and not run.task.signals.ctx.running
             marker_seen(run, postgres_db)
