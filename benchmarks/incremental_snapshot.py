@@ -19,9 +19,14 @@ JSON line per figure (see benchmarks/_common.py); progress goes to stderr.
   it or a later change of its key, read from the lake itself (each commit's added files in
   `_delta_log` order, with pyarrow): the lake is the stronger check, as it includes the log, Spark's
   trigger (2 s) and the MERGE. delete.mode=soft keeps a deleted row with its last op number, so a
-  delete is as visible as an update. "during" = changes committed between the signal and the
-  Delta commit holding every id; "outside" = the others (the warm-up and the tail); the ratio is
-  during/outside.
+  delete is as visible as an update. "before" = changes committed in the warm-up (before the signal),
+  "during" = between the signal and the Delta commit holding every id, "after" = from that commit on
+  (the tail, `--tail`, 60 s by default, with the lake at its full size). Each figure is printed as
+  during against after and before against after: "after" separates what the snapshot costs from
+  what a MERGE into a table of N rows costs anyway (the warm-up's table is small).
+- MERGE seconds per Delta commit (delta-rs's operationMetrics in the Delta log), before/during/after
+  as above; stderr also gives per phase the MERGEs, their mean/max seconds, the unchanged rows each
+  rewrote (copy-on-write: a file holding one changed row is rewritten whole) and the lake's rows.
 - Snapshot rows/s: N over signal → the stored offset without the snapshot (source side), and over
   signal → every id in the lake (end to end), each against the bare SELECT's rows/s.
 - Finally the lake equals the table: every live row of the Delta table (deltalake) against
@@ -29,7 +34,10 @@ JSON line per figure (see benchmarks/_common.py); progress goes to stderr.
 
 Also: the delay from each change's commit to its append to the embedded log (the record timestamp
 the producer stamps), source side only, during = signal → the task's "Incremental snapshot
-completed" line.
+completed" line, before and after on either side of it.
+
+Figures up to 2026-11-27 03:00 below were printed as during against "outside" (before and after
+together).
 
 Measured 2026-11-26 on 2 cores shared with up to 7 other helpers' test runs and Spark sessions
 (load average 11-26: the process gets a fraction of a core), so every figure is noisy; compare the
@@ -135,13 +143,55 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _phases(stamped: list[tuple[float, float]], per_unit: float, start: float, end: float) -> list[list[float]]:
+    """The values of (stamp, value) pairs before `start`, in [start, end) and from `end` on (stamps
+    divided by `per_unit` are in the unit of start and end)."""
+    parts: list[list[float]] = [[], [], []]
+    for stamp, value in stamped:
+        at = stamp / per_unit
+        parts[0 if at < start else 1 if at < end else 2].append(value)
+    return parts
+
+
+def _emit_phases(what: str, before: list[float], during: list[float], after: list[float]) -> None:
+    """p50/p99/max during the snapshot against after it (the lake as large), and before it against after."""
+    for label, q in (("p50", 0.5), ("p99", 0.99), ("max", 1.0)):
+        emit(f"incremental_snapshot.{what}_{label}_during_vs_after [ms, lower is better]",
+             _pct(during, q), "ms", _pct(after, q))  # fmt: skip
+    for label, q in (("p50", 0.5), ("p99", 0.99), ("max", 1.0)):
+        emit(f"incremental_snapshot.{what}_{label}_before_vs_after [ms, lower is better]",
+             _pct(before, q), "ms", _pct(after, q))  # fmt: skip
+
+
+def _merges(path: str) -> list[tuple[int, float, int, int]]:
+    """(commit ms, MERGE ms, unchanged rows rewritten, rows in the table after it) per MERGE commit,
+    from delta-rs's operationMetrics in the Delta log."""
+    rows: dict[str, int] = {}
+    out = []
+    for f in sorted((Path(path) / "_delta_log").glob("*.json")):
+        info: dict = {}
+        for line in f.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                rows[action["add"]["path"]] = json.loads(action["add"].get("stats") or "{}").get("numRecords", 0)
+            elif "remove" in action:
+                rows.pop(action["remove"]["path"], None)
+            elif "commitInfo" in action:
+                info = action["commitInfo"]
+        m = info.get("operationMetrics") or {}
+        if info.get("operation") == "MERGE" and "execution_time_ms" in m:
+            out.append((int(info["timestamp"]), float(m["execution_time_ms"]), int(m.get("num_target_rows_copied", 0)),
+                        sum(rows.values())))  # fmt: skip
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--chunk", type=int, default=None, help="incremental.snapshot.chunk.size (default 1024)")
     ap.add_argument("--warmup", type=float, default=30.0, help="seconds of writes before the signal")
-    ap.add_argument("--tail", type=float, default=30.0, help="seconds of writes after the snapshot is read")
+    ap.add_argument("--tail", type=float, default=60.0, help="seconds of writes after the snapshot is read")
     ap.add_argument("--keep", action="store_true", help="keep the job's state and lake (path on stderr)")
     args = ap.parse_args()
     n = args.rows
@@ -165,30 +215,32 @@ def main() -> None:
         if lake_done_ms is None:
             raise RuntimeError("no Delta commit held every id: the snapshot never completed in the lake")
         signal_ms, lake_done_s = run.signal_s * 1000, lake_done_ms / 1000
-        during = [d for stamp, d in vis.delays_ms if signal_ms <= stamp / 1000 < lake_done_ms]
-        outside = [d for stamp, d in vis.delays_ms if not signal_ms <= stamp / 1000 < lake_done_ms]
+        before, during, after = _phases(vis.delays_ms, 1000, signal_ms, lake_done_ms)
         ops_during = sum(1 for op in run.ops if signal_ms <= op.stamp_us / 1000 < lake_done_ms)
         span_during = min(lake_done_s, run.writer_stop_s) - run.signal_s
         span_outside = (run.signal_s - run.stream_live_s) + max(0.0, run.writer_stop_s - lake_done_s)
 
         emit_throughput("incremental_snapshot.source_read", n, run.done_s - run.signal_s, bare, "rows/s")
         emit_throughput("incremental_snapshot.into_lake", n, lake_done_s - run.signal_s, bare, "rows/s")
-        for label, q in (("p50", 0.5), ("p99", 0.99), ("max", 1.0)):
-            emit(f"incremental_snapshot.delay_{label}_during_vs_outside [ms, lower is better]",
-                 _pct(during, q), "ms", _pct(outside, q))  # fmt: skip
+        _emit_phases("delay", before, during, after)
+        # The MERGE of the batch that brought the last ids is the snapshot's (its commit is lake_done_ms).
+        merges = _phases([(ts, m) for ts, *m in _merges(lake_path(tmp))], 1, signal_ms, lake_done_ms + 1)
+        _emit_phases("merge", *([ms for ms, _, _ in part] for part in merges))
+        for name, part in zip(("before", "during", "after"), merges, strict=True):
+            if part:
+                mean_s, max_s = statistics.fmean(m[0] for m in part) / 1000, max(m[0] for m in part) / 1000
+                copied = statistics.fmean(m[1] for m in part)
+                note(f"{name}: {len(part)} MERGEs, {mean_s:.2f} s each (max {max_s:.2f}), rewriting {copied:.0f} "
+                     f"unchanged rows each; lake {part[-1][2]} rows")  # fmt: skip
         note("reading the streamed changes' append times from the embedded log ...")
         in_log, _ = log_delays(tmp, server.database, run.ops)
-        log_during = [d for stamp, d in in_log if run.signal_s <= stamp / 1e6 < run.done_s]
-        log_outside = [d for stamp, d in in_log if not run.signal_s <= stamp / 1e6 < run.done_s]
-        for label, q in (("p50", 0.5), ("p99", 0.99), ("max", 1.0)):
-            emit(f"incremental_snapshot.log_delay_{label}_during_vs_outside [ms, lower is better]",
-                 _pct(log_during, q), "ms", _pct(log_outside, q))  # fmt: skip
+        _emit_phases("log_delay", *_phases(in_log, 1e6, run.signal_s, run.done_s))
         emit("incremental_snapshot.writer_during_vs_outside [changes/s, higher is better]",
              ops_during / max(span_during, 1e-9), "changes/s",
              (len(run.ops) - ops_during) / max(span_outside, 1e-9))  # fmt: skip
-        note(f"{len(run.ops)} changes ({len(during)} during the snapshot, {len(outside)} outside); "
-             f"mean delay {statistics.fmean(during or [0]):.0f} ms during, {statistics.fmean(outside or [0]):.0f} "
-             f"ms outside; {len(vis.keys_per_version)} Delta commits")  # fmt: skip
+        note(f"{len(run.ops)} changes ({len(before)} before the snapshot, {len(during)} during, {len(after)} after); "
+             f"mean delay {statistics.fmean(before or [0]):.0f} / {statistics.fmean(during or [0]):.0f} / "
+             f"{statistics.fmean(after or [0]):.0f} ms; {len(vis.keys_per_version)} Delta commits")  # fmt: skip
 
         note("comparing the lake with the table ...")
         diff = differences(table_rows(server), lake_rows(lake_path(tmp)))

@@ -20,8 +20,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from typing import Any
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction
@@ -33,6 +35,7 @@ from cdc_spark.apply.evolution import check_lake_range, conform
 from cdc_spark.apply.unchanged import fill_from_stored, needing, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
 
+log = logging.getLogger(__name__)
 TOMBSTONE_SUFFIX = "__tombstones"
 # One row per truncated table: the last truncate's sequence, which later, older events lose to.
 TRUNCATES = "_cdc_truncates"
@@ -53,6 +56,35 @@ def _on(keys: list[str]) -> str:
 def merge(dt: DeltaTable, source: pa.Table, on: str, commit: CommitProperties | None = None) -> TableMerger:
     """A MERGE of an in-memory batch, with the target pruned by the batch's statistics."""
     return dt.merge(source, on, source_alias="s", target_alias="t", streamed_exec=False, commit_properties=commit)
+
+
+def _log_merge(dt: DeltaTable, batch_id: int, figures: dict[str, Any]) -> None:
+    """delta-rs's figures of a MERGE: copy-on-write rewrites each file holding a changed row whole,
+    so `copied` (unchanged rows rewritten) is what a batch of scattered changes costs."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "batch %d: MERGE into %s: %s source rows, %s inserted, %s updated, %s deleted, %s copied; "
+            "files %s scanned, %s skipped, %s rewritten, %s added; %s ms (scan %s, rewrite %s)",
+            batch_id,
+            os.path.basename(dt.table_uri.rstrip("/")),
+            *(
+                figures.get(k)
+                for k in (
+                    "num_source_rows",
+                    "num_target_rows_inserted",
+                    "num_target_rows_updated",
+                    "num_target_rows_deleted",
+                    "num_target_rows_copied",
+                    "num_target_files_scanned",
+                    "num_target_files_skipped_during_scan",
+                    "num_target_files_removed",
+                    "num_target_files_added",
+                    "execution_time_ms",
+                    "scan_time_ms",
+                    "rewrite_time_ms",
+                )
+            ),
+        )
 
 
 class DeltaTarget:
@@ -141,12 +173,13 @@ class DeltaTarget:
         return source
 
     def _merge_soft(self, dt: DeltaTable, source: pa.Table, keys: list[str], batch_id: int) -> None:
-        (
+        figures = (
             merge(dt, source, _on(keys), self._commit(batch_id))
             .when_matched_update_all(predicate="s.__seq > t.__seq")
             .when_not_matched_insert_all()
             .execute()
         )
+        _log_merge(dt, batch_id, figures)
 
     def _merge_hard(self, dt: DeltaTable, table: str, source: pa.Table, keys: list[str], batch_id: int) -> None:
         tombs = _open(self.path(table + TOMBSTONE_SUFFIX))
@@ -154,13 +187,14 @@ class DeltaTarget:
             dataset = delta_dataset(tombs, self.path(table + TOMBSTONE_SUFFIX))
             remembered = rows_with_keys(dataset, source, keys, [*keys, "__seq"])
             source = drop_shadowed(source, remembered, keys)
-        (
+        figures = (
             merge(dt, source, _on(keys), self._commit(batch_id))
             .when_matched_delete(predicate="s.__deleted AND s.__seq > t.__seq")
             .when_matched_update_all(predicate="NOT s.__deleted AND s.__seq > t.__seq")
             .when_not_matched_insert_all(predicate="NOT s.__deleted")
             .execute()
         )
+        _log_merge(dt, batch_id, figures)
 
     def _remember_deletes(self, table: str, source: pa.Table, keys: list[str], batch_id: int) -> None:
         path = self.path(table + TOMBSTONE_SUFFIX)

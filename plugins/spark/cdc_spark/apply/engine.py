@@ -69,6 +69,8 @@ class ChangeApplier:
         self._poison: DataFrame | None = None  # this batch's poison events, under errors.tolerance=all
         self._parked: list[dict[str, Any]] = []  # this batch's refused rows: position, problem, error_class
         self.last_batch_id: int | None = None
+        # Where this batch's time went (Delta/Iceberg, on the driver): phase → seconds, for its log line.
+        self._phases: dict[str, float | int] = {}
         self.metrics = process_metrics()  # per-table figures (apply/metrics.py), read by `cdc run`
 
     @property
@@ -95,7 +97,7 @@ class ChangeApplier:
         # The changelog keeps every event; the other targets need only each key's latest.
         if "__seq" not in raw.columns:  # raw records (the source did not decode them)
             raw = decode(raw, self.deserializer, self.config.keeps_only_latest, self.config.placeholder)
-        self._poison, self._parked = None, []
+        self._poison, self._parked, self._phases = None, [], {}
         if self.config.target in ("delta", "iceberg"):  # scd1 and scd2 tables alike (mode_for)
             self._apply_collected(raw, batch_id)
             self._dead_letter(raw, batch_id)
@@ -107,11 +109,19 @@ class ChangeApplier:
             finally:
                 events.unpersist()
         self.metrics.batch_done()
-        log.info("batch %d applied to %s in %.2fs", batch_id, self.config.target, time.perf_counter() - started)
+        took = time.perf_counter() - started
+        log.info("batch %d applied to %s in %.2fs%s", batch_id, self.config.target, took, self._split())
         self.last_batch_id = batch_id
         every = self.config.maintenance_interval_batches
         if every > 0 and batch_id > 0 and batch_id % every == 0:
             self.maintain()
+
+    def _split(self) -> str:
+        """` (collect 0.52s, latest 0.03s, ...)`: the batch's phases on the driver, or nothing."""
+        if not self._phases:
+            return ""
+        parts = (f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}" for k, v in self._phases.items())
+        return f" ({', '.join(parts)})"
 
     def _apply(self, events: DataFrame, batch_id: int) -> None:
         """PostgreSQL and the Parquet changelog: Spark jobs over the persisted batch."""
@@ -220,6 +230,9 @@ class ChangeApplier:
         self._schemas = {r["schema_id"]: r["value_schema"] for r in rows if r["value_schema"] is not None}
         self._handle_errors(rows, lambda: events.filter(F.col("__error").isNotNull()), batch_id)
         log.debug("batch %d: %d rows collected in %.2fs", batch_id, batch.num_rows, time.perf_counter() - t0)
+        # events: the rows collected (each partition's latest per key); collect: Spark's read, decode
+        # and per-partition reduction and the transfer to the driver.
+        self._phases.update(events=batch.num_rows, collect=time.perf_counter() - t0)
         # History (scd2) tables keep every version: truncates and snapshot ends clear nothing there.
         truncates = truncate_marks(rows, self.config.truncate_enabled)
         self._truncate({t: seq for t, seq in truncates.items() if not self._keeps_history(t)}, batch_id)
@@ -235,7 +248,10 @@ class ChangeApplier:
         # scd1 tables: each key's latest event of the batch (the source forwards every event
         # when another table keeps history, so the reduction across them happens here).
         marks = topic_marks(changes["topic"], self._truncate_marks(), self.config.table_for)
-        self._apply_winners(*latest_and_earlier(changes, marks, self.config.placeholder), batch_id)
+        t1 = time.perf_counter()
+        winners = latest_and_earlier(changes, marks, self.config.placeholder)
+        self._phases["latest"] = time.perf_counter() - t1
+        self._apply_winners(*winners, batch_id)
 
     def _keeps_history(self, topic: str) -> bool:
         return self.config.mode_for(self.config.table_for(topic)) == "scd2"
@@ -300,6 +316,8 @@ class ChangeApplier:
                 self.target.apply(table, flat, batch_id)
             self.metrics.applied(table, flat.table.num_rows, rows)
             t3 = time.perf_counter()
+            self._phases["flatten"] = self._phases.get("flatten", 0.0) + (t2 - t1)
+            self._phases["write"] = self._phases.get("write", 0.0) + (t3 - t2)  # the target's MERGE(s)
             log.debug(
                 "batch %d: %s flattened in %.2fs, applied in %.2fs",
                 batch_id,
