@@ -117,3 +117,48 @@ def test_a_sink_channel_without_a_topic_is_a_validation_error_on_its_key(mariadb
     assert "notification.sink.topic.name" in errors["notification.sink.topic.name"][0]
     props["notification.sink.topic.name"] = TOPIC
     assert config_value_errors(MySqlConnector().validate(props)) == {}
+
+
+@pytest.mark.parametrize("seed", [2231, 2232])
+def test_a_blocking_snapshot_sends_the_initial_snapshot_notifications(
+    mariadb_db: MariaDbServer, seed: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As Debezium's blocking snapshot (it runs the snapshot source): STARTED, per table IN_PROGRESS then
+    TABLE_SCAN_COMPLETED with its row count, COMPLETED; aggregate_type "Initial Snapshot". Seeded sizes, an
+    empty table among them; STARTED precedes every read and COMPLETED follows the last."""
+    rnd = random.Random(seed)
+    sizes = {"a": rnd.randint(1, 3000), "empty_t": 0, "b": rnd.randint(1, 50)}
+    create_signal_table(mariadb_db)
+    statements = []
+    for name, n in sizes.items():
+        statements.append(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT)")
+        if n:
+            statements.append(f"INSERT INTO {name} VALUES " + ",".join(f"({i}, {i % 7})" for i in range(1, n + 1)))
+    execute(mariadb_db, *statements)
+    db = mariadb_db.database
+    props = connector_props(
+        mariadb_db, snapshot__mode="no_data", notification__enabled__channels="log,sink",
+        notification__sink__topic__name=TOPIC, **signal_props(mariadb_db),
+    )  # fmt: skip
+    tables = [f"{db}.{t}" for t in rnd.sample(sorted(sizes), len(sizes))]
+    caplog.set_level(logging.INFO, logger="cdc_debezium.notifications")
+    with Runner(props) as run:
+        run.poll_until(lambda _: run.task.streaming is not None, what="streaming")
+        send_signal(mariadb_db, f"blk-{seed}", "execute-snapshot", {"data-collections": tables, "type": "blocking"})
+        run.poll_until(
+            lambda rs: any(n["type"] == "COMPLETED" for n in notifications(rs)), timeout=60, what="COMPLETED"
+        )
+    got = notifications(run.records)
+    assert {n["aggregate_type"] for n in got} == {"Initial Snapshot"}
+    assert [n["type"] for n in got] == ["STARTED", *["IN_PROGRESS", "TABLE_SCAN_COMPLETED"] * len(tables), "COMPLETED"]
+    scans = [n["additional_data"] for n in got if n["type"] == "TABLE_SCAN_COMPLETED"]
+    assert [(d["scanned_collection"], d["total_rows_scanned"], d["status"]) for d in scans] == [
+        (t, str(sizes[t.split(".")[1]]), "SUCCEEDED") for t in tables
+    ]
+    kinds = [("n", r.value.get("type")) if r.topic == TOPIC else ("r", None) for r in run.records
+             if r.topic == TOPIC or (r.value is not None and r.value.schema.field("op") is not None
+                                     and r.value.get("op") == "r")]  # fmt: skip
+    assert kinds[0] == ("n", "STARTED") and kinds[-1] == ("n", "COMPLETED")
+    assert sum(k == ("r", None) for k in kinds) == sum(sizes.values())
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[Notification Service] ")]
+    assert len(logged) == len(got)

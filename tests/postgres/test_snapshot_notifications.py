@@ -3,7 +3,7 @@
 The MySQL test's cases (tests/mysql/test_snapshot_notifications.py) with seeded sizes: STARTED,
 one IN_PROGRESS per full chunk, TABLE_SCAN_COMPLETED per table (SUCCEEDED with the rows read,
 EMPTY, NO_PRIMARY_KEY), COMPLETED, then PAUSED, STARTED, ABORTED and RESUMED; the log channel
-logs the same notifications.
+logs the same notifications. A blocking snapshot sends the Initial Snapshot notifications.
 """
 
 from __future__ import annotations
@@ -96,5 +96,49 @@ def test_snapshot_transitions_are_notified_on_the_sink_topic_and_the_log(
     for name, n in sizes.items():
         assert len([p for p in progress if p["current_collection_in_progress"] == f"public.{name}"]) == n // chunk
     assert [n["type"] for n in got[len(first) :]] == ["PAUSED", "STARTED", "ABORTED", "RESUMED"]
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[Notification Service] ")]
+    assert len(logged) == len(got)
+
+
+@pytest.mark.parametrize("seed", [2241, 2242])
+def test_a_blocking_snapshot_sends_the_initial_snapshot_notifications(
+    postgres_db: PostgresServer, seed: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The MySQL test's case: STARTED, per table IN_PROGRESS then TABLE_SCAN_COMPLETED with its rows, COMPLETED
+    (aggregate_type "Initial Snapshot"), STARTED before every read and COMPLETED after the last."""
+    rnd = random.Random(seed)
+    sizes = {"a": rnd.randint(1, 3000), "empty_t": 0, "b": rnd.randint(1, 50)}
+    with postgres_db.connect(autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE {SIGNALS} (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
+        )
+        for name, n in sizes.items():
+            conn.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v int)")
+            if n:
+                conn.execute(f"INSERT INTO {name} SELECT i, i % 7 FROM generate_series(1, {n}) i")
+    props = connector_props(
+        postgres_db, snapshot__mode="no_data", notification__enabled__channels="log,sink",
+        notification__sink__topic__name=TOPIC, signal__data__collection=SIGNALS,
+    )  # fmt: skip
+    tables = [f"public.{t}" for t in rnd.sample(sorted(sizes), len(sizes))]
+    caplog.set_level(logging.INFO, logger="cdc_debezium.notifications")
+    with Runner(props) as run, postgres_db.connect(autocommit=True) as sql:
+        run.wait_streaming(sql)
+        _send(postgres_db, f"blk-{seed}", "execute-snapshot", {"data-collections": tables, "type": "blocking"})
+        run.poll_until(
+            lambda rs: any(n["type"] == "COMPLETED" for n in notifications(rs)), timeout=60, what="COMPLETED"
+        )
+    got = notifications(run.records)
+    assert {n["aggregate_type"] for n in got} == {"Initial Snapshot"}
+    assert [n["type"] for n in got] == ["STARTED", *["IN_PROGRESS", "TABLE_SCAN_COMPLETED"] * len(tables), "COMPLETED"]
+    scans = [n["additional_data"] for n in got if n["type"] == "TABLE_SCAN_COMPLETED"]
+    assert [(d["scanned_collection"], d["total_rows_scanned"], d["status"]) for d in scans] == [
+        (t, str(sizes[t.split(".")[1]]), "SUCCEEDED") for t in tables
+    ]
+    kinds = [("n", r.value.get("type")) if r.topic == TOPIC else ("r", None) for r in run.records
+             if r.topic == TOPIC or (r.value is not None and r.value.schema.field("op") is not None
+                                     and r.value.get("op") == "r")]  # fmt: skip
+    assert kinds[0] == ("n", "STARTED") and kinds[-1] == ("n", "COMPLETED")
+    assert sum(k == ("r", None) for k in kinds) == sum(sizes.values())
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[Notification Service] ")]
     assert len(logged) == len(got)

@@ -46,7 +46,14 @@ import pymysql.cursors
 
 from cdc.api import Struct
 from cdc_debezium.envelope import Operation
-from cdc_debezium.notifications import EMPTY, NO_PRIMARY_KEY, SQL_EXCEPTION, UNKNOWN_SCHEMA, IncrementalSnapshotNotifier
+from cdc_debezium.notifications import (
+    EMPTY,
+    NO_PRIMARY_KEY,
+    SQL_EXCEPTION,
+    UNKNOWN_SCHEMA,
+    IncrementalSnapshotNotifier,
+    InitialSnapshotNotifier,
+)
 from cdc_debezium.signals import record as signal_types
 from cdc_debezium.signals.channels import open_channels
 from cdc_debezium.signals.config import SignalConfig
@@ -146,6 +153,8 @@ class MySqlIncrementalSnapshot:
         self.rows_emitted = 0
         self.chunks = 0
         self.notify = IncrementalSnapshotNotifier(_props(task_context), config.topic_prefix, dispatcher._put)
+        # A blocking snapshot reports as Debezium's does, with the Initial Snapshot notifications.
+        self.notify_blocking = InitialSnapshotNotifier(_props(task_context), config.topic_prefix, dispatcher._put)
         # read.only=true: GTID-set watermarks (incremental_read_only.py), the open chunk's window
         self.read_only: bool = config.read_only
         self._gtid_window: GtidWindow | None = None
@@ -393,6 +402,9 @@ class MySqlIncrementalSnapshot:
         assert self.offset is not None
         offset = self.offset.offset()
         file, pos = self.offset.file, self.offset.pos
+        notify, ids = self.notify_blocking, [c.id for c in collections]
+        notify.started()
+        current: Collection | None = None
         conn = self.connection.connect(autocommit=True, cursorclass=pymysql.cursors.SSCursor)
         try:
             with conn.cursor() as cur:
@@ -402,6 +414,7 @@ class MySqlIncrementalSnapshot:
                 if ts is None:
                     log.warning("Blocking snapshot of %s skipped: the table does not exist", current.id)
                     continue
+                notify.table_in_progress(current.id, ids)
                 db, name = _split(current.id)
                 # As Debezium, a blocking snapshot's additional-conditions filter is a whole SELECT.
                 query = current.condition or f"SELECT * FROM {_q(db)}.{_q(name)}"
@@ -420,6 +433,14 @@ class MySqlIncrementalSnapshot:
                         rows += len(batch)
                         yield
                 log.info("Blocking snapshot of %s: %d rows", current.id, rows)
+                notify.table_completed(current.id, rows, ids)
+            current = None
+            notify.completed()
+        except pymysql.err.MySQLError:
+            if current is not None:
+                notify.table_failed(current.id)
+            notify.aborted()
+            raise
         finally:
             conn.close()
 

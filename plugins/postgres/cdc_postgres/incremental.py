@@ -39,7 +39,14 @@ from psycopg import sql
 from psycopg.adapt import Loader
 
 from cdc.api import SourceRecord
-from cdc_debezium.notifications import EMPTY, NO_PRIMARY_KEY, SQL_EXCEPTION, UNKNOWN_SCHEMA, IncrementalSnapshotNotifier
+from cdc_debezium.notifications import (
+    EMPTY,
+    NO_PRIMARY_KEY,
+    SQL_EXCEPTION,
+    UNKNOWN_SCHEMA,
+    IncrementalSnapshotNotifier,
+    InitialSnapshotNotifier,
+)
 from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.signals import record as signal_types
 from cdc_debezium.signals.channels import open_channels
@@ -122,6 +129,10 @@ class PostgresIncrementalSnapshot:
         self._blocking_queue: list[Collection] = []
         configs = getattr(task_context, "configs", None)
         self.notify = IncrementalSnapshotNotifier(
+            dict(configs()) if callable(configs) else {}, topic_prefix, lambda r: self.emitter and self.emitter.emit(r)
+        )
+        # A blocking snapshot reports as Debezium's does, with the Initial Snapshot notifications.
+        self.notify_blocking = InitialSnapshotNotifier(
             dict(configs()) if callable(configs) else {}, topic_prefix, lambda r: self.emitter and self.emitter.emit(r)
         )
         # read.only=true: pg_current_snapshot() watermarks (incremental_read_only.py), the open chunk's window
@@ -324,35 +335,53 @@ class PostgresIncrementalSnapshot:
             conn.adapters.register_loader(oid, _RawText)
         assert self.emitter is not None and self._last_offset is not None
         offset = {k: v for k, v in self._last_offset.items() if k not in OFFSET_KEYS}
-        for current in collections:
-            table = self._table(conn, current.id)
-            if table is None:
-                log.warning("Blocking snapshot of %s skipped: the table does not exist", current.id)
-                continue
-            lsn = int(conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
-            pos = {"lsn": lsn, "lsn_commit": lsn, "tx_id": None, "ts_us": time.time_ns() // 1000}
-            schema_name, name = _split(current.id)
-            cols = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.value_columns)
-            # As Debezium, a blocking snapshot's additional-conditions filter is a whole SELECT.
-            query = (
-                sql.SQL(current.condition)
-                if current.condition
-                else sql.SQL("SELECT {} FROM {}").format(cols, sql.Identifier(schema_name, name))
-            )
-            width = max((c.index for c in table.value_columns), default=-1) + 1
-            by_name = {c.name: c.index for c in table.value_columns}
-            rows = 0
-            with conn.cursor() as cur:
-                cur.execute(query)
-                targets = [by_name.get(d.name) for d in cur.description or ()]
-                for row in cur:
-                    values: list[object] = [None] * width
-                    for index, v in zip(targets, row, strict=True):
-                        if index is not None:
-                            values[index] = v
-                    self.emitter.read(table, tuple(values), pos, dict(offset), SnapshotRecord.TRUE.value)
-                    rows += 1
-            log.info("Blocking snapshot of %s: %d rows", current.id, rows)
+        notify, ids = self.notify_blocking, [c.id for c in collections]
+        notify.started()
+        current: Collection | None = None
+        try:
+            for current in collections:
+                self._blocking_table(conn, current, offset, ids)
+            current = None
+            notify.completed()
+        except psycopg.Error:
+            if current is not None:
+                notify.table_failed(current.id)
+            notify.aborted()
+            raise
+
+    def _blocking_table(self, conn: Any, current: Collection, offset: dict[str, Any], ids: list[str]) -> None:
+        """One table of a blocking snapshot: its rows as `r` events ranked at the WAL position before the SELECT."""
+        assert self.emitter is not None
+        table = self._table(conn, current.id)
+        if table is None:
+            log.warning("Blocking snapshot of %s skipped: the table does not exist", current.id)
+            return
+        self.notify_blocking.table_in_progress(current.id, ids)
+        lsn = int(conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
+        pos = {"lsn": lsn, "lsn_commit": lsn, "tx_id": None, "ts_us": time.time_ns() // 1000}
+        schema_name, name = _split(current.id)
+        cols = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.value_columns)
+        # As Debezium, a blocking snapshot's additional-conditions filter is a whole SELECT.
+        query = (
+            sql.SQL(current.condition)
+            if current.condition
+            else sql.SQL("SELECT {} FROM {}").format(cols, sql.Identifier(schema_name, name))
+        )
+        width = max((c.index for c in table.value_columns), default=-1) + 1
+        by_name = {c.name: c.index for c in table.value_columns}
+        rows = 0
+        with conn.cursor() as cur:
+            cur.execute(query)
+            targets = [by_name.get(d.name) for d in cur.description or ()]
+            for row in cur:
+                values: list[object] = [None] * width
+                for index, v in zip(targets, row, strict=True):
+                    if index is not None:
+                        values[index] = v
+                self.emitter.read(table, tuple(values), pos, dict(offset), SnapshotRecord.TRUE.value)
+                rows += 1
+        log.info("Blocking snapshot of %s: %d rows", current.id, rows)
+        self.notify_blocking.table_completed(current.id, rows, ids)
 
     # -- the chunk thread --------------------------------------------------------------------
     def _work(self) -> None:
