@@ -67,9 +67,11 @@ def _check_run(
     records: list[SourceRecord], read: dict[str, int], captured: list[str], all_read: list[str], threads: int
 ) -> None:
     """The notifications of one snapshot run that read `read` ({table: rows}) and completed."""
-    got = notifications(records)
+    every = notifications(records)
     where = {id(r): i for i, r in enumerate(records)}
-    at = {n["id"]: where[id(r)] for n, r in zip(got, [r for r in records if r.topic == TOPIC], strict=True)}
+    at = {n["id"]: where[id(r)] for n, r in zip(every, [r for r in records if r.topic == TOPIC], strict=True)}
+    _check_chunks(every, read, captured, threads)
+    got = [n for n in every if not n["type"].startswith("TABLE_CHUNK_")]
     assert {n["aggregate_type"] for n in got} == {"Initial Snapshot"}
     assert len({n["id"] for n in got}) == len(got) and all(uuid.UUID(n["id"]) for n in got)
     assert all(n["additional_data"]["connector_name"] == PREFIX and n["timestamp"] > 0 for n in got)
@@ -100,6 +102,38 @@ def _check_run(
         assert len([i for i in mine if i < at[ends[table]["id"]]]) == max(rows - 1, 0)
 
 
+def _check_chunks(got: list[dict[str, Any]], read: dict[str, int], captured: list[str], threads: int) -> None:
+    """A chunked snapshot (threads > 1): per chunk TABLE_CHUNK_IN_PROGRESS, then TABLE_CHUNK_COMPLETED, between
+    its table's IN_PROGRESS and TABLE_SCAN_COMPLETED; every chunk index of the table once; none with one thread."""
+    chunks = [n for n in got if n["type"].startswith("TABLE_CHUNK_")]
+    if threads == 1:
+        assert chunks == []
+        return
+    position = {n["id"]: i for i, n in enumerate(got)}
+    for table in read:
+        begin = next(n for n in got if n["type"] == "IN_PROGRESS"
+                     and n["additional_data"]["current_collection_in_progress"] == table)  # fmt: skip
+        end = next(n for n in got if n["type"] == "TABLE_SCAN_COMPLETED"
+                   and n["additional_data"]["scanned_collection"] == table)  # fmt: skip
+        starts = [n for n in chunks if n["type"] == "TABLE_CHUNK_IN_PROGRESS"
+                  and n["additional_data"]["current_collection_in_progress"] == table]  # fmt: skip
+        ends = [n for n in chunks if n["type"] == "TABLE_CHUNK_COMPLETED"
+                and n["additional_data"]["scanned_collection"] == table]  # fmt: skip
+        total = {n["additional_data"]["total_chunks"] for n in starts + ends}
+        assert len(total) == 1, total
+        indexes = list(range(int(total.pop())))
+        assert sorted(int(n["additional_data"]["chunk_index"]) for n in starts) == indexes
+        assert sorted(int(n["additional_data"]["chunk_index"]) for n in ends) == indexes
+        by_index = {n["additional_data"]["chunk_index"]: n for n in starts}
+        for n in ends:
+            assert position[by_index[n["additional_data"]["chunk_index"]]["id"]] < position[n["id"]]
+            assert n["additional_data"]["data_collections"] == ",".join(captured)
+            assert n["additional_data"]["status"] == "SUCCEEDED"
+        assert all(position[begin["id"]] < position[n["id"]] < position[end["id"]] for n in starts + ends)
+        assert int(starts[0]["additional_data"]["total_rows_scanned"]) == 0
+        assert all(0 <= int(n["additional_data"]["total_rows_scanned"]) <= read[table] for n in starts)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("seed", [6101, 6102])
 def test_the_initial_snapshot_is_notified_on_the_sink_topic_and_the_log(
@@ -115,7 +149,7 @@ def test_the_initial_snapshot_is_notified_on_the_sink_topic_and_the_log(
     read = {f"{db}.{t}": n for t, n in sizes.items()}
     captured = sorted([*read, f"{db}.skipped"])
     _check_run(run.records, read, captured, sorted(read), threads)
-    got = notifications(run.records)
+    got = notifications(run.records)  # the chunk notifications too
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[Notification Service] ")]
     assert [m.split("'")[1] for m in logged] == [n["id"] for n in got], "the log channel: the same, in order"
     assert all("aggregateType='Initial Snapshot'" in m for m in logged)

@@ -35,8 +35,9 @@ Differences from Debezium:
   one (snapshot.mode=no_data, recovery), and SKIPPED when a connector restarts past its snapshot
   (`skipped()` is here; the connectors' tasks do not call it yet).
 - MySQL (cdc_mysql/snapshot.py): SQL_EXCEPTION only when a database error hits while one table is
-  being read (with snapshot.max.threads > 1 the failing chunk's table is not known there); no
-  TABLE_CHUNK_* notifications (the chunks are read in snapshot_parallel.py).
+  being read (with snapshot.max.threads > 1 the failing chunk's table is not known there). The
+  TABLE_CHUNK_* notifications come from snapshot_parallel.py, when a reader takes a chunk
+  (total_rows_scanned: the table's rows taken before it) and when its last row is taken.
 - The data_collections lists are in the snapshot's table order (Debezium's: a HashSet's). The key is
   `data_collections` as in Debezium's source (its docs' TABLE_SCAN_COMPLETED example says
   `data_collection`).

@@ -269,11 +269,12 @@ class MySqlSnapshotChangeEventSource:
             read = [t for t in tables if self._reads_rows_of(t)]
             # IN_PROGRESS names the tables read, TABLE_SCAN_COMPLETED every captured table (as Debezium's)
             progress = self.notify.tracking(self.progress, [t.id for t in read], [t.id for t in tables])
-            tables = [t for t in read if t.id not in done]
+            all_tables, tables = tables, [t for t in read if t.id not in done]
             try:
                 if readers is not None:
                     try:
-                        yield from self._read_parallel(conn, readers, tables, offset, read_at, progress)
+                        captured = [t.id for t in all_tables]
+                        yield from self._read_parallel(conn, readers, tables, offset, read_at, progress, captured)
                     except BaseException:
                         self._close_readers(readers, kill=True)
                         raise
@@ -329,12 +330,12 @@ class MySqlSnapshotChangeEventSource:
 
     def _read_parallel(
         self, conn: Any, readers: tuple[list[ReaderProcess], queue.Queue], tables: list[TableDef],
-        offset: MySqlOffsetContext, read_at: tuple[str, int], progress: SnapshotProgress,
+        offset: MySqlOffsetContext, read_at: tuple[str, int], progress: SnapshotProgress, captured: list[str],
     ) -> Iterator[None]:  # fmt: skip
         run = ParallelRead(
             readers[0], readers[1], self.schema, self.source_info, self.dispatcher, progress,
             self.stop.is_set, 2 * self.config.snapshot_threads * self.config.snapshot_threads_multiplier,
-            self.fetch_size,
+            self.fetch_size, self.notify, captured,
         )  # fmt: skip
         yield from run.run(conn, tables, offset, lambda t: self._estimate(conn, t), self._select_override, read_at)
 

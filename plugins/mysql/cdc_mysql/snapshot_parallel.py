@@ -25,12 +25,13 @@ from __future__ import annotations
 import logging
 import queue
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pymysql.cursors
 
 from cdc.api import ConnectException
+from cdc_debezium.notifications import InitialSnapshotNotifier
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_mysql.dispatcher import EventDispatcher
@@ -146,6 +147,8 @@ class ParallelRead:
         stopped: Callable[[], bool],
         chunks_per_table: int,
         fetch_size: int,
+        notify: InitialSnapshotNotifier | None = None,
+        captured: Sequence[str] = (),
     ) -> None:
         self.readers = readers
         self.inbox = inbox
@@ -156,6 +159,9 @@ class ParallelRead:
         self.stopped = stopped
         self.chunks_per_table = chunks_per_table
         self.fetch_size = fetch_size
+        # TABLE_CHUNK_IN_PROGRESS / TABLE_CHUNK_COMPLETED per chunk (`captured`: every captured table's id).
+        self.notify = notify if notify is not None and notify.enabled else None
+        self.captured = list(captured)
         # Rows emitted between yields: what one poll() takes.
         self.step = max(1, min(fetch_size, int(getattr(dispatcher.config, "max_batch_size", fetch_size))))
 
@@ -220,6 +226,7 @@ class ParallelRead:
         todo = deque(enumerate(chunks))
         work: list[tuple[Emit, list[tuple[Any, ...]], int, str]] = []  # the rows `handle` took, for `emit_rows`
         true, row_progress = SnapshotRecord.TRUE.value, self.progress.row
+        notify, rows_read = self.notify, dict.fromkeys(remaining, 0)  # rows_read: each table's rows taken so far
         self.progress.begin(len(tables))
 
         def emit(
@@ -241,13 +248,20 @@ class ParallelRead:
             else:
                 compiled[ckey](values, marker.value, completed if final else snapshot_offset)
 
+        def begin() -> tuple[int, Chunk]:
+            """The next chunk, taken by a reader: its table's start, its TABLE_CHUNK_IN_PROGRESS."""
+            cid, chunk = todo.popleft()
+            chunk_ids[cid] = chunk
+            if chunk.table_id not in started:
+                started.add(chunk.table_id)
+                self.progress.start_table(chunk.table_id, estimates[chunk.table_id])
+            if notify is not None:
+                notify.chunk_in_progress(chunk.table_id, chunk.index, chunk.count, rows_read[chunk.table_id])
+            return cid, chunk
+
         def feed(reader: ReaderProcess) -> None:
             while todo and reader.in_flight < IN_FLIGHT:
-                cid, chunk = todo.popleft()
-                chunk_ids[cid] = chunk
-                if chunk.table_id not in started:
-                    started.add(chunk.table_id)
-                    self.progress.start_table(chunk.table_id, estimates[chunk.table_id])
+                cid, chunk = begin()
                 reader.send("chunk", cid, chunk.sql, chunk.args or None)
                 reader.in_flight += 1
 
@@ -272,6 +286,7 @@ class ParallelRead:
             kind = message[0]
             if kind == "rows" or kind == "cols":
                 tid, rows = chunk_ids[message[1]].table_id, batch_rows(message, decoders[message[1]])
+                rows_read[tid] += len(rows)
                 ckey = emitters[message[1]]
                 table_emit = compiled[ckey]
                 start = 0
@@ -313,6 +328,8 @@ class ParallelRead:
                     reader = self.readers[index]
                     reader.in_flight -= 1
                     feed(reader)
+                if notify is not None:
+                    notify.chunk_completed(chunk.table_id, chunk.index, chunk.count, self.captured)
                 remaining[chunk.table_id] -= 1
                 if remaining[chunk.table_id] == 0:
                     self.progress.finish_table(chunk.table_id)
@@ -339,12 +356,7 @@ class ParallelRead:
                 except queue.Empty:
                     # Nothing from the readers: this connection reads a batch of a chunk of its own.
                     if own.idle() and todo:
-                        cid, chunk = todo.popleft()
-                        chunk_ids[cid] = chunk
-                        if chunk.table_id not in started:
-                            started.add(chunk.table_id)
-                            self.progress.start_table(chunk.table_id, estimates[chunk.table_id])
-                        handle(-1, own.open(cid, chunk))
+                        handle(-1, own.open(*begin()))
                     if not own.idle():
                         if handle(-1, own.step()):
                             yield from emit_rows()
