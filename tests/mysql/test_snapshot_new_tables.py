@@ -21,7 +21,7 @@ import pytest
 
 from cdc.api import ConfigException
 from tests.mysql.harness import MemoryOffsets, TaskRunner, connector_props, execute
-from tests.mysql.incremental_support import create_signal_table, incremental_reads, replay, signal_props
+from tests.mysql.incremental_support import create_signal_table, incremental_reads, replay, send_signal, signal_props
 from tests.mysql.test_incremental_snapshot_workload import ROWS, SHAPES, Writer, _caught_up, _create, _table
 from tests.rig import MariaDbServer
 
@@ -178,3 +178,32 @@ def test_parallel_without_a_signal_table_or_read_only_is_refused_with_the_fix(ma
     bad = connector_props(mariadb_db, snapshot__new__tables="yes", **signal_props(mariadb_db))
     with pytest.raises(ConfigException, match=r"snapshot\.new\.tables=yes: use off .* or parallel"):
         TaskRunner(bad).__enter__()
+
+
+def test_a_resumed_snapshot_of_a_table_no_longer_captured_is_dropped(
+    mariadb_db: MariaDbServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopped mid-snapshot of `t`, restarted with `t` out of the include list: its rows must not go on."""
+    db = mariadb_db.database
+    create_signal_table(mariadb_db)
+    execute(mariadb_db, "CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE u (id INT PRIMARY KEY)")
+    execute(mariadb_db, "INSERT INTO t VALUES " + ",".join(f"({i})" for i in range(1, 401)))
+    offsets = MemoryOffsets()
+    both = connector_props(
+        mariadb_db, snapshot__mode="no_data", table__include__list=f"{db}\\.t,{db}\\.u", max__batch__size="16",
+        incremental__snapshot__chunk__size="16", **signal_props(mariadb_db),
+    )  # fmt: skip
+    with TaskRunner(both, offsets) as run:
+        run.poll_until(lambda _: run.task.streaming is not None, what="streaming")
+        send_signal(mariadb_db, "s-t", "execute-snapshot", {"data-collections": [f"{db}.t"]})
+        run.poll_until(lambda rs: len(incremental_reads(rs, "t")) >= 32, what="reads of t")
+    assert "incremental_snapshot_collections" in next(iter(offsets.stored.values()))
+    only_u = {**both, "table.include.list": f"{db}\\.u"}
+    with caplog.at_level(logging.WARNING), TaskRunner(only_u, offsets) as run:
+        run.poll_until(lambda _: run.task.streaming is not None, what="streaming")
+        execute(mariadb_db, "INSERT INTO u VALUES (1)")
+        run.wait_data(1, "u")
+        assert not run.task.signals.ctx.running
+    assert not incremental_reads(run.records)
+    assert any(f"{db}.t dropped: no longer captured" in r.getMessage() for r in caplog.records)
+    assert "incremental_snapshot_collections" not in next(iter(offsets.stored.values()))

@@ -10,6 +10,7 @@ nothing. CDC_NEW_TABLES_SEED=<n> replaces every case's seed.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import re
@@ -27,6 +28,7 @@ from tests.postgres.test_incremental_snapshot import (
     _reads,
     _replay,
     _setup,
+    _sql,
     _table,
     marker_seen,
 )
@@ -142,3 +144,43 @@ def test_parallel_without_a_signal_table_or_read_only_is_refused_with_the_fix(po
     props = connector_props(postgres_db, snapshot__new__tables="parallel")
     with pytest.raises(ConfigException, match=r"signal\.data\.collection.*read\.only=true"):
         TaskRunner(props).__enter__()
+
+
+def test_a_resumed_snapshot_of_a_table_no_longer_captured_is_dropped(
+    postgres_db: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stopped mid-snapshot of `t`, restarted with `t` out of the include list: its rows must not go on."""
+    _sql(
+        postgres_db,
+        f"CREATE TABLE {SIGNALS} (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))",
+        "CREATE TABLE t (id int PRIMARY KEY)",
+        "CREATE TABLE u (id int PRIMARY KEY)",
+        "INSERT INTO t SELECT generate_series(1, 400)",
+    )
+    offsets = MemoryOffsets()
+    slot = f"drop_{int(time.time() * 1000) % 100000}"
+    both = connector_props(
+        postgres_db, snapshot__mode="no_data", table__include__list="public\\.t,public\\.u", max__batch__size="16",
+        incremental__snapshot__chunk__size="16", signal__data__collection=SIGNALS, slot__name=slot,
+        slot__drop__on__stop="false",
+    )  # fmt: skip
+    try:
+        with TaskRunner(both, offsets) as run, postgres_db.connect(autocommit=True) as sql:
+            run.wait_streaming(sql)
+            sql.execute(f"INSERT INTO {SIGNALS} VALUES ('s-t', 'execute-snapshot', %s)",
+                        ('{"data-collections": ["public.t"]}',))  # fmt: skip
+            run.poll_until(lambda rs: len(_reads(rs, "t")) >= 32, what="reads of t")
+        assert "incremental_snapshot_collections" in next(iter(offsets.stored.values()))
+        only_u = {**both, "table.include.list": "public\\.u"}
+        with caplog.at_level(logging.WARNING), TaskRunner(only_u, offsets) as run:
+            with postgres_db.connect(autocommit=True) as sql:
+                run.wait_streaming(sql)
+            _sql(postgres_db, "INSERT INTO u VALUES (1)")
+            run.wait_data(1, "public.u")
+            assert not run.task.signals.ctx.running
+        assert not _reads(run.records)
+        assert any("public.t dropped: no longer captured" in r.getMessage() for r in caplog.records)
+        assert "incremental_snapshot_collections" not in next(iter(offsets.stored.values()))
+    finally:
+        _sql(postgres_db, f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                          f"WHERE slot_name = '{slot}'")  # fmt: skip

@@ -181,6 +181,8 @@ class MySqlIncrementalSnapshot:
     def attach(self, streaming: Any) -> None:
         """Hooks into the streaming source before it starts: the signal table is decoded, changes pass here."""
         self.offset = streaming.offset
+        if self.ctx.running:
+            self.ctx.keep_captured(self.captured_collections())
         self._sync()
         if self.read_only:
             self._streaming = streaming

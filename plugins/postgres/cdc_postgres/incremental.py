@@ -149,6 +149,8 @@ class PostgresIncrementalSnapshot:
         """Before streaming starts: the signal table passes the stream's filter, the emitter's row
         events and records pass here, and the chunk thread starts."""
         self.schema, self.emitter = streaming.schema, streaming.emitter
+        if self.ctx.running:
+            self.ctx.keep_captured(self.captured_collections())
         emitter = streaming.emitter
         base = streaming.table_filter
         if self.signal_table is not None:

@@ -17,11 +17,14 @@ Offset keys, by Debezium's names, present only while a snapshot runs:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cdc_debezium.signals import keys
+
+log = logging.getLogger(__name__)
 
 PREFIX = "incremental_snapshot"
 COLLECTIONS = f"{PREFIX}_collections"
@@ -86,6 +89,21 @@ class IncrementalSnapshotContext:
             self.next_collection()
         if not self.collections:
             self.correlation_id = None
+        return dropped
+
+    def keep_captured(self, captured: Iterable[str]) -> list[str]:
+        """Drops the queued collections not in `captured` (a resumed snapshot of a table the include/exclude
+        lists no longer capture: its rows must not be emitted); says so and returns them."""
+        known = {c.lower() for c in captured}
+        gone = {c.id for c in self.collections if c.id.lower() not in known}
+        if not gone:
+            return []
+        dropped = self.remove(gone)
+        log.warning(
+            "Incremental snapshot of %s dropped: no longer captured (the include/exclude lists changed since it "
+            "was queued); send execute-snapshot again after capturing it to read it",
+            ", ".join(dropped),
+        )
         return dropped
 
     def next_collection(self) -> None:
