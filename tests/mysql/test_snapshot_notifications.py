@@ -148,14 +148,23 @@ def test_a_blocking_snapshot_sends_the_initial_snapshot_notifications(
         run.poll_until(
             lambda rs: any(n["type"] == "COMPLETED" for n in notifications(rs)), timeout=60, what="COMPLETED"
         )
-    got = notifications(run.records)
+    check_blocking_notifications(run.records, tables, sizes, caplog)
+
+
+def check_blocking_notifications(
+    records: list[SourceRecord], tables: list[str], sizes: dict[str, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A blocking snapshot of `tables` (`container.table`, rows by table name in `sizes`) that completed:
+    the Initial Snapshot notifications in order, the row counts, STARTED before every read and COMPLETED
+    after the last, and the log channel's lines."""
+    got = notifications(records)
     assert {n["aggregate_type"] for n in got} == {"Initial Snapshot"}
     assert [n["type"] for n in got] == ["STARTED", *["IN_PROGRESS", "TABLE_SCAN_COMPLETED"] * len(tables), "COMPLETED"]
     scans = [n["additional_data"] for n in got if n["type"] == "TABLE_SCAN_COMPLETED"]
     assert [(d["scanned_collection"], d["total_rows_scanned"], d["status"]) for d in scans] == [
         (t, str(sizes[t.split(".")[1]]), "SUCCEEDED") for t in tables
     ]
-    kinds = [("n", r.value.get("type")) if r.topic == TOPIC else ("r", None) for r in run.records
+    kinds = [("n", r.value.get("type")) if r.topic == TOPIC else ("r", None) for r in records
              if r.topic == TOPIC or (r.value is not None and r.value.schema.field("op") is not None
                                      and r.value.get("op") == "r")]  # fmt: skip
     assert kinds[0] == ("n", "STARTED") and kinds[-1] == ("n", "COMPLETED")

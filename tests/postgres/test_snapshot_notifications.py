@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from cdc.api import SourceRecord
-from tests.mysql.test_snapshot_notifications import TOPIC, notifications
+from tests.mysql.test_snapshot_notifications import TOPIC, check_blocking_notifications, notifications
 from tests.postgres.harness import TaskRunner, connector_props
 from tests.rig import PostgresServer
 
@@ -128,17 +128,4 @@ def test_a_blocking_snapshot_sends_the_initial_snapshot_notifications(
         run.poll_until(
             lambda rs: any(n["type"] == "COMPLETED" for n in notifications(rs)), timeout=60, what="COMPLETED"
         )
-    got = notifications(run.records)
-    assert {n["aggregate_type"] for n in got} == {"Initial Snapshot"}
-    assert [n["type"] for n in got] == ["STARTED", *["IN_PROGRESS", "TABLE_SCAN_COMPLETED"] * len(tables), "COMPLETED"]
-    scans = [n["additional_data"] for n in got if n["type"] == "TABLE_SCAN_COMPLETED"]
-    assert [(d["scanned_collection"], d["total_rows_scanned"], d["status"]) for d in scans] == [
-        (t, str(sizes[t.split(".")[1]]), "SUCCEEDED") for t in tables
-    ]
-    kinds = [("n", r.value.get("type")) if r.topic == TOPIC else ("r", None) for r in run.records
-             if r.topic == TOPIC or (r.value is not None and r.value.schema.field("op") is not None
-                                     and r.value.get("op") == "r")]  # fmt: skip
-    assert kinds[0] == ("n", "STARTED") and kinds[-1] == ("n", "COMPLETED")
-    assert sum(k == ("r", None) for k in kinds) == sum(sizes.values())
-    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("[Notification Service] ")]
-    assert len(logged) == len(got)
+    check_blocking_notifications(run.records, tables, sizes, caplog)
