@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from cdc.api import ConnectException, SourceRecord, SourceTask, TaskMetrics
+from cdc.api import ConfigException, ConnectException, SourceRecord, SourceTask, TaskMetrics
 from cdc.api import metrics as m
 from cdc.api.metrics import RETAINED_WAL_BYTES
 from cdc_debezium.heartbeat import Heartbeat
@@ -100,7 +100,12 @@ class PostgresConnectorTask(SourceTask):
                 signal_config, self.dsn, self.server, self.table_filter, self.context, stored_offset
             )
         read_only = self.signals is not None and self.signals.read_only
-        self.new_tables.require(bool(signal_config.data_collection) or read_only, " (or read.only=true)")
+        try:
+            self.new_tables.require(bool(signal_config.data_collection) or read_only, " (or read.only=true)")
+        except ConfigException:
+            if self.signals is not None:
+                self.signals.close()  # its file/kafka channels are open
+            raise
 
         admin = PostgresConnection(self.dsn)
         try:
