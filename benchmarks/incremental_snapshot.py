@@ -88,6 +88,20 @@ Before/after that change, back to back, MariaDB, chunk 1024, the lake equal to t
   (outside 5/548/1113 and 6/264/461 ms); into the lake 5.2/26.5/28.2 -> 3.0/12.9/16.9 s (outside
   1.6/6.7/7.8 and 1.7/4.3/5.1 s). The lake's remaining excess is Spark's trigger and MERGEs growing
   with the snapshot rows in a batch.
+
+Before/during/after, 2026-11-27 03:50-04:20 (load 1-4), 1M rows, chunk 1024, two runs each, alternated;
+the lake equalled the table every time. Into the lake p50/p99/max during 3.7/8.5/9.6 and 5.0/10.1/11.0 s,
+after 2.3/3.9/4.1 and 2.1/3.6/3.8 s, before (small lake) 1.5/2.7/3.0 and 1.5/2.8/2.9 s; into the log
+during 0.17/0.85/1.07 and 0.11/0.50/0.65 s. The MERGE is not what the snapshot adds: delta-rs keeps the
+table in one file and rewrites it whole for the writer's scattered keys (~1M unchanged rows copied for
+0.4-2.5k changed), so a MERGE grows with the lake (0.05 s at 20k rows, 0.4 s at 120k, 0.8 s at 330k-800k,
+1.0-1.4 s at 1M) and costs as much after the snapshot (1.04-1.10 s mean) as at its end. What the snapshot
+adds is the rest of each batch: 16-22k events (its rows) instead of 0.6-1.3k, so `collect` 0.7-1.1 s and
+`flatten` 1.0-1.1 s mean (max 2.4-3.2 s): Python row by row, as the Arrow path declines every batch of a
+table with a FLOAT/DOUBLE column (decode/columns.py). Batches of 2.5-3.1 s mean (max 5-6 s) then run back
+to back behind the 2 s trigger. With DOUBLE read by the Arrow path (a patch measured in between, not in the
+code): during 2.9/4.7/5.4 and 3.0/5.6/6.1 s (after 2.2/3.6/4.0 and 2.2/3.6/4.0 s), flatten 0.21 s mean
+(max 0.47), batches 1.8 s mean (max 2.9-3.0).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,10 @@ def test_the_sinks_per_table_lines_name_their_table(spark: Any, tmp_path: Path, 
     for r in lines:
         if r.get("table"):
             assert r["table"] in r["message"]  # the field is the table the line is about
-    assert any("applied to delta" in r["message"] and "table" not in r for r in lines)  # a batch line: no table
+    batch = [r["message"] for r in lines if "applied to delta" in r["message"] and "table" not in r]
+    assert batch, lines  # a batch line: no table
+    # ... saying where the batch's time went on the driver
+    assert re.search(r"\(events 2, collect [\d.]+s, latest [\d.]+s, flatten [\d.]+s, write [\d.]+s\)", batch[0]), batch
 
 
 def test_snapshot_progress_lines_name_their_table(json_log: io.StringIO) -> None:
