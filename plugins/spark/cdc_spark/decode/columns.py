@@ -26,6 +26,7 @@ from cdc_spark.decode.types import (
     Convert,
     _b64,
     _days,
+    _float,
     _ident,
     arrow_type,
     envelope_row_schema,
@@ -69,6 +70,10 @@ def _read_plan(field: dict[str, Any]) -> _Column | None:
         return _Column(dtype, _VSD_READ, conv)
     if conv is _days:
         return _Column(dtype, pa.int32(), None)
+    if conv is _float:
+        # JSON numbers, read as float64 and cast to the column's width (as the row path stores them). JsonConverter
+        # writes NaN and the infinities as strings, which fail the read: that batch takes the row path.
+        return _Column(dtype, pa.float64(), None)
     if conv is not _ident:
         return None  # nested values kept as JSON text: the row path
     if pa.types.is_timestamp(dtype):
