@@ -99,8 +99,8 @@ table in one file and rewrites it whole for the writer's scattered keys (~1M unc
 adds is the rest of each batch: 16-22k events (its rows) instead of 0.6-1.3k, so `collect` 0.7-1.1 s and
 `flatten` 1.0-1.1 s mean (max 2.4-3.2 s): Python row by row, as the Arrow path declines every batch of a
 table with a FLOAT/DOUBLE column (decode/columns.py). Batches of 2.5-3.1 s mean (max 5-6 s) then run back
-to back behind the 2 s trigger. With DOUBLE read by the Arrow path (a patch measured in between, not in the
-code): during 2.9/4.7/5.4 and 3.0/5.6/6.1 s (after 2.2/3.6/4.0 and 2.2/3.6/4.0 s), flatten 0.21 s mean
+to back behind the 2 s trigger. With DOUBLE read by the Arrow path (measured as a patch in between; in
+the code since 7aebb42): during 2.9/4.7/5.4 and 3.0/5.6/6.1 s (after 2.2/3.6/4.0 and 2.2/3.6/4.0 s), flatten 0.21 s mean
 (max 0.47), batches 1.8 s mean (max 2.9-3.0).
 """
 
