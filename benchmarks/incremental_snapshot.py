@@ -207,6 +207,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=30.0, help="seconds of writes before the signal")
     ap.add_argument("--tail", type=float, default=60.0, help="seconds of writes after the snapshot is read")
     ap.add_argument("--keep", action="store_true", help="keep the job's state and lake (path on stderr)")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample every thread's Python stack in `cdc run` (e2e_lag.py's sampler), summary on stderr",
+    )
     args = ap.parse_args()
     n = args.rows
 
@@ -219,8 +224,17 @@ def main() -> None:
 
         tmp = Path(tempfile.mkdtemp(prefix="cdc-bench-isnap-"))
         note(f"job state and lake in {tmp}")
+        process = None
+        if args.profile:
+            from e2e_lag import ProfiledJob, profile_summary
+
+            def process(*job_args: str, log_path: Path) -> ProfiledJob:
+                return ProfiledJob(*job_args, log_path=log_path, profile_path=tmp / "profile.json")
+
         run = run_scenario(tmp, server, n, args.seed, delete_mode="soft", chunk=args.chunk, warmup_s=args.warmup,
-                           tail_s=args.tail, timeout_s=3600, note=note)  # fmt: skip
+                           tail_s=args.tail, timeout_s=3600, note=note, process=process)  # fmt: skip
+        if args.profile:
+            profile_summary(tmp / "profile.json", top=8)
         bare = min(bare, _bare_select(server, n))
 
         note("replaying the Delta log for the delays ...")

@@ -320,17 +320,18 @@ def _lake_summary(path: str) -> tuple[int, int] | None:
 def run_scenario(
     tmp_path: Path, server: MariaDbServer, rows: int, seed: int, *, delete_mode: str = "hard",
     chunk: int | None = None, warmup_s: float = 2.0, tail_s: float = 2.0, timeout_s: float = 600.0,
-    note: Any = lambda _text: None,
+    note: Any = lambda _text: None, process: Any = None,
 ) -> Run:  # fmt: skip
     """`cdc run` streams `t` (already filled) into Delta; the writer starts, after `warmup_s` the
     snapshot of `t` is signalled; `tail_s` after the source finished it the writer stops; returns once
-    the lake caught up (live rows and highest seq as the table's), `cdc run` stopped."""
+    the lake caught up (live rows and highest seq as the table's), `cdc run` stopped. `process`: what
+    starts `cdc run` (CdcProcess; the benchmark's profiler wraps it)."""
     from tests.support.proc import CdcProcess, run_cdc, wait_for
 
     db = server.database
     job = job_file(tmp_path, server, delete_mode, chunk)
     log_path = tmp_path / "run.log"
-    proc = CdcProcess("run", str(job), log_path=log_path)
+    proc = (process or CdcProcess)("run", str(job), log_path=log_path)
     writer = Writer(server, rows, seed)
     try:
         with server.connect() as conn, conn.cursor() as cur:
