@@ -115,7 +115,9 @@ class NewTables:
         self.enabled = enabled
         self.current = current
         self._stamp = current.offset_keys() if enabled else {}
-        self._stale = tuple(_offset_key(k) for k in (*current.container_keys, TABLE_INCLUDE_LIST, TABLE_EXCLUDE_LIST))
+        # The filter keys this run does not set: an older offset's value for them is dropped.
+        every = (*current.container_keys, TABLE_INCLUDE_LIST, TABLE_EXCLUDE_LIST)
+        self._unset = tuple(k for k in map(_offset_key, every) if k not in self._stamp)
 
     @classmethod
     def of(cls, props: Mapping[str, Any], values: Mapping[str, Any], container_keys: tuple[str, str]) -> NewTables:
@@ -136,13 +138,12 @@ class NewTables:
         """Writes the current filters into each record's offset (and drops a filter key no longer set)."""
         if not self.enabled:
             return
-        stamp, stale = self._stamp, self._stale
+        stamp, unset = self._stamp, self._unset
         for record in records:
             offset = record.source_offset
             if isinstance(offset, dict):
-                for key in stale:
-                    if key not in stamp:
-                        offset.pop(key, None)
+                for key in unset:
+                    offset.pop(key, None)
                 offset.update(stamp)
 
     def newly_captured(self, stored: Mapping[str, Any] | None, captured: Iterable[tuple[str, str]]) -> list[str]:
