@@ -82,6 +82,11 @@ class TaskRunner:
         self.poll_until(lambda _: len(self.data(table)) >= n, timeout, f"{n} change events")
         return self.data(table)
 
+    def wait_streaming(self, timeout: float = 20) -> None:
+        """Until the snapshot has committed and the binlog reader runs: a test that kills the server
+        "mid-stream" must not hit the snapshot's last statements instead."""
+        self.poll_until(lambda _: self.task.streaming is not None, timeout, "streaming to start")
+
 
 def _op(r: SourceRecord) -> str | None:
     if r.value is None:

@@ -104,6 +104,7 @@ def test_server_restart_mid_stream_reconnects_and_loses_nothing(private_db) -> N
     props = connector_props(private_db, **{"errors.retry.delay.initial.ms": 100})
     with TaskRunner(props) as run:
         run.wait_data(1)
+        run.wait_streaming()
         execute(private_db, *(f"INSERT INTO t VALUES ({i})" for i in range(1, 51)))
         private_db.kill()
         private_db.restart()
@@ -122,6 +123,7 @@ def test_server_down_for_a_while_mid_stream_is_waited_for(private_db) -> None:
     props = connector_props(private_db, **{"errors.retry.delay.initial.ms": 100})
     with TaskRunner(props) as run:
         run.wait_data(1)
+        run.wait_streaming()
         private_db.kill()
         restart = threading.Timer(2.5, private_db.restart)
         restart.start()
@@ -142,6 +144,7 @@ def test_server_restart_in_the_middle_of_a_transaction_resumes_at_its_start(priv
     )
     with TaskRunner(props) as run:
         run.wait_data(1)
+        run.wait_streaming()
         pad = "p" * 1000
         # ~20 MB of row events: more than the socket buffers hold, so the server is still sending
         # the transaction when it dies, and the reader has to resume at the transaction's start.
