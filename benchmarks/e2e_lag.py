@@ -290,11 +290,27 @@ OUT, REPO = os.environ["CDC_BENCH_PROFILE_OUT"], os.getcwd()
 IDLE = {"wait", "sleep", "select", "poll", "recv", "recv_into", "readline", "accept", "acquire", "get",
         "_wait_for_tstate_lock", "join", "read", "readinto", "do_poll"}
 stacks, idle, total = collections.Counter(), collections.Counter(), collections.Counter()
+cpu = {}  # thread name -> CPU seconds (user+system, from /proc): running, as opposed to waiting for the GIL
+TICK = os.sysconf("SC_CLK_TCK")
+def thread_cpu(native_id):
+    try:
+        with open(f"/proc/self/task/{native_id}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except OSError:
+        return None
 def sample():
     me = threading.get_ident()
+    rounds = 0
     while True:
         time.sleep(0.02)
-        names = {t.ident: t.name for t in threading.enumerate()}
+        threads = threading.enumerate()
+        names = {t.ident: t.name for t in threads}
+        rounds += 1
+        if rounds % 25 == 0:  # every 0.5 s: each thread's CPU so far (a gone thread keeps its last figure)
+            for t in threads:
+                if t.native_id is not None and (used := thread_cpu(t.native_id)) is not None:
+                    cpu[t.name] = used
         for ident, frame in sys._current_frames().items():
             if ident == me:
                 continue
@@ -309,7 +325,7 @@ def sample():
 def dump():
     rows = lambda c: [[t, s, n] for (t, s), n in c.most_common(400)]
     with open(OUT, "w") as f:
-        json.dump({"interval_s": 0.02, "samples": dict(total), "busy": rows(stacks), "idle": rows(idle)}, f)
+        json.dump({"interval_s": 0.02, "samples": dict(total), "busy": rows(stacks), "idle": rows(idle), "cpu": cpu}, f)
 atexit.register(dump)
 threading.Thread(target=sample, name="bench-sampler", daemon=True).start()
 sys.argv = ["cdc", *sys.argv[1:]]
@@ -349,7 +365,10 @@ def profile_summary(path: Path, top: int = 12) -> None:
     note(f"profile of the job process (stack samples every {data['interval_s'] * 1000:.0f} ms; busy = not waiting):")
     for thread, funcs in sorted(by_thread.items(), key=lambda kv: -sum(kv[1].values())):
         busy, seen = sum(funcs.values()), data["samples"].get(thread, 0)
-        note(f"  thread {thread}: busy in {busy}/{seen} samples")
+        used = data.get("cpu", {}).get(thread)
+        wall = seen * data["interval_s"]
+        on_cpu = f"; on a CPU {used:.1f} s of {wall:.0f} s sampled" if used is not None else ""
+        note(f"  thread {thread}: busy in {busy}/{seen} samples{on_cpu}")
         for func, n in sorted(funcs.items(), key=lambda kv: -kv[1])[:top]:
             note(f"    {n:6d}  {func}")
 
