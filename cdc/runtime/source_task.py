@@ -118,24 +118,36 @@ class TopicCreator:
 
 
 class _Transaction:
-    """One poll batch on its way into the log with its offsets (WorkerSourceTask._send_transaction)."""
+    """Poll batches on their way into the log with their offsets, as one log transaction
+    (WorkerSourceTask._send_transaction). Batches polled while the previous transaction is still
+    being written join the next one (`add`); `entries` are the offsets, taken when it is handed over."""
 
-    __slots__ = ("converted", "entries", "failed", "future", "metadata", "records")
+    __slots__ = ("converted", "entries", "failed", "future", "metadata", "records", "size")
 
-    def __init__(
-        self, records: list[SourceRecord], converted: list[_Converted | None], entries: dict[bytes, bytes | None]
-    ) -> None:
-        self.records = records
-        self.converted = converted
-        self.entries = entries
+    def __init__(self) -> None:
+        self.records: list[SourceRecord] = []
+        self.converted: list[_Converted | None] = []
+        self.entries: dict[bytes, bytes | None] = {}
         self.failed: list[Exception] = []
-        self.metadata: list[RecordMetadata | None] = [None] * len(records)
+        self.metadata: list[RecordMetadata | None] = []
         self.future: Future[None] | None = None
+        self.size = 0  # bytes of keys and values
+
+    def add(self, records: list[SourceRecord], converted: list[_Converted | None]) -> None:
+        self.records.extend(records)
+        self.converted.extend(converted)
+        self.metadata.extend([None] * len(records))
+        self.size += sum(len(c[1] or b"") + len(c[2] or b"") for c in converted if c is not None)
 
 
 class WorkerSourceTask(WorkerTask):
-    # Transactional tasks write each batch on a writer thread while the next is polled.
+    # Transactional tasks write each transaction on a writer thread while the next is polled.
     PIPELINE = True
+    # While a transaction is being written, the batches polled meanwhile join the next one, up to
+    # these bounds (then the task waits for the writer). Kafka's producer batches the same way
+    # (linger while a request is in flight, up to batch.size); there is no Kafka Connect setting.
+    GROUP_MAX_RECORDS = 20_000
+    GROUP_MAX_BYTES = 16 * 1024 * 1024
 
     def __init__(
         self,
@@ -183,6 +195,8 @@ class WorkerSourceTask(WorkerTask):
         self._last_flush = time.monotonic()
         self.records_sent = 0
         self._in_flight: _Transaction | None = None
+        self._next: _Transaction | None = None  # polled, converted, waiting for the writer
+        self.transactions = 0  # log transactions written (each with its offsets)
         self._txn_writer: ThreadPoolExecutor | None = None
         if transactional and self.PIPELINE:
             self._txn_writer = ThreadPoolExecutor(1, thread_name_prefix=f"{id.connector}-{id.task}-writer")
@@ -203,7 +217,7 @@ class WorkerSourceTask(WorkerTask):
         try:
             while not self.stopping:
                 if self.paused:
-                    self._finish_in_flight()
+                    self._drain()
                     self._maybe_commit()
                     self.publish_metrics()
                     time.sleep(0.05)
@@ -220,7 +234,7 @@ class WorkerSourceTask(WorkerTask):
                     else:
                         self._send(records)
                 else:
-                    self._finish_in_flight()  # an idle source: its last batch is committed now
+                    self._drain()  # an idle source: what it polled is committed now
                 self._check_send_error()
                 self._maybe_commit()
                 self.publish_metrics()
@@ -239,9 +253,9 @@ class WorkerSourceTask(WorkerTask):
         try:
             if self._txn_writer is not None:
                 try:
-                    self._finish_in_flight()
+                    self._drain()
                 except Exception as e:
-                    log.error("Task %s: the last batch was not stored (its offsets neither): %s", self.id, e)
+                    log.error("Task %s: the last batches were not stored (their offsets neither): %s", self.id, e)
                 finally:
                     self._txn_writer.shutdown(wait=True)
             if not self.transactional:
@@ -425,19 +439,47 @@ class WorkerSourceTask(WorkerTask):
     def _send_transaction(self, records: list[SourceRecord]) -> None:
         """Convert the batch here, then write it (records and offsets, one transaction) on the writer.
 
-        While the writer thread commits batch N (SQLite and fsync, or Kafka's commit, mostly
-        outside the GIL) this thread polls and converts batch N+1. At most one batch is in
-        flight, and batch N is finished (offsets applied, commit_record, commit) on this thread
-        before batch N+1 is handed over, so order, memory and the task callbacks stay as they
-        were; a failed write fails the task before anything after it is written.
+        While the writer thread commits transaction N (SQLite and fsync, or Kafka's commit,
+        mostly outside the GIL) this thread polls and converts the next batches. They join
+        transaction N+1 until N is done or N+1 reaches GROUP_MAX_RECORDS / GROUP_MAX_BYTES, so a
+        source that polls many small batches (single-row transactions arriving faster than one
+        commit each can be written) pays one commit per group, not per batch. At most one
+        transaction is in flight, and N is finished (offsets applied, commit_record, commit) on
+        this thread before N+1 is handed over, so order and the task callbacks stay as they
+        were; a failed write fails the task before anything after it is written, and no offset
+        is stored with a transaction before the records it covers.
         """
         converted = self._convert_batch(records)
         self._ensure_topics(converted)
         for partition, offset in latest_offsets(records).values():
-            self.writer.offset(partition, offset)
-        txn = _Transaction(records, converted, self.writer.take())
+            self.writer.offset(partition, offset)  # taken with the transaction the batch joins
         self.records_sent += sum(1 for c in converted if c is not None)
+        txn = self._next
+        if txn is None:
+            txn = self._next = _Transaction()
+        txn.add(records, converted)
+        if self._txn_writer is None:
+            self._hand_over()
+            return
+        in_flight = self._in_flight
+        if (
+            in_flight is not None
+            and not in_flight.future.done()  # type: ignore[union-attr]
+            and len(txn.records) < self.GROUP_MAX_RECORDS
+            and txn.size < self.GROUP_MAX_BYTES
+        ):
+            return  # the writer is busy: poll on into the same transaction
         self._finish_in_flight()
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The waiting transaction, with the offsets of every batch in it, to the writer (or
+        written here when there is no writer thread)."""
+        txn, self._next = self._next, None
+        if txn is None:
+            return
+        txn.entries = self.writer.take()
+        self.transactions += 1
         if self._txn_writer is None:
             self._write_transaction(txn)
             self._finish(txn)
@@ -445,8 +487,15 @@ class WorkerSourceTask(WorkerTask):
         txn.future = self._txn_writer.submit(self._write_transaction, txn)
         self._in_flight = txn
 
+    def _drain(self) -> None:
+        """Everything polled is written and finished when this returns (idle, paused, stopping)."""
+        self._finish_in_flight()
+        if self._next is not None:
+            self._hand_over()
+            self._finish_in_flight()
+
     def _write_transaction(self, txn: _Transaction) -> None:
-        """On the writer thread: the batch and its offsets in one log transaction."""
+        """On the writer thread: the batches and their offsets in one log transaction."""
         self.producer.begin_transaction()
         try:
             if self._wants_record_metadata:
@@ -465,12 +514,21 @@ class WorkerSourceTask(WorkerTask):
             self.offset_store.applied(txn.entries)  # the store's map follows the log at once (it locks)
 
     def _finish_in_flight(self) -> None:
-        """Wait for the batch on the writer (raising its error) and finish it on this thread."""
+        """Wait for the transaction on the writer (raising its error) and finish it on this thread.
+
+        If it failed, the batches polled meanwhile are dropped with their offsets: nothing after a
+        record that is not durable may be written, or a restart would resume past the gap."""
         txn, self._in_flight = self._in_flight, None
-        if txn is not None:
-            assert txn.future is not None
+        if txn is None:
+            return
+        assert txn.future is not None
+        try:
             txn.future.result()
             self._finish(txn)
+        except BaseException:
+            self._next = None
+            self.writer.take()
+            raise
 
     def _finish(self, txn: _Transaction) -> None:
         if txn.failed:

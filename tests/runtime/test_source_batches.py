@@ -1,6 +1,7 @@
 """The source path writes whole poll batches (batch conversion, a writer thread, one transaction per
-batch with its offsets): a write failing in the middle of a batch stores no record of that batch and
-no offset past the last durable record, and the task fails.
+batch with its offsets, or per group of batches polled while the writer was busy): a write failing
+in the middle of a batch stores no record of that batch and no offset past the last durable record,
+and the task fails.
 
 The failure is real: an SQLite trigger in the embedded log refuses the insert of one record,
 chosen at random (seeded), so the transaction of its batch rolls back inside SQLite.
@@ -32,7 +33,8 @@ from tests.support.logs import stored_offsets, topic_records
 TOPIC = "gen.events"
 COUNT = 200
 BATCH = 10  # GeneratorTask's poll size
-SEEDS = [random.Random(21).randrange(COUNT) for _ in range(3)]
+_RNG = random.Random(21)
+SEEDS = [_RNG.randrange(COUNT) for _ in range(4)]  # the refused record's id, one per case
 
 
 class PlainTask(GeneratorTask):
@@ -64,14 +66,15 @@ def _herder(state: Path) -> StandaloneHerder:
     return h
 
 
-def _refuse_offset(state: Path, offset: int) -> None:
-    """A trigger that makes the log's INSERT of the record at `offset` of TOPIC fail."""
+def _refuse_id(state: Path, id_: int) -> None:
+    """A trigger that makes the log's INSERT of the record with id `id_` on TOPIC fail (wherever it lands)."""
     log_ = EmbeddedLog(state)
     log_.close()
     conn = sqlite3.connect(state / "cdc.db")
     conn.execute(
         "CREATE TRIGGER refuse BEFORE INSERT ON records "
-        f"WHEN NEW.topic='{TOPIC}' AND NEW.offset={offset} BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+        f"WHEN NEW.topic='{TOPIC}' AND json_extract(CAST(NEW.value AS TEXT), '$.payload.id')={id_} "
+        "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
     )
     conn.commit()
     conn.close()
@@ -86,12 +89,32 @@ def _wait(cond: object, what: str, timeout: float = 30) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _slow_writes(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[int]:
+    """Each log transaction takes `seconds` longer; returns the record counts of those written."""
+    write = WorkerSourceTask._write_transaction
+    written: list[int] = []
+
+    def slow_write(self: WorkerSourceTask, txn: object) -> None:
+        time.sleep(seconds)
+        write(self, txn)  # type: ignore[arg-type]
+        written.append(len(txn.records))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(WorkerSourceTask, "_write_transaction", slow_write)
+    return written
+
+
+@pytest.mark.parametrize("slow", [0, 0.02], ids=["fast-log", "slow-log"])
 @pytest.mark.parametrize("connector", ["GeneratorSource", "PlainSource"])
 @pytest.mark.parametrize("bad", SEEDS)
 def test_a_write_failing_mid_batch_stores_nothing_past_the_last_durable_batch(
-    state: Path, connector: str, bad: int
+    state: Path, connector: str, bad: int, slow: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _refuse_offset(state, bad)
+    """With a slow log, batches are waiting to join the next transaction when the failing one
+    fails: they must be dropped, not written after the gap."""
+    if slow:
+        _slow_writes(monkeypatch, slow)
+        monkeypatch.setattr(WorkerSourceTask, "GROUP_MAX_RECORDS", 3 * BATCH)  # many groups, each one full
+    _refuse_id(state, bad)
     herder = _herder(state)
     try:
         herder.put_connector_config({"name": "gen", "connector.class": connector, "topic": TOPIC, "count": str(COUNT)})
@@ -100,12 +123,44 @@ def test_a_write_failing_mid_batch_stores_nothing_past_the_last_durable_batch(
         assert "injected failure" in trace
     finally:
         herder.stop()
-    durable = bad - bad % BATCH  # the batches before the refused record's
     log_ = EmbeddedLog(state)
     try:
         ids = [json.loads(r.value)["payload"]["id"] for r in topic_records(log_, TOPIC)]
-        assert ids == list(range(durable))
+        # Whole poll batches before the refused record's (batches polled while the writer was busy
+        # share a transaction, so the refused one may take several batches with it), none after it.
+        durable = len(ids)
+        assert ids == list(range(durable)) and durable <= bad - bad % BATCH and durable % BATCH == 0, ids
         offsets = list(stored_offsets(log_).values())
         assert offsets == ([{"n": durable}] if durable else [])
+    finally:
+        log_.close()
+
+
+def test_batches_polled_while_the_writer_is_busy_share_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow log (each commit 30 ms here) makes the task poll on into the next transaction
+    instead of waiting: fewer transactions than poll batches, every record once and in order, the
+    offset of the last one stored, and commit_record called for each record in order."""
+    written = _slow_writes(monkeypatch, 0.03)
+    GeneratorTask.committed_records = []
+    state = tmp_path / "state"
+    herder = _herder(state)
+    try:
+        herder.put_connector_config(
+            {"name": "gen", "connector.class": "GeneratorSource", "topic": TOPIC, "count": "2000"}
+        )
+        _wait(lambda: sum(written) == 2000, "every record to be written")
+    finally:
+        herder.stop()
+    assert len(written) < 2000 // BATCH / 2, f"{len(written)} transactions for {2000 // BATCH} poll batches"
+    assert all(n % BATCH == 0 for n in written), written  # whole poll batches
+    committed = [r.source_offset["n"] for r in GeneratorTask.committed_records]
+    assert committed == list(range(1, 2001))
+    log_ = EmbeddedLog(state)
+    try:
+        ids = [json.loads(r.value)["payload"]["id"] for r in topic_records(log_, TOPIC)]
+        assert ids == list(range(2000))
+        assert list(stored_offsets(log_).values()) == [{"n": 2000}]
     finally:
         log_.close()
