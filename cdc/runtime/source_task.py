@@ -5,7 +5,8 @@ Two commit disciplines:
   `offset.flush.interval.ms` the offsets of acknowledged records are stored. A crash
   replays at most the records after the last stored offset.
 - transactional (embedded log, or Kafka exactly-once): each poll batch and its offsets
-  commit in one transaction, so a crash neither loses nor duplicates a record.
+  commit in one transaction (with the batches polled while the previous transaction was being
+  written), so a crash neither loses nor duplicates a record.
 """
 
 from __future__ import annotations
