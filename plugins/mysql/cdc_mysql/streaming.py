@@ -16,7 +16,8 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pymysql
@@ -51,6 +52,7 @@ from cdc_mysql.schema_change import classify, is_ddl
 from cdc_mysql.snapshot import missing_rows_advice
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef, TableMeta
+from cdc_mysql.table_map_reuse import TableMapReuse
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +76,26 @@ class BinlogConnectionLost(Exception):
 
 
 class _LossReportingConnection(pymysql.connections.Connection):
+    """The reader's connections: a lost connection is reported (BinlogConnectionLost), and each packet
+    read is shown to `packet_hook` (TableMapReuse) when there is one."""
+
+    packet_hook: Callable[[Any, bytes], None] | None = None
+
+    def __init__(self, *args: Any, packet_hook: Callable[[Any, bytes], None] | None = None, **kwargs: Any) -> None:
+        self.packet_hook = packet_hook  # before connecting: the handshake reads packets too
+        super().__init__(*args, **kwargs)
+
     def _read_packet(self, packet_type: Any = pymysql.connections.MysqlPacket) -> Any:
         try:
-            return super()._read_packet(packet_type)
+            packet = super()._read_packet(packet_type)
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in _CONNECTION_LOST:
                 raise BinlogConnectionLost(str(e)) from e
             raise
+        hook = self.packet_hook
+        if hook is not None:
+            hook(self, packet._data)
+        return packet
 
 
 class CompressedTransactionError(ConnectException):
@@ -88,6 +103,9 @@ class CompressedTransactionError(ConnectException):
 
 
 class MySqlStreamingChangeEventSource:
+    # Skip the library's parse of a TABLE_MAP identical to its table's last one (table_map_reuse.py).
+    REUSE_TABLE_MAPS = True
+
     def __init__(
         self,
         config: MySqlConnectorConfig,
@@ -118,6 +136,7 @@ class MySqlStreamingChangeEventSource:
             dispatcher.transactions.restore(offset.transaction)
         offset.transaction = {}
         self._reader: BinLogStreamReader | None = None
+        self.table_map_reuse: TableMapReuse | None = None
         self.reconnects = 0
         self.row_decoders = RowDecoders()
 
@@ -278,7 +297,7 @@ class MySqlStreamingChangeEventSource:
             "resume_stream": True,
             "filter_non_implemented_events": False,
             "slave_heartbeat": HEARTBEAT_PERIOD_S,
-            "pymysql_wrapper": _LossReportingConnection,
+            "pymysql_wrapper": _LossReportingConnection,  # with TableMapReuse's hook when on, below
             "enable_logging": False,
             # Registering with a host name makes the reader visible in SHOW SLAVE HOSTS (server_id guard).
             "report_slave": f"cdc-{self.config.topic_prefix}",
@@ -291,12 +310,20 @@ class MySqlStreamingChangeEventSource:
             # MariaDB: is_mariadb=True would ignore file/pos; the MySQL dump path works for both.
             kwargs["log_file"] = self.offset.file
             kwargs["log_pos"] = self.offset.pos
-        return BinLogStreamReader(**kwargs)
+        if not self.REUSE_TABLE_MAPS:
+            self.table_map_reuse = None
+            return BinLogStreamReader(**kwargs)
+        reuse = self.table_map_reuse = TableMapReuse()
+        kwargs["pymysql_wrapper"] = partial(_LossReportingConnection, packet_hook=reuse.packet_read)
+        reader = BinLogStreamReader(**kwargs)
+        reuse.attach(reader)
+        return reader
 
     def _stream(self) -> Iterator[None]:
         off = self.offset
         skip_events, skip_rows = off.event, off.row
         reader = self._reader = self._reader_for_position()
+        reuse = self.table_map_reuse
         log.info(
             "Streaming binlog from %s:%d (gtids=%s, skipping %d events and %d rows)",
             off.file, off.pos, off.gtids, skip_events, skip_rows,
@@ -391,6 +418,8 @@ class MySqlStreamingChangeEventSource:
                             off.event, off.row = events_in_tx, 0
                         continue
                     if isinstance(ev, TableMapEvent):
+                        if reuse is not None:
+                            reuse.parsed(ev)
                         if captures(ev.schema, ev.table):
                             try:
                                 table_maps[ev.table_id] = self.schema.schema_for(table_def_from_table_map(ev))
