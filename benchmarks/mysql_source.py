@@ -8,6 +8,10 @@ benchmarks/_common.py); progress goes to stderr.
 - streaming, connector alone: MySqlConnectorTask resumed at the binlog position before
   the changes, polled until all N change events are out. Baseline: the bare library loop
   over the same binlog (BinLogStreamReader, FULL metadata, `.rows` of every rows event).
+- streaming, single-row transactions (BENCH_SMALL_TXNS, 20k; `BENCH_ONLY=small_txns` runs just
+  these): one autocommit INSERT each, as a writer at full speed makes them, so every row comes with
+  its own GTID, TABLE_MAP and XID events. The connector alone and end to end into the embedded log,
+  both against the bare loop over the same transactions.
 - streaming end to end: a Worker + StandaloneHerder in this process (JsonConverter with
   schemas) into the embedded SQLite log and into Kafka (librdkafka's mock cluster), until
   the N records are in the log. Same baseline.
@@ -96,6 +100,7 @@ from cdc_mysql.task import MySqlConnectorTask
 from tests.rig import mariadb as mariadb_rig
 
 N = int(os.environ.get("BENCH_ROWS", "200000"))
+SMALL_TXNS = int(os.environ.get("BENCH_SMALL_TXNS", "20000"))
 TXN = 1000
 DB = "bench"
 
@@ -156,7 +161,8 @@ def _generate(server: Any) -> tuple[str, int]:
     return str(file), int(pos)
 
 
-def _raw_loop(server: Any, file: str, pos: int) -> float:
+def _raw_loop(server: Any, file: str, pos: int, want: int | None = None) -> float:
+    want = N if want is None else want
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import WriteRowsEvent
 
@@ -175,11 +181,11 @@ def _raw_loop(server: Any, file: str, pos: int) -> float:
     for ev in stream:
         for row in ev.rows:
             n += len(row["values"]) and 1
-        if n >= N:
+        if n >= want:
             break
     stream.close()
-    if n != N:
-        raise RuntimeError(f"raw loop saw {n} rows, expected {N}")
+    if n != want:
+        raise RuntimeError(f"raw loop saw {n} rows, expected {want}")
     return time.perf_counter() - t0
 
 
@@ -198,7 +204,10 @@ def _connector_alone(server: Any, props: dict[str, str], offset: dict[str, Any] 
     return time.perf_counter() - t0
 
 
-def _worker_run(server: Any, transport: dict[str, str], offset: dict[str, Any], server_id: int) -> float:
+def _worker_run(
+    server: Any, transport: dict[str, str], offset: dict[str, Any], server_id: int, table: str = "t", want: int = 0
+) -> float:
+    want = want or N
     from cdc.runtime.plugins import PluginRegistry
     from cdc.runtime.standalone import StandaloneHerder
     from cdc.runtime.transport import open_log, open_offset_store, open_status_store
@@ -217,7 +226,7 @@ def _worker_run(server: Any, transport: dict[str, str], offset: dict[str, Any], 
                     open_status_store(config, log_), "bench")  # fmt: skip
     herder = StandaloneHerder(worker)
     herder.start()
-    topic = "bench.bench.t"
+    topic = f"bench.bench.{table}"
     t0 = time.perf_counter()
     try:
         herder.put_connector_config(props)
@@ -225,13 +234,38 @@ def _worker_run(server: Any, transport: dict[str, str], offset: dict[str, Any], 
             desc = log_.describe_topic(topic)
             if desc is not None:
                 end = sum(log_.end_offsets([tp])[tp] for tp in _partitions(log_, topic))
-                if end >= N:
+                if end >= want:
                     break
             time.sleep(0.05)
         return time.perf_counter() - t0
     finally:
         herder.stop()
         log_.close()
+
+
+def _small_txn_figures(server: Any) -> None:
+    """Streaming single-row transactions (a writer at full speed, one autocommit INSERT each): every
+    row brings its own GTID, TABLE_MAP and XID event, so per-transaction costs dominate."""
+    with server.connect(database=None) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE {DB}.s (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(32), c DOUBLE, d DATETIME(3))")
+        cur.execute("SHOW MASTER STATUS")
+        file, pos = cur.fetchone()[:2]
+        conn.autocommit(True)
+        t0 = time.perf_counter()
+        for i in range(SMALL_TXNS):
+            cur.execute(f"INSERT INTO {DB}.s VALUES ({i}, {i * 7}, 'name-{i}', {i / 3}, '2024-01-02 03:04:05.678')")
+        note(f"generated {SMALL_TXNS} single-row transactions in {time.perf_counter() - t0:.1f}s")
+    offset = {"file": str(file), "pos": int(pos)}
+    ids = iter(range(7300, 7400))
+    ours, bare = best_of_pair(
+        lambda: _connector_alone(server, _props(server, next(ids)), offset, SMALL_TXNS),
+        lambda: _raw_loop(server, str(file), int(pos), SMALL_TXNS),
+        runs=2,
+    )
+    emit_throughput("mysql.streaming.single_row_txns.connector", SMALL_TXNS, ours, bare, "txns/s")
+    with tempfile.TemporaryDirectory() as state:
+        e2e = _worker_run(server, {"transport": "embedded", "state.dir": state}, offset, next(ids), "s", SMALL_TXNS)
+    emit_throughput("mysql.streaming.single_row_txns.e2e_embedded_json", SMALL_TXNS, e2e, bare, "txns/s")
 
 
 def _partitions(log_: Any, topic: str) -> list[Any]:
@@ -435,6 +469,9 @@ def main() -> None:
         if os.environ.get("BENCH_ONLY") == "avro":  # JSON and Avro end to end, embedded log, alone
             _avro_only(server, file, pos, offset)
             return
+        if os.environ.get("BENCH_ONLY") == "small_txns":
+            _small_txn_figures(server)
+            return
 
         note("streaming: bare python-mysql-replication loop vs the connector alone ...")
         rss0 = _rss_mb()
@@ -449,6 +486,9 @@ def main() -> None:
         bare = min(bare, bare2)
         rss_ours = _rss_mb() - rss0
         emit_throughput("mysql.streaming.connector", N, ours, bare, "events/s")
+
+        note(f"streaming {SMALL_TXNS} single-row transactions: bare loop vs connector alone, and end to end ...")
+        _small_txn_figures(server)
 
         note("streaming end to end into the embedded log ...")
         with tempfile.TemporaryDirectory() as state:
