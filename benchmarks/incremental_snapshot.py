@@ -102,6 +102,24 @@ table with a FLOAT/DOUBLE column (decode/columns.py). Batches of 2.5-3.1 s mean 
 to back behind the 2 s trigger. With DOUBLE read by the Arrow path (measured as a patch in between; in
 the code since 7aebb42): during 2.9/4.7/5.4 and 3.0/5.6/6.1 s (after 2.2/3.6/4.0 and 2.2/3.6/4.0 s), flatten 0.21 s mean
 (max 0.47), batches 1.8 s mean (max 2.9-3.0).
+
+With the writer at full speed on a quiet machine (single-row transactions, 2.3-2.5k/s) the source itself
+fell behind (2026-11-27 morning, 200k rows: into the log during 5.7/9.8/10.0 s, the snapshot at 830
+rows/s, since each chunk waits for the stream to reach its high watermark). `--profile` now also gives
+each thread's CPU seconds: the task thread was on a CPU 88% of the time, and a cProfile of single-row
+transactions showed half of it in python-mysql-replication parsing the same TABLE_MAP again for every
+transaction. With that parse skipped when the bytes repeat (cdc_mysql/table_map_reuse.py) and the log
+transactions grouped behind a busy commit, 2026-11-27 07:00-07:10, load 0.4-1.6, chunk 1024, writer
+closed-loop at full speed (1.2-1.8k changes/s; it shares the 2 cores with everything else):
+
+- 200k rows: snapshot read in 27.9 s (7.2k rows/s, was 830); into the lake p50/p99/max before
+  1.65/3.05/3.33 s, during 2.87/4.53/4.66 s, after 1.68/2.97/3.15 s; into the log during
+  0.22/0.61/0.75 s (after 0.002/0.25/1.0 s). The task thread on a CPU 54 s of 124 s.
+- 1M rows: snapshot read in 118 s (8.4k rows/s); into the lake before 1.55/2.79/3.01 s, during
+  3.83/5.86/6.42 s, after 2.18/3.63/4.10 s (MERGE 0.70 s mean during, 1.03 s after: the one-file lake
+  rewritten whole); into the log during 0.21/0.66/0.83 s (after 0.003/0.17/0.35 s).
+
+Both runs: the lake equalled the table (every column, no key going back).
 """
 
 from __future__ import annotations

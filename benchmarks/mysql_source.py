@@ -59,7 +59,16 @@ buffered records), the reader 0.80 s before, 0.45 s after (rows parsed off the w
 snapshot_fetch.py, datetimes sent as text); the bare SELECT 0.95 s. What is left in this process
 is the record building (1.8 us a row: five objects and their value lists) and about 0.2 s of task
 start (the reader's interpreter and PyMySQL import, the connections' TLS contexts), which a
-200k-row table does not amortize.
+200k-row table does not amortize. Quiet machine (load 1.0-1.1, 2026-11-27 07:12, 3 rounds): bare
+137-157k rows/s; threads=2 0.94-1.08 per round (figure 0.94), threads=1 0.89-0.97 (figure 0.89). At
+load 1.3 the evening before: threads=2 0.79/0.81, threads=1 0.66/0.67 (bare 195k rows/s).
+
+Single-row transactions (2026-11-27, 20k, load 1-2): before cdc_mysql/table_map_reuse.py the connector
+alone made 0.73 of the bare loop and 0.42 end to end into the embedded log; with it 1.62 and 0.97 (same
+runs back to back; 9.7k and 5.8k transactions/s). The library parsed every transaction's TABLE_MAP
+(half of the reader's time under cProfile). Grouping the log transactions behind a busy commit
+(cdc/runtime/source_task.py) made no difference measurable here (end to end 0.70/0.82 without, 0.65/1.00
+with, alternated): draining a backlog polls full batches; it matters for a live stream's small polls.
 
 Avro (issues 20, 21; 2 cores shared with other work, load average 9-27, 2026-11-26; the bare
 loop itself ran 10k-49k events/s), 200k changes, 7 rounds (5 before the batch path): a record
