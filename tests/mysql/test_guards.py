@@ -193,3 +193,22 @@ def test_message_key_column_missing_from_the_table_names_the_key(private_db) -> 
     with pytest.raises(ConfigException) as e, TaskRunner(props) as run:
         run.poll_until(lambda _: False, timeout=15, what="the key column error")
     assert e.value.name == "message.key.columns" and "'nosuch', which table" in str(e.value)
+
+
+def test_server_killed_during_the_snapshot_fails_the_task_with_what_a_restart_does(private_db) -> None:
+    """A lost connection mid-snapshot is one line saying what to do (restart: the snapshot resumes),
+    not PyMySQL's bare "Lost connection to MySQL server during query"."""
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, pad VARCHAR(200))")
+    execute(private_db, "INSERT INTO t SELECT seq, REPEAT('p', 200) FROM seq_1_to_60000")
+    with TaskRunner(connector_props(private_db, max__batch__size=500)) as run:
+        run.wait_data(1)
+        assert run.task.streaming is None, "the snapshot ended before the kill: make the table larger"
+        private_db.kill()
+        try:
+            with pytest.raises(ConnectException) as e:
+                run.poll_until(lambda _: False, timeout=30, what="the snapshot's failure")
+        finally:
+            private_db.restart()
+    message = str(e.value)
+    assert "snapshot lost its connection" in message and "Restart the task" in message, message
+    assert "\n" not in message

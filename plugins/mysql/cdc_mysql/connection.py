@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 
 
 ACCESS_DENIED = {1044, 1045, 1227}  # ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED
+# CR_CONN_HOST_ERROR, CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED: the server went away.
+CONNECTION_LOST = {2003, 2006, 2013, 2055}
 
 
 def replication_grant_advice(user: str, code: int, message: str) -> str:

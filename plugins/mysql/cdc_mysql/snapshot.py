@@ -37,6 +37,7 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
+from cdc.api import ConnectException
 from cdc_debezium.filters import compile_list
 from cdc_debezium.notifications import InitialSnapshotNotifier
 from cdc_debezium.progress import SnapshotProgress
@@ -44,7 +45,7 @@ from cdc_debezium.signals import keys
 from cdc_debezium.source_info import SnapshotRecord
 from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
-from cdc_mysql.connection import MySqlConnection
+from cdc_mysql.connection import CONNECTION_LOST, MySqlConnection, error_text
 from cdc_mysql.debezium_keys import SNAPSHOT_INCLUDE_COLLECTIONS
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.lineage import BinlogLineage
@@ -165,11 +166,25 @@ class MySqlSnapshotChangeEventSource:
             self.notify.started()
         try:
             offset = yield from self._execute(with_data, at, lineage, resume)
+        except pymysql.err.OperationalError as e:
+            self._end_notice(aborted=True)
+            if e.args and e.args[0] in CONNECTION_LOST:
+                raise self._lost(e) from e
+            raise
         except BaseException:
             self._end_notice(aborted=True)
             raise
         self._end_notice(aborted=False)
         return offset
+
+    def _lost(self, e: pymysql.err.OperationalError) -> ConnectException:
+        """The server went away mid-snapshot: one line saying what a restart does."""
+        c = self.config
+        return ConnectException(
+            f"The snapshot lost its connection to {c.hostname}:{c.port} ({error_text(e)}). Restart the task once "
+            "the server is back: the snapshot resumes after the last chunk whose records are stored "
+            "(snapshot.mode=always starts it over)"
+        )
 
     def _execute(
         self,

@@ -41,7 +41,14 @@ from cdc_mysql import debezium_keys
 from cdc_mysql import gtid as gtids
 from cdc_mysql.catalog import read_tables
 from cdc_mysql.config import MySqlConnectorConfig
-from cdc_mysql.connection import ACCESS_DENIED, MySqlConnection, error_text, replication_grant_advice, tls_refusal
+from cdc_mysql.connection import (
+    ACCESS_DENIED,
+    CONNECTION_LOST,
+    MySqlConnection,
+    error_text,
+    replication_grant_advice,
+    tls_refusal,
+)
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.failure_handling import EVENT_ERRORS, handle
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
@@ -67,7 +74,6 @@ COMPRESSED_EVENTS = {
     0xAA: "UPDATE_ROWS_COMPRESSED_V1 (MariaDB log_bin_compress=ON)",
     0xAB: "DELETE_ROWS_COMPRESSED_V1 (MariaDB log_bin_compress=ON)",
 }
-_CONNECTION_LOST = {2003, 2006, 2013, 2055}
 HEARTBEAT_PERIOD_S = 1.0
 
 
@@ -89,7 +95,7 @@ class _LossReportingConnection(pymysql.connections.Connection):
         try:
             packet = super()._read_packet(packet_type)
         except pymysql.err.OperationalError as e:
-            if e.args and e.args[0] in _CONNECTION_LOST:
+            if e.args and e.args[0] in CONNECTION_LOST:
                 raise BinlogConnectionLost(str(e)) from e
             raise
         hook = self.packet_hook
@@ -168,7 +174,7 @@ class MySqlStreamingChangeEventSource:
                     return  # stop() shut the socket down
                 if isinstance(e, pymysql.err.OperationalError) and tls_refusal(self.config, error_text(e)):
                     raise self.connection.refused(e) from None  # a certificate check: waiting will not fix it
-                if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] not in _CONNECTION_LOST:
+                if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] not in CONNECTION_LOST:
                     raise self._explain(e) from e
                 attempts += 1
                 limit = self.config.reconnect_attempts
