@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from typing import Any
 
@@ -149,6 +149,11 @@ class WorkerSourceTask(WorkerTask):
     # (linger while a request is in flight, up to batch.size); there is no Kafka Connect setting.
     GROUP_MAX_RECORDS = 20_000
     GROUP_MAX_BYTES = 16 * 1024 * 1024
+    # How long a polled batch waits for a busy writer before it joins the next transaction instead:
+    # a commit that ends by then (most do, in well under a millisecond) hands the batch over at once,
+    # so the last batch of a burst is not held until the next poll returns (up to poll.interval.ms
+    # or the source's heartbeat; measured: p90 1.0 s instead of 9 ms on bursts of 3 rows).
+    GROUP_WAIT_S = 0.005
 
     def __init__(
         self,
@@ -441,8 +446,9 @@ class WorkerSourceTask(WorkerTask):
         """Convert the batch here, then write it (records and offsets, one transaction) on the writer.
 
         While the writer thread commits transaction N (SQLite and fsync, or Kafka's commit,
-        mostly outside the GIL) this thread polls and converts the next batches. They join
-        transaction N+1 until N is done or N+1 reaches GROUP_MAX_RECORDS / GROUP_MAX_BYTES, so a
+        mostly outside the GIL) this thread polls and converts the next batches. A batch waits up
+        to GROUP_WAIT_S for N; if N is still being written, the batch joins transaction N+1 and
+        the task polls on, until N is done or N+1 reaches GROUP_MAX_RECORDS / GROUP_MAX_BYTES, so a
         source that polls many small batches (single-row transactions arriving faster than one
         commit each can be written) pays one commit per group, not per batch. At most one
         transaction is in flight, and N is finished (offsets applied, commit_record, commit) on
@@ -465,11 +471,11 @@ class WorkerSourceTask(WorkerTask):
         in_flight = self._in_flight
         if (
             in_flight is not None
-            and not in_flight.future.done()  # type: ignore[union-attr]
             and len(txn.records) < self.GROUP_MAX_RECORDS
             and txn.size < self.GROUP_MAX_BYTES
+            and not wait([in_flight.future], self.GROUP_WAIT_S).done  # type: ignore[list-item]
         ):
-            return  # the writer is busy: poll on into the same transaction
+            return  # the writer is still busy: poll on into the same transaction
         self._finish_in_flight()
         self._hand_over()
 

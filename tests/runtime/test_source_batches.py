@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cdc.api import SourceTask
+from cdc.api import SourceRecord, SourceTask
 from cdc.log.embedded import EmbeddedLog
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.source_task import WorkerSourceTask
@@ -164,3 +165,59 @@ def test_batches_polled_while_the_writer_is_busy_share_one_transaction(
         assert list(stored_offsets(log_).values()) == [{"n": 2000}]
     finally:
         log_.close()
+
+
+class BurstTask(GeneratorTask):
+    """Two one-record polls back to back (a burst), then a poll that blocks until `quiet_over` is set:
+    the source gone quiet, as a binlog reader waits for its next event."""
+
+    quiet_over = threading.Event()
+
+    def start(self, props: dict[str, str]) -> None:
+        super().start(props)
+        self.polls = 0
+
+    def poll(self) -> list[SourceRecord] | None:
+        self.polls += 1
+        if self.polls <= 2:
+            self.count = self.next + 1
+            return super().poll()
+        BurstTask.quiet_over.wait(30)
+        return None
+
+
+class BurstSource(GeneratorSource):
+    def task_class(self) -> type[SourceTask]:
+        return BurstTask
+
+
+def test_the_last_batch_of_a_burst_is_written_without_waiting_for_the_next_poll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second batch arrives while the first is being written (50 ms here). It waits for that
+    write (GROUP_WAIT_S, 1 s here) and is handed over, instead of joining a transaction that would
+    be written only once the blocked poll returns."""
+    _slow_writes(monkeypatch, 0.05)
+    monkeypatch.setattr(WorkerSourceTask, "GROUP_WAIT_S", 1.0)
+    BurstTask.quiet_over.clear()
+    state = tmp_path / "state"
+    config = WorkerConfig({"transport": "embedded", "state.dir": str(state)})
+    registry = PluginRegistry.discover()
+    registry.add(BurstSource, "1.0", "test")
+    log_ = open_log(config)
+    worker = Worker(config, registry, log_, open_offset_store(config, log_), open_status_store(config, log_), "w1")
+    herder = StandaloneHerder(worker)
+    herder.start()
+    try:
+        herder.put_connector_config({"name": "burst", "connector.class": "BurstSource", "topic": TOPIC, "count": "9"})
+        reader = EmbeddedLog(state)
+        try:
+            # While the task's third poll is still blocked, both records must be in the log.
+            _wait(lambda: len(topic_records(reader, TOPIC)) == 2, "the burst's last record in the log")
+            assert not BurstTask.quiet_over.is_set()
+            assert list(stored_offsets(reader).values()) == [{"n": 2}]
+        finally:
+            reader.close()
+    finally:
+        BurstTask.quiet_over.set()
+        herder.stop()
