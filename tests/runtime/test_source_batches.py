@@ -60,6 +60,7 @@ def _herder(state: Path) -> StandaloneHerder:
     registry = PluginRegistry.discover()
     registry.add(GeneratorSource, "1.0", "test")
     registry.add(PlainSource, "1.0", "test")
+    registry.add(BurstSource, "1.0", "test")
     log_ = open_log(config)
     worker = Worker(config, registry, log_, open_offset_store(config, log_), open_status_store(config, log_), "w1")
     h = StandaloneHerder(worker)
@@ -201,13 +202,7 @@ def test_the_last_batch_of_a_burst_is_written_without_waiting_for_the_next_poll(
     monkeypatch.setattr(WorkerSourceTask, "GROUP_WAIT_S", 1.0)
     BurstTask.quiet_over.clear()
     state = tmp_path / "state"
-    config = WorkerConfig({"transport": "embedded", "state.dir": str(state)})
-    registry = PluginRegistry.discover()
-    registry.add(BurstSource, "1.0", "test")
-    log_ = open_log(config)
-    worker = Worker(config, registry, log_, open_offset_store(config, log_), open_status_store(config, log_), "w1")
-    herder = StandaloneHerder(worker)
-    herder.start()
+    herder = _herder(state)
     try:
         herder.put_connector_config({"name": "burst", "connector.class": "BurstSource", "topic": TOPIC, "count": "9"})
         reader = EmbeddedLog(state)
