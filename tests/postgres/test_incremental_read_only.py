@@ -25,6 +25,8 @@ from cdc.api import ConfigDef, SourceRecord
 from cdc_postgres.debezium_keys import define
 from cdc_postgres.incremental import PostgresIncrementalSnapshot
 from cdc_postgres.incremental_read_only import PgSnapshot, XidWindow, precedes
+from cdc_postgres.streaming import Position
+from cdc_spark.decode.sequence import from_source, unpack
 from tests.postgres.harness import MemoryOffsets, TaskRunner, connector_props
 from tests.rig import PostgresServer
 
@@ -64,6 +66,19 @@ def test_window_opens_past_the_low_snapshot_and_closes_past_the_high_one() -> No
     assert w.closes(101) and w.closes(106) and w.closes(108)
     assert not w.closes(104) and not w.closes(107)
     assert not w.reached(4999) and w.reached(5000)
+
+
+def test_a_position_between_transactions_covers_no_event_of_the_next_one() -> None:
+    """A heartbeat's or an idle chunk's offset (lsn_commit = lsn = L, no event counted) stands at the end of
+    the last record streamed; the next transaction's commit record may start exactly at L, with its changes
+    at lower LSNs. A resume from that offset must send them all; an event's own offset still skips itself."""
+    between = Position(5000, 5000, 0)
+    assert not any(between.covers(5000, lsn, n) for lsn in (1000, 4999, 5000) for n in (1, 2))
+    event = Position(5000, 4000, 2)  # the second event at LSN 4000 of the transaction committed at 5000
+    assert event.covers(5000, 3000, 1) and event.covers(5000, 4000, 2)
+    assert not event.covers(5000, 4000, 3) and not event.covers(5000, 4100, 1) and not event.covers(6000, 10, 1)
+    message = Position(7000, 7000, 1)  # a non-transactional logical decoding message at 7000
+    assert message.covers(7000, 7000, 1) and not message.covers(7000, 7000, 2)
 
 
 def test_read_only_is_a_boolean_key() -> None:
@@ -145,13 +160,13 @@ def _reads(records: list[SourceRecord]) -> list[SourceRecord]:
 
 
 def _replay(records: list[SourceRecord]) -> dict[int, dict[str, Any]]:
-    """Per key, the event with the highest (commit LSN, LSN) from source.sequence wins, as the sinks rank."""
-    latest: dict[int, tuple[tuple[int, int], int, SourceRecord]] = {}
+    """Per key, the event with the highest sequence wins, ranked by the sinks' own rule (cdc_spark's
+    decode/sequence.py: (commit LSN, LSN), and (LSN, 0) without a commit LSN)."""
+    latest: dict[int, tuple[bytes, int, SourceRecord]] = {}
     for i, r in enumerate(records):
         if r.value is None or not r.topic.endswith(".t") or r.value.schema.field("op") is None:
             continue
-        commit, lsn = json.loads(r.value.get("source").get("sequence"))
-        seq = (int(commit or lsn or 0), int(lsn or 0))
+        seq = from_source(r.value.get("source").to_dict())
         key = r.key.get("id")
         if key not in latest or (seq, i) >= latest[key][:2]:
             latest[key] = (seq, i, r)
@@ -240,6 +255,41 @@ def test_read_only_snapshot_under_concurrent_writers_writes_nothing(
     assert sum(w.changes for w in writers) > 50
     assert _signal_rows(postgres_db) == []
     _check(run.records, postgres_db, writers[0].touched | writers[1].touched)
+
+
+def test_rows_of_a_window_closed_idle_rank_below_a_transaction_committing_right_after(
+    postgres_db: PostgresServer, tmp_path: Path
+) -> None:
+    """A transaction holds a change to a chunk key across the chunk (the SELECT reads the old value), and the
+    window closes idle (no captured change: the stream passed the high watermark's WAL position). Committed
+    then, its commit record can start exactly where the stream stood when the window closed, while its
+    change's LSN is lower: the chunk's rows must still rank below it, or the stale row wins in the lake."""
+    _setup(postgres_db)
+    signal_file = tmp_path / "signals.txt"
+    with TaskRunner(_props(postgres_db, signal_file, "file", "ro_idle")) as run:
+        with postgres_db.connect(autocommit=True) as sql:
+            run.wait_streaming(sql)
+        with postgres_db.connect(autocommit=False) as held:
+            held.execute("UPDATE t SET v = -1 WHERE id = 5")  # held open across every chunk
+            held.execute("UPDATE t SET v = -2 WHERE id = %s", (ROWS,))
+            # A commit of a table not captured flushes the held changes' WAL: the stream reads past them (and
+            # the keepalives report it) while their transaction is still open. Its commit record then starts
+            # where that commit's ends, unless the server writes something else in between.
+            _sql(postgres_db, "UPDATE other SET v = v + 1")
+            doc = {"id": "ro-idle", "type": "execute-snapshot", "data": {"data-collections": ["public.t"]}}
+            signal_file.write_text(json.dumps(doc) + "\n")
+            run.poll_until(lambda rs: len(_reads(rs)) >= ROWS, timeout=120, what="every row read")
+            run.poll_until(lambda _: not run.task.signals.ctx.running, timeout=60, what="the snapshot's end")
+            held.commit()
+        _caught_up(run, postgres_db)
+    stale = [r for r in _reads(run.records) if r.key.get("id") in (5, ROWS)]
+    changed = [r for r in run.records if r.topic.endswith(".t") and r.value is not None
+               and r.value.schema.field("op") is not None and r.value.get("op") == "u"]  # fmt: skip
+    assert len(stale) == 2 and len(changed) == 2
+    for read, change in zip(sorted(stale, key=lambda r: r.key.get("id")), changed, strict=True):
+        read_seq, change_seq = (from_source(r.value.get("source").to_dict()) for r in (read, change))
+        assert read_seq < change_seq, (unpack(read_seq), unpack(change_seq))
+    _check(run.records, postgres_db, set())
 
 
 def test_read_only_snapshot_started_by_a_row_someone_else_inserted(postgres_db: PostgresServer, tmp_path: Path) -> None:

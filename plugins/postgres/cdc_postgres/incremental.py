@@ -360,7 +360,9 @@ class PostgresIncrementalSnapshot:
             return
         self.notify_blocking.table_in_progress(current.id, ids)
         lsn = int(conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
-        pos = {"lsn": lsn, "lsn_commit": lsn, "tx_id": None, "ts_us": time.time_ns() // 1000}
+        # No commit LSN: the rows rank (lsn, 0), below the changes of a transaction whose commit record starts
+        # at `lsn` (cdc_spark/decode/sequence.py); ranked (lsn, lsn) they beat those changes.
+        pos = {"lsn": lsn, "lsn_commit": None, "tx_id": None, "ts_us": time.time_ns() // 1000}
         schema_name, name = _split(current.id)
         cols = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.value_columns)
         # As Debezium, a blocking snapshot's additional-conditions filter is a whole SELECT.
@@ -609,7 +611,11 @@ class PostgresIncrementalSnapshot:
             window = self._xid_window_of_chunk()
             if window is None or not window.reached(lsn):
                 return
-            pos = {"lsn": lsn, "lsn_commit": lsn, "tx_id": None, "ts_us": time.time_ns() // 1000}
+            # The rows rank (lsn, 0): above every transaction streamed so far (their commit records start
+            # below `lsn`, the end of the last record sent) and below every later one, including one whose
+            # commit record starts exactly at `lsn` (its changes have lower LSNs: ranked (lsn, lsn), the rows
+            # beat them and a stale chunk row won in the lake).
+            pos = {"lsn": lsn, "lsn_commit": None, "tx_id": None, "ts_us": time.time_ns() // 1000}
             offset = {"lsn_proc": lsn, "lsn": lsn, "lsn_commit": lsn, "lsn_events_processed": 0,
                       "ts_usec": pos["ts_us"]}  # fmt: skip
             self._xid_close(pos, offset)

@@ -71,6 +71,11 @@ class Position:
         """True if an event at (commit_lsn, lsn, events-th at that lsn) was already emitted."""
         if self.lsn_commit is None or self.lsn is None or commit_lsn != self.lsn_commit:
             return False
+        if self.events == 0 and self.lsn == self.lsn_commit:
+            # A position between transactions (a heartbeat's, an idle incremental chunk's: the end of the
+            # last record streamed), not an event: the next transaction's commit record may start exactly
+            # there, and its changes, at lower LSNs, were never emitted.
+            return False
         return lsn < self.lsn or (lsn == self.lsn and events <= self.events)
 
 
