@@ -24,8 +24,9 @@ captured table, by its transaction id:
   header, where no record ends. The rows of a window closed this way carry no commit LSN, so they rank
   (L, 0) at the stream's position L (cdc_spark/decode/sequence.py): a transaction whose changes the
   stream read before L (their WAL flushed by another commit) may have its commit record start exactly at
-  L, and its changes, at LSNs below L, must still outrank the rows. Debezium's counterpart compares heartbeat transaction ids with the high
-  watermark's xmin, which needs transactions to happen; `heartbeat.interval.ms` brings keepalives sooner.
+  L, and its changes, at LSNs below L, must still outrank the rows. Debezium's counterpart compares
+  heartbeat transaction ids with the high watermark's xmin, which needs transactions to happen;
+  `heartbeat.interval.ms` brings keepalives sooner.
 
 pgoutput sends 32-bit transaction ids and `pg_current_snapshot()` 64-bit ones (epoch << 32 | xid):
 both are compared as 32-bit ids with PostgreSQL's own wraparound rule (TransactionIdPrecedes).
