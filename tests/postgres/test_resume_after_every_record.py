@@ -19,6 +19,7 @@ as a task resuming from an offset stored before a crash does.
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import pytest
@@ -174,6 +175,16 @@ def test_resume_after_any_record_of_key_changes_loses_nothing(postgres_db: Postg
         )
 
 
+def _drop_slot(sql: Any, slot: str) -> None:
+    """Once the stopped task's walsender has let go of it (it exits a moment after the task stops)."""
+    deadline = time.monotonic() + 30
+    query = "SELECT active FROM pg_replication_slots WHERE slot_name = %s"
+    while (row := sql.execute(query, (slot,)).fetchone()) is not None and row[0]:
+        assert time.monotonic() < deadline, f"slot {slot} still active 30 s after the task stopped"
+        time.sleep(0.05)
+    sql.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+
+
 def test_resume_from_a_heartbeat_where_the_next_commit_record_starts_loses_nothing(postgres_db: PostgresServer) -> None:
     """A heartbeat's offset stands between transactions, at the end of the last record the stream read
     (lsn_commit = lsn = L). A transaction whose changes were read before it (their WAL flushed by another
@@ -209,7 +220,7 @@ def test_resume_from_a_heartbeat_where_the_next_commit_record_starts_loses_nothi
             again.poll_until(_marker_seen, what="the marker after resuming from the heartbeat")
     finally:
         held.close()
-        sql.execute("SELECT pg_drop_replication_slot('resume_heartbeat')")
+        _drop_slot(sql, "resume_heartbeat")
         sql.close()
     rows = [r for r in again.records if r.value is not None and r.topic.endswith(".public.t")]
     assert [_row(r, "after") for r in rows] == [{"id": 1, "v": "held"}], (at, [r.source_offset for r in rows])

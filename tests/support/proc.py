@@ -75,3 +75,31 @@ def write_props(path: Path, props: Mapping[str, object]) -> Path:
     """A .properties file from a dict (values via str())."""
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     return path
+
+
+def kill_group_at(
+    proc: subprocess.Popen[bytes], count: Callable[[], int], at: int, timeout: float, what: Callable[[], str]
+) -> int:
+    """SIGKILL the process group of `proc` (started with start_new_session) once `count()` reaches `at`.
+
+    The group runs in short slices (SIGCONT, 20 ms, SIGSTOP) and is counted while stopped, so the kill
+    leaves exactly what was counted. A count of the embedded log moves in whole transactions, and the
+    source task writes what it polled while the log was busy as one transaction (up to 20k records), so
+    a kill lands on the first transaction boundary at or past `at`, never between. Returns the count at
+    the kill; `what()` describes the run for a failure.
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            os.killpg(proc.pid, signal.SIGSTOP)
+            n = count()
+            if n >= at:
+                return n
+            assert proc.poll() is None, f"the process exited before {at} records ({n}):\n{what()}"
+            assert time.monotonic() < deadline, f"{n} records of {at} after {timeout} s:\n{what()}"
+            os.killpg(proc.pid, signal.SIGCONT)
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGCONT)
+        proc.wait(30)
