@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint demo
+.PHONY: install test test-fast test-integration test-e2e lint demo
 
 # In-tree plugins are installed editable so their tests import them, in the same pip call as
 # cdc[jobs] (the job layer), which requires them; plugins/file is not: the plugin.path tests
@@ -18,10 +18,27 @@ $(BIN)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml)
 
 install: $(BIN)/.installed
 
-# Two pytest workers, a test file each at a time: the suite is CPU-bound on 2 cores, and two
-# files in flight keep both busy while one waits on a server, Spark or a subprocess.
+# The suite's tiers (tests/tiers.py): unit (no server, no subprocess), integration (real
+# servers, in-process), e2e (subprocesses, cdc run, Spark, kills). Two pytest workers: the
+# suite is CPU-bound on 2 cores. --dist loadgroup keeps each module's server and process tests
+# on one worker (its module fixtures are built once) while unit tests spread one by one; the
+# collection is ordered e2e first, so the long tests start while the short ones fill the gaps.
+PYTEST := PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder
+
+# Everything, as CI runs it: property tests at their written example counts (HYPOTHESIS_PROFILE=ci),
+# the 30 slowest tests and each tier's time printed at the end.
 test: install
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	HYPOTHESIS_PROFILE=ci $(PYTEST) --durations=30
+
+# The unit tier, after every edit: a tenth of each property test's examples (the dev profile).
+test-fast: install
+	$(PYTEST) -m unit --durations=10
+
+test-integration: install
+	HYPOTHESIS_PROFILE=ci $(PYTEST) -m integration --durations=20
+
+test-e2e: install
+	HYPOTHESIS_PROFILE=ci $(PYTEST) -m e2e --durations=20
 
 # deptry: every import declared, every dependency used; the cdc distribution from the root,
 # each plugin (its own distribution) against its own pyproject.toml.

@@ -1,13 +1,28 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.rig import KafkaBroker, MariaDbServer, PostgresServer
 from tests.rig import kafka as kafka_rig
 from tests.rig import mariadb as mariadb_rig
 from tests.rig import postgres as postgres_rig
+from tests.support import examples as examples_support
+
+# --- Property tests (tests/support/examples.py): `ci` runs the written counts, `dev` (the default)
+# --- a tenth; both print the blob that replays a failure (@reproduce_failure).
+settings.register_profile("ci", print_blob=True)
+settings.register_profile("dev", print_blob=True, max_examples=examples_support.DEV_DEFAULT_EXAMPLES)
+settings.load_profile(examples_support.profile())
+
+# --- Spark's JVMs (the session's, and every `cdc run` a test starts, which inherit the
+# --- environment) compile with C1 only and collect with the serial GC: a test's JVM lives
+# --- seconds on small data, where C2's compiler threads cost more CPU than they save (a
+# --- `cdc run` test took 27% less wall time). Same semantics; a flag set outside is kept.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 # --- Real servers (tests/rig): one private instance per session, skipped when
 # --- unavailable, an error instead under CI=true.
@@ -69,3 +84,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter:
             reporter.write_line(f"CI=true: {len(skipped)} test(s) skipped; skips count as failures in CI", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# --- Tiers (tests/tiers.py): unit / integration / e2e, the check that a unit test starts no
+# --- process and no server, and each tier's time at the end of the run.
+from tests.tiers import (  # noqa: E402, F401 (hooks)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+)

@@ -223,6 +223,7 @@ def broker(request: pytest.FixtureRequest) -> KafkaBroker:
     return request.getfixturevalue(request.param)
 
 
+@pytest.mark.e2e
 def test_transactions_commit_and_abort_as_the_flags_say(broker: KafkaBroker) -> None:
     topic = unique_name()
     broker.create_topic(topic, partitions=4)
@@ -245,6 +246,7 @@ def test_transactions_commit_and_abort_as_the_flags_say(broker: KafkaBroker) -> 
     assert sorted(r.value() for r in records) == sorted(expected)
 
 
+@pytest.mark.e2e
 def test_zombie_producer_fencing_is_as_the_flags_say(broker: KafkaBroker) -> None:
     topic = unique_name()
     broker.create_topic(topic, partitions=4)

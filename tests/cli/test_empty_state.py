@@ -41,6 +41,7 @@ def target(request, tmp_path: Path) -> tuple[list[str], Path]:
     return ["--worker", str(worker)], state
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "command,said",
     [
@@ -56,6 +57,7 @@ def test_inspecting_an_empty_state_says_so_and_creates_nothing(target, command, 
     assert not state.exists()
 
 
+@pytest.mark.e2e
 def test_reading_a_topic_of_an_empty_state_is_one_line(target) -> None:
     args, state = target
     res = run_cdc("topics", "read", *args, "shop.shop.orders", "--from-beginning")
@@ -66,6 +68,7 @@ def test_reading_a_topic_of_an_empty_state_is_one_line(target) -> None:
     assert res.stderr.count("\n") == 1 and not state.exists()
 
 
+@pytest.mark.e2e
 def test_status_and_offsets_reset_of_a_job_that_never_ran(tmp_path: Path) -> None:
     state = tmp_path / "state"
     job = tmp_path / "job.yaml"
@@ -77,6 +80,7 @@ def test_status_and_offsets_reset_of_a_job_that_never_ran(tmp_path: Path) -> Non
     assert not state.exists()
 
 
+@pytest.mark.e2e
 def test_a_state_with_other_records_but_no_offsets_names_the_connector(tmp_path: Path) -> None:
     """The log exists (another connector wrote to it): `offsets show --connector` of one that
     stored nothing says so rather than printing nothing."""

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from cdc.cli.extras import missing_requirements
 from cdc.cli.main import cli
+from tests.support.examples import examples
 
 REPO = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -70,7 +71,7 @@ def test_the_jobs_extra_declares_the_job_layers_distributions() -> None:
     assert missing_requirements("jobs") == []  # the suite runs with the extra installed
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.sampled_from(JOBS_EXTRA), unique=True))
 def test_missing_requirements_names_exactly_the_missing_ones(hidden: list[str]) -> None:
     with pytest.MonkeyPatch.context() as mp, _without(mp, hidden):
@@ -79,7 +80,7 @@ def test_missing_requirements_names_exactly_the_missing_ones(hidden: list[str]) 
         assert set(map(_norm, missing_requirements("arrow"))) == arrow & set(map(_norm, hidden))
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(
     command=st.sampled_from(JOB_COMMANDS),
     args=st.sampled_from([["--help"], ["job.yaml"], ["job.yaml", "--offline"], []]),
@@ -125,6 +126,7 @@ def test_a_job_file_for_the_core_commands_needs_the_extra(tmp_path: Path) -> Non
     assert code == 0, lines
 
 
+@pytest.mark.e2e
 def test_core_commands_do_not_import_the_job_layer(tmp_path: Path) -> None:
     worker = tmp_path / "worker.properties"
     worker.write_text(f"transport=embedded\nstate.dir={tmp_path / 'state'}\n")

@@ -11,6 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from cdc.jobs.load import validate_job_text
 from cdc.jobs.sink_config import TableNamer, sink_config
 from cdc.runtime.plugins import PluginRegistry
@@ -45,6 +47,7 @@ def test_a_missing_plugin_path_entry_is_skipped_with_a_warning(tmp_path: Path, c
     )
 
 
+@pytest.mark.e2e
 def test_the_readme_worker_properties_start_a_standalone_worker_as_pasted(tmp_path: Path) -> None:
     sample = _readme_block("`worker.properties`:")
     assert "plugin.path=/opt/cdc/plugins" in sample and not Path("/opt/cdc/plugins").exists()

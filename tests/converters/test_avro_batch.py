@@ -20,6 +20,7 @@ from cdc.api.data import Schema, SchemaBuilder, Struct
 from cdc.api.errors import DataException
 from cdc.converters.avro import AvroConverter
 from tests.converters.avro_strategies import converter, schemas, values
+from tests.support.examples import examples
 
 _scopes = itertools.count(1)
 
@@ -60,7 +61,9 @@ def _columns(batch: list[tuple[str, Schema | None, Any]]) -> tuple[list[str], li
     return [t for t, _, _ in batch], [s for _, s, _ in batch], [v for _, _, v in batch]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(batches(), st.booleans(), st.sampled_from(["TopicNameStrategy", "TopicRecordNameStrategy"]))
 def test_property_batch_is_byte_identical_to_one_record_at_a_time(
     batch: list[tuple[str, Schema | None, Any]], is_key: bool, strategy: str

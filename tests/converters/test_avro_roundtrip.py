@@ -28,6 +28,7 @@ from tests.converters.avro_strategies import (
     top_level,
     values,
 )
+from tests.support.examples import examples
 
 _topics = itertools.count(1)
 
@@ -38,7 +39,9 @@ def schema_and_value(draw: Any) -> tuple[Schema, Any]:
     return schema, draw(values(schema, nullable=False))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(schema_and_value(), st.booleans())
 def test_generated_schemas_and_values_round_trip(case: tuple[Schema, Any], is_key: bool) -> None:
     schema, value = case

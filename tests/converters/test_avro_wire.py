@@ -23,6 +23,7 @@ from cdc_debezium.envelope import Envelope
 from cdc_mysql.source_info import source_schema
 from tests.converters.avro_compare import confluent_decode, confluent_encode, plain, same
 from tests.converters.avro_strategies import converter, mock_registry, schemas, values
+from tests.support.examples import examples
 
 _topics = itertools.count(1)
 
@@ -34,7 +35,9 @@ def record(draw: Any) -> tuple[Schema, Any]:
     return schema, draw(values(schema, nullable=False))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(record())
 def test_confluent_avro_deserializer_reads_what_we_write(case: tuple[Schema, Any]) -> None:
     schema, value = case

@@ -17,6 +17,7 @@ from cdc.api.data import Schema, SchemaBuilder, Struct
 from cdc.api.errors import DataException
 from cdc.converters import JsonConverter
 from tests.converters.test_json_roundtrip import CONFIGS, SAFE_TEXT, schema_and_value, schemaless_values
+from tests.support.examples import examples
 
 TOPIC = "topic"
 
@@ -42,7 +43,7 @@ def _converter(configs: dict[str, Any], schemas_enable: bool, is_key: bool) -> J
     return c
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches(), CONFIGS, st.booleans(), st.booleans())
 def test_property_batch_is_byte_identical_to_one_record_at_a_time(
     batch: list[tuple[Schema | None, Any]], configs: dict[str, Any], schemas_enable: bool, is_key: bool
@@ -56,7 +57,7 @@ def test_property_batch_is_byte_identical_to_one_record_at_a_time(
     assert many.from_connect_batch([TOPIC] * len(batch), [s for s, _ in batch], [v for _, v in batch]) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(SAFE_TEXT, max_size=6), st.integers(0, 6))
 def test_property_a_lone_surrogate_fails_the_batch_and_the_record_alike(texts: list[str], at: int) -> None:
     """The batch raises (the runtime then converts record by record, which names the record)."""

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from cdc.api.data import Date, Decimal, Schema, SchemaAndValue, SchemaBuilder, Struct, Time, Timestamp, Type
 from cdc.converters import JsonConverter
 from cdc.converters import _json_encode as enc
+from tests.support.examples import examples
 
 TOPIC = "topic"
 UTC = datetime.UTC
@@ -371,7 +372,7 @@ CONFIGS = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema_and_value, CONFIGS)
 def test_property_roundtrip(sv: tuple[Schema, Any], configs: dict[str, Any]) -> None:
     schema, value = sv
@@ -387,7 +388,7 @@ def test_property_roundtrip(sv: tuple[Schema, Any], configs: dict[str, Any]) -> 
     assert c.to_connect_data(TOPIC, data) == back
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema_and_value, CONFIGS)
 def test_property_generated_struct_encoder_matches_reference(sv: tuple[Schema, Any], configs: dict[str, Any]) -> None:
     schema, value = sv
@@ -414,7 +415,7 @@ schemaless_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(schemaless_values, st.booleans())
 def test_property_schemaless_roundtrip(value: Any, schemas_enable: bool) -> None:
     c = converter(schemas_enable=schemas_enable)

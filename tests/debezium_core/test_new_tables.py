@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cdc.api import ConfigException, SourceRecord
 from cdc_debezium.signals.new_tables import CapturedFilters, NewTables, parse_mode
+from tests.support.examples import examples
 
 CONTAINER = ("database.include.list", "database.exclude.list")
 NAMES = st.text(alphabet="abz09_.$-", min_size=1, max_size=5)
@@ -49,7 +50,7 @@ def _lower_unique(tables: list[tuple[str, str]]) -> bool:
     return len({(c.lower(), t.lower()) for c, t in tables}) == len(tables)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data(), tables=TABLES.filter(_lower_unique))
 def test_new_tables_are_those_the_stored_filters_did_not_capture(data: st.DataObject, tables: list) -> None:
     old_values, old_captured = data.draw(_filters(tables), "stored filters")

@@ -106,6 +106,7 @@ def test_compose_file_is_valid_for_docker_compose() -> None:
     assert res.returncode == 0, f"docker-compose config rejects {COMPOSE}:\n{res.stdout}{res.stderr}"
 
 
+@pytest.mark.e2e
 def test_job_validates_offline(job: dict[str, Any], compose: dict[str, Any]) -> None:
     env_var = re.fullmatch(r"\$\{env:(\w+)\}", job["source"]["database.password"])
     assert env_var, "the job's database.password must come from ${env:...}, not be written in the file"

@@ -68,6 +68,7 @@ def test_format_avro_sets_both_converters_and_the_sink_decoding(tmp_path: Path) 
     assert sink_source_options(job.transport, job.source) == {"decode": "debezium-avro", "schema.registry.url": url}
 
 
+@pytest.mark.e2e
 def test_avro_on_kafka_without_a_registry_is_one_line_naming_the_key(tmp_path: Path) -> None:
     job = tmp_path / "job.yaml"
     job.write_text(_job(tmp_path, "type: kafka\nbootstrap.servers: 'localhost:9'\nformat: avro"))
@@ -141,6 +142,7 @@ def _send(state: Path, topic: str, value: bytes) -> None:
     log_.close()
 
 
+@pytest.mark.e2e
 def test_topics_read_prints_avro_as_json_and_names_what_it_cannot_read(tmp_path: Path) -> None:
     state, topic = tmp_path / "state", "shop.db.items"
     rows, first = _write(state, topic)

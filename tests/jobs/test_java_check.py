@@ -45,11 +45,13 @@ def test_java_major_reads_both_version_schemes(major, minor, patch) -> None:
     assert java_major(f'java version "1.{min(major, 8)}.0_{patch}"') == min(major, 8)
 
 
+@pytest.mark.e2e
 def test_the_installed_java_passes() -> None:
     check_java()  # Java 17 with PySpark 4 on this machine
     assert required_java("4.0.1") == 17 and required_java("3.5.3") == 8
 
 
+@pytest.mark.e2e
 def test_no_java_on_path_is_one_line(tmp_path: Path) -> None:
     env = {"JAVA_HOME": "", "PATH": str(tmp_path)}  # PATH without java (cdc runs by absolute interpreter path)
     res = run_cdc("run", str(_job(tmp_path)), env=env)
@@ -61,6 +63,7 @@ def test_no_java_on_path_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "state").exists()  # nothing started
 
 
+@pytest.mark.e2e
 def test_java_home_without_java_is_one_line(tmp_path: Path) -> None:
     res = run_cdc("run", str(_job(tmp_path)), env={"JAVA_HOME": str(tmp_path / "jdk")})
     assert res.returncode == 1
@@ -69,6 +72,7 @@ def test_java_home_without_java_is_one_line(tmp_path: Path) -> None:
     assert res.stderr.count("\n") == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("line,major", [('openjdk version "11.0.22" 2024-01-16', 11), ('java version "1.8.0_392"', 8)])
 def test_a_java_too_old_for_pyspark_is_one_line(tmp_path: Path, line: str, major: int) -> None:
     _fake_java(tmp_path / "jdk", line)

@@ -16,6 +16,7 @@ from cdc.jobs.sink_config import TableNamer, sink_config
 from cdc.jobs.spec import JobSpec
 from cdc_spark.apply.config import SinkConfig
 from tests.mysql.harness import connector_props
+from tests.support.examples import examples
 from tests.support.proc import run_cdc
 
 _NAME = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
@@ -29,7 +30,7 @@ def _spec(sink: dict, include: str | None = None, prefix: str = "p") -> JobSpec:
     return JobSpec("job", source, [], {}, {"type": "delta", "path": "/lake", **sink})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.tuples(_NAME, _NAME), min_size=1, max_size=5, unique=True),
     st.lists(_PIECE, min_size=1, max_size=4),
@@ -76,7 +77,7 @@ def test_a_format_without_db_also_names_tables_the_job_does_not_know() -> None:
     assert conf["table.names"] == {"p.a.b": "a__b", "p.c.d": "c__d"}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.sampled_from([None, "scd1", "scd2"]),
     st.sampled_from([None, "hard", "soft"]),

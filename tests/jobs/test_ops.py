@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cdc.jobs.load import load_job
 from cdc.jobs.lock import JobLock
 from cdc.jobs.status import collect, committed_offsets, render
@@ -69,6 +71,7 @@ def _state(job_file: Path) -> None:
         (checkpoint / "commits" / str(batch)).write_text("v1\n{}")
 
 
+@pytest.mark.e2e
 def test_offsets_show_and_reset(tmp_path: Path) -> None:
     job = _job(tmp_path)
     _state(job)
@@ -93,6 +96,7 @@ def test_offsets_show_and_reset(tmp_path: Path) -> None:
     assert "nothing to reset" in run_cdc("offsets", "reset", str(job), "--yes").stdout
 
 
+@pytest.mark.e2e
 def test_topics_list_and_read_for_a_job(tmp_path: Path) -> None:
     job = _job(tmp_path)
     _state(job)
@@ -109,6 +113,7 @@ def test_topics_list_and_read_for_a_job(tmp_path: Path) -> None:
     assert res.returncode == 2 and "exactly one of them" in res.stderr
 
 
+@pytest.mark.e2e
 def test_status_reads_log_offsets_and_checkpoint(tmp_path: Path) -> None:
     job_file = _job(tmp_path)
     _state(job_file)
@@ -131,6 +136,7 @@ def test_status_reads_log_offsets_and_checkpoint(tmp_path: Path) -> None:
     assert data["running"] is True and data["tables"][0]["pending_events"] == 1
 
 
+@pytest.mark.e2e
 def test_status_of_a_job_that_never_ran(tmp_path: Path) -> None:
     res = run_cdc("status", str(_job(tmp_path)))
     assert res.returncode == 0, res.stderr

@@ -115,6 +115,7 @@ def test_cdc_run_serves_source_connect_and_sink_metrics(tmp_path: Path, mariadb_
     assert "┏" not in out and " rows/s │" not in out, "the live view is for terminals only"
 
 
+@pytest.mark.e2e
 def test_a_metrics_port_out_of_range_is_one_line_at_its_key(tmp_path: Path) -> None:
     port = random.Random(SEED).choice([-1, 65536, 10**6])
     job = tmp_path / "job.yaml"

@@ -53,6 +53,7 @@ def test_a_sink_problem_is_one_line_at_its_yaml_path(sink: str, path: str, says:
     assert not [k for k in _NEVER_WRITTEN if k in line], line
 
 
+@pytest.mark.e2e
 def test_cdc_validate_prints_it_so(tmp_path: Path) -> None:
     job = tmp_path / "job.yaml"
     job.write_text(f"name: j\n{_SOURCE}sink: {{type: delta, path: /l, errors.tolerance: all}}\n")

@@ -18,6 +18,7 @@ from cdc.jobs.load import validate_job_text
 from cdc_spark.decode import JsonDeserializer, decode_one
 from tests.jobs.test_transforms_with_sink import BASE
 from tests.spark.unwrap_events import UnwrappedTable
+from tests.support.examples import examples
 
 UNWRAP = (
     "  - {name: unwrap, type: io.debezium.transforms.ExtractNewRecordState, "
@@ -168,7 +169,7 @@ _POOL = [
 ]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     entries=st.lists(st.sampled_from(_POOL), unique=True, max_size=9),
     prefix=st.sampled_from(["__", "cdc_", "_"]),

@@ -118,6 +118,7 @@ def binlog_off() -> Iterator[MariaDbServer]:
         yield server
 
 
+@pytest.mark.e2e
 def test_binlog_off(tmp_path: Path, binlog_off: MariaDbServer) -> None:
     line = one_error(_mysql_job(tmp_path, binlog_off))
     assert "source['database.hostname']: Binary logging is disabled on the server (log_bin=OFF)" in line
@@ -294,6 +295,7 @@ def pg_replica_level() -> Iterator[Any]:
         yield server
 
 
+@pytest.mark.e2e
 def test_postgres_wal_level_and_no_free_slot(tmp_path: Path, pg_replica_level: PostgresServer) -> None:
     lines = errors(_pg_job(tmp_path, pg_props(pg_replica_level)))
     assert len(lines) == 2, lines
@@ -304,6 +306,7 @@ def test_postgres_wal_level_and_no_free_slot(tmp_path: Path, pg_replica_level: P
     assert "pg_drop_replication_slot" in slots
 
 
+@pytest.mark.e2e
 def test_help_says_what_is_checked() -> None:
     res = run_cdc("validate", "--help")
     assert res.returncode == 0

@@ -16,6 +16,7 @@ from cdc.jobs.validation.yaml_text import parse_job_yaml
 from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props as mysql_props
 from tests.rig import MariaDbServer, PostgresServer
+from tests.support.examples import examples
 from tests.support.proc import run_cdc
 
 _SEGMENT = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
@@ -33,7 +34,7 @@ def _tree(root: Path) -> set[Path]:
     return set(root.rglob("*"))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(_SEGMENT, min_size=1, max_size=3),
     st.lists(_SEGMENT, max_size=3),

@@ -12,13 +12,14 @@ from cdc.log import TopicPartition, TopicSpec, decode_headers
 from cdc.log.embedded import EmbeddedLog
 from cdc.log.kafka import KafkaLog
 from cdc.log.sqlite_copies import SQLITE_COPIES
+from tests.support.examples import examples
 
 blobs = st.one_of(st.none(), st.binary(max_size=300))
 headers = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=20))), max_size=3)
 records = st.lists(st.tuples(blobs, blobs, headers), min_size=1, max_size=60)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     records=records,
     bounds=st.tuples(st.integers(0, 70), st.integers(0, 70)),

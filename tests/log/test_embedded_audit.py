@@ -162,6 +162,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 def test_kill_9_mid_commit_never_leaves_offsets_ahead_of_records(tmp_path: Path) -> None:
     # A source task killed at an arbitrary point: the stored offset must cover exactly the
     # records that survived (no lost record, no offset ahead of its records).
@@ -188,6 +189,7 @@ def test_kill_9_mid_commit_never_leaves_offsets_ahead_of_records(tmp_path: Path)
             assert len(data) % 50 == 0
 
 
+@pytest.mark.e2e
 def test_a_writer_waits_for_another_process_holding_the_write_lock(tmp_path: Path) -> None:
     # SQLITE_BUSY under contention must wait (busy_timeout), not fail the batch.
     with EmbeddedLog(tmp_path) as lg:

@@ -183,6 +183,7 @@ def _append_one(state_dir: str, seen: multiprocessing.Queue) -> None:
     log.close()
 
 
+@pytest.mark.e2e
 def test_an_arrow_read_beside_open_connections_loses_nothing(tmp_path: Path) -> None:
     """ADBC's own copy of SQLite, closing its connection while this process's `sqlite3` ones were
     open, took itself for the last connection and deleted the -wal and -shm files under them:

@@ -22,6 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cdc.log.base import TopicPartition, TopicSpec
 from cdc.log.embedded import EmbeddedLog
 
@@ -167,6 +169,7 @@ def _run_actors(state_dir: str, names: list[str], seeds: list[int], ops: int) ->
     }
 
 
+@pytest.mark.e2e
 def test_threads_and_processes_at_once_never_see_a_locked_log(tmp_path: Path) -> None:
     state = tmp_path / "state"
     _setup(state)
@@ -227,6 +230,7 @@ def _open_each_round(base: str, rounds: int, barrier: Any, errors: Any) -> None:
             errors.put(f"round {r}: {traceback.format_exc()}")
 
 
+@pytest.mark.e2e
 def test_processes_opening_a_new_log_at_once(tmp_path: Path) -> None:
     """Several processes creating one state dir at once (a worker and its task processes, two
     `cdc` commands): each switches the new file to WAL and creates the schema, which SQLite

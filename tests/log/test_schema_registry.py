@@ -19,6 +19,7 @@ from cdc.log.base import LogError, TopicPartition, TopicSpec
 from cdc.log.embedded import SCHEMA_VERSION, EmbeddedLog
 from cdc.log.schema_compatibility import LEVELS
 from cdc.log.schema_registry import STORE_VERSION, SchemaRegistryError, SchemaRegistryStore
+from tests.support.examples import examples
 
 
 def record(name: str, fields: list[dict[str, Any]], namespace: str = "test") -> str:
@@ -304,7 +305,7 @@ def test_a_log_file_from_before_the_registry_gains_it_and_stays_readable(tmp_pat
     assert schema_id == 1
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.sampled_from(["int", "long", "string", "boolean", "double"]), min_size=1, max_size=5))
 def test_any_schema_is_found_by_the_id_it_got(tmp_path_factory: pytest.TempPathFactory, types: list[str]) -> None:
     log_ = EmbeddedLog(tmp_path_factory.mktemp("state"), synchronous="OFF")

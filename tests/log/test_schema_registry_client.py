@@ -147,6 +147,7 @@ def test_the_worker_hands_its_registry_to_converters_that_take_one(tmp_path: Pat
         worker.stop()
 
 
+@pytest.mark.integration
 def test_a_source_task_writes_through_the_stub_into_the_logs_registry(tmp_path: Path) -> None:
     rest = Rest(tmp_path)
     rest.worker.registry.add(RegistryStub, "1.0", "test")
@@ -174,6 +175,7 @@ def test_a_source_task_writes_through_the_stub_into_the_logs_registry(tmp_path: 
         rest.close()
 
 
+@pytest.mark.integration
 def test_avro_converter_records_decode_with_confluents_deserializer(tmp_path: Path) -> None:
     """The other side's real converter (cdc.converters.avro), wired by the worker, read back by
     confluent-kafka's AvroDeserializer through the worker's registry API."""
@@ -207,6 +209,7 @@ def test_avro_converter_records_decode_with_confluents_deserializer(tmp_path: Pa
         rest.close()
 
 
+@pytest.mark.e2e
 def test_a_task_in_its_own_process_registers_in_the_same_file(tmp_path: Path) -> None:
     """task.isolation=process: the task's process opens the registry of the same cdc.db, and the
     parent worker's REST API serves what it registered."""

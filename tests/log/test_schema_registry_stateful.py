@@ -18,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from cdc.log.embedded import EmbeddedLog
 from cdc.log.schema_registry import SchemaRegistryError, SchemaRegistryStore
+from tests.support.examples import examples
 
 SCHEMAS = [
     json.dumps({"type": "record", "name": f"R{i}", "fields": [{"name": f"f{i}", "type": t}]})
@@ -142,7 +143,7 @@ class RegistryModel(RuleBasedStateMachine):
 
 
 TestRegistryModel = RegistryModel.TestCase
-TestRegistryModel.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
+TestRegistryModel.settings = settings(max_examples=examples(40), stateful_step_count=30, deadline=None)
 
 
 def _register_all(
@@ -159,6 +160,7 @@ def _register_all(
     log_.close()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("seed", [3, 11])
 def test_processes_registering_at_once_agree_on_every_id(tmp_path: Path, seed: int) -> None:
     state = tmp_path / "state"

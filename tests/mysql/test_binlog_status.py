@@ -25,6 +25,7 @@ from cdc_mysql.binlog_status import BINLOG_OFF, current_binlog_position
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from tests.mysql.harness import connector_props
+from tests.support.examples import examples
 
 _PARSE_ERROR_84 = (
     "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version "
@@ -99,7 +100,7 @@ binlog_files = st.builds(
 positions = st.integers(4, 2**40)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(file=binlog_files, pos=positions, dict_rows=st.booleans())
 def test_mysql_84_falls_back_to_show_binary_log_status(file: str, pos: int, dict_rows: bool) -> None:
     cur = Mysql84Cursor((file, pos), dict_rows)

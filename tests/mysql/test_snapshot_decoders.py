@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_mysql.snapshot_decoders import convert_date, convert_datetime
+from tests.support.examples import examples
 
 
 def _digits(n: int) -> st.SearchStrategy[str]:
@@ -36,13 +37,13 @@ ODD = ["2024-W01-1 03:04:05", "2024-01-02T03:04:05Z", "2024-01-02 24:00:00", "20
        "2024-01-02 03:04:05,123", "2024-01-02 03:04:05.", "0000-00-00 00:00:00", "2024-02-31 00:00:00"]  # fmt: skip
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(st.one_of(datetimes, st.sampled_from(ODD), st.text("0123456789-: T.,WZ+", min_size=19, max_size=27)))
 def test_datetime_text_decodes_as_pymysql_does(text: str) -> None:
     assert _outcome(convert_datetime, text) == _outcome(pymysql.converters.convert_datetime, text)
 
 
-@settings(max_examples=2000)
+@settings(max_examples=examples(2000))
 @given(st.one_of(dates, st.sampled_from(["2024-W01-1", "0000-00-00", "2024-02-31"]), st.text(max_size=12)))
 def test_date_text_decodes_as_pymysql_does(text: str) -> None:
     assert _outcome(convert_date, text) == _outcome(pymysql.converters.convert_date, text)

@@ -27,6 +27,7 @@ from cdc_postgres.schema import PostgresSchema, TableSchema
 from cdc_postgres.source_info import SourceInfo
 from cdc_postgres.value_converters import ConverterSettings, PostgresValueConverters
 from tests.postgres.test_value_converters import COLUMNS, VALUES
+from tests.support.examples import examples
 
 # NOT NULL columns: their nulls and unchanged TOAST values become Debezium's fallbacks ([] and {} fresh per row).
 REQUIRED = """
@@ -106,7 +107,7 @@ def _rows(width: int, text: list[str]) -> st.SearchStrategy[tuple[object, ...]]:
     return st.one_of(full, full.flatmap(lambda row: st.integers(0, width).map(lambda n: row[:n])))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), mode=st.integers(0, len(MODES) - 1))
 def test_compiled_builders_equal_the_column_loop(tables, data, mode: int) -> None:
     schemas, text, _ = tables
@@ -121,7 +122,7 @@ def test_compiled_builders_equal_the_column_loop(tables, data, mode: int) -> Non
             assert not (isinstance(a, (list, dict)) and a is b)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     op=st.sampled_from(["c", "u", "d"]),
     lsn=st.integers(0, 2**63 - 1),
@@ -165,7 +166,7 @@ def _tuple_bytes(values: list[object]) -> bytes:
     return b"".join(out)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     values=st.lists(st.one_of(st.none(), st.just(UNCHANGED_TOAST), st.text(), st.binary()), max_size=40),
     relation=st.integers(0, 2**32 - 1),
@@ -189,7 +190,7 @@ def test_insert_values_equals_decode(values, relation, cut) -> None:
         assert got == (relation, tuple(values))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), mode=st.integers(0, len(MODES) - 1), lsn=st.integers(0, 2**63 - 1), tx=st.booleans())
 def test_compiled_create_equals_the_general_create(tables, data, mode: int, lsn: int, tx: bool) -> None:
     schemas, text, dbname = tables

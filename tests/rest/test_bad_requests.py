@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.rest.conftest import Rest, controlled, wait_until
 
 
@@ -83,6 +85,7 @@ def test_unknown_plugin(rest: Rest) -> None:
     assert r.status_code == 404 and error(r).startswith("Unknown plugin NoSuchConnector.")
 
 
+@pytest.mark.integration
 def test_basic_auth(tmp_path) -> None:  # type: ignore[no-untyped-def]
     creds = tmp_path / "credentials.properties"
     creds.write_text("admin=s3cret\n")

@@ -80,6 +80,7 @@ def _statuses(rest: Rest, names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_many_connectors_and_a_sink_on_one_log_under_load(
     tmp_path: Path, isolation: str, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]

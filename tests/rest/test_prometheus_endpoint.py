@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cdc.runtime.prometheus.server import start_metrics_server
 from cdc.runtime.worker_config import WorkerConfig
 from tests.rest.conftest import Rest, wait_until
 from tests.runtime.prometheus_scrape import parse, value
 
 
+@pytest.mark.integration
 def test_metrics_need_the_rest_credentials_and_an_allowed_host(tmp_path: Path) -> None:
     creds = tmp_path / "credentials.properties"
     creds.write_text("admin=s3cret-7Qx\n")
@@ -43,6 +46,7 @@ def test_metrics_need_the_rest_credentials_and_an_allowed_host(tmp_path: Path) -
         r.close()
 
 
+@pytest.mark.integration
 def test_metrics_port_taken_is_one_line_naming_the_key(tmp_path: Path) -> None:
     r = Rest(tmp_path, **{"metrics.port": "0"})
     first = start_metrics_server(r.worker.config, r.herder)

@@ -29,11 +29,12 @@ from cdc.rest.app import create_app
 from cdc.rest.resources.schema_registry import schema_registry_router
 from tests.rest.conftest import Rest, make_worker
 from tests.security.rest_rig import free_port
+from tests.support.examples import examples
 from tests.support.proc import CdcProcess, wait_for, write_props
 
 SR = "application/vnd.schemaregistry.v1+json"
 FUZZ_SETTINGS = settings(
-    max_examples=8, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=examples(8), derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
 )
 
 
@@ -174,6 +175,7 @@ def test_rest_status_codes_bodies_and_media_types(rest: Rest) -> None:
     assert http.post("/connectors", content=b"{}", headers={"Content-Type": SR}).status_code == 415
 
 
+@pytest.mark.integration
 def test_registry_paths_sit_behind_the_workers_basic_auth(tmp_path: Path) -> None:
     creds = tmp_path / "credentials.properties"
     creds.write_text("alice=wonderland\n")
@@ -227,7 +229,11 @@ def test_fuzzed_registry_requests_get_confluent_errors_never_a_server_error(rest
 
     def fuzz(operation: Any, mode: GenerationMode) -> None:
         @settings(
-            max_examples=8, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+            max_examples=examples(8),
+            derandomize=True,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
         )
         @given(case=operation.as_strategy(generation_mode=mode))
         def run(case: schemathesis.Case) -> None:
@@ -253,6 +259,7 @@ def test_fuzzed_registry_requests_get_confluent_errors_never_a_server_error(rest
     assert not problems, "\n".join(problems[:20])
 
 
+@pytest.mark.e2e
 def test_cdc_standalone_serves_the_registry_and_keeps_it_across_restarts(tmp_path: Path) -> None:
     """The real CLI, as a user starts it: `cdc standalone` on the embedded transport serves the
     registry; after a restart the same ids name the same schemas (they live in cdc.db)."""

@@ -22,6 +22,7 @@ from tests.mysql.harness import connector_props, execute
 from tests.mysql.incremental_support import create_signal_table, signal_props
 from tests.rest.conftest import Rest, wait_until
 from tests.rig import MariaDbServer
+from tests.support.examples import examples
 from tests.support.logs import topic_records
 
 
@@ -134,7 +135,7 @@ def shared_rest(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @seed(2202)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(which=st.sampled_from(BREAKS), junk=JUNK)
 def test_a_bad_body_is_a_400_naming_its_field(shared_rest: Rest, which: tuple[str, Any], junk: Any) -> None:
     field, brk = which

@@ -234,8 +234,11 @@ STANDALONE_CASES = [
 ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
-    ("cls", "good", "key", "bad"), STANDALONE_CASES, ids=[c[0].rsplit(".", 1)[-1] for c in STANDALONE_CASES]
+    ("cls", "good", "key", "bad"),
+    STANDALONE_CASES,
+    ids=[c[0].rsplit(".", 1)[-1] for c in STANDALONE_CASES],
 )
 def test_standalone_refuses_a_bad_transform_in_one_line(
     tmp_path: Path, cls: str, good: dict[str, str], key: str, bad: str | None

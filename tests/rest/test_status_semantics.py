@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cdc.runtime.task_restarts import TaskRestartBackoff
 from tests.rest.conftest import Rest, controlled, wait_until
 from tests.rest.connectors import ControlledSource
@@ -71,6 +73,7 @@ def test_task_failed_while_connector_runs(rest: Rest) -> None:
     wait_until(lambda: states(rest, "tf") == ("RUNNING", ["RUNNING"]), what="task RUNNING")
 
 
+@pytest.mark.integration
 def test_failed_tasks_restart_automatically_with_backoff_when_enabled(tmp_path: Path) -> None:
     rest = Rest(
         tmp_path,

@@ -96,6 +96,7 @@ def test_metrics_of_a_context_without_them_is_detached() -> None:
     assert metrics.snapshot() == {"a": 1, "b": 2}
 
 
+@pytest.mark.e2e
 def test_metrics_of_a_task_in_its_own_process(tmp_path: Path) -> None:
     """`task.isolation=process`: the child's metrics reach the parent's status store (and REST)."""
     rest = Rest(tmp_path, **{"task.isolation": "process"})

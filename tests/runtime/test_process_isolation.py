@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.rest.conftest import Rest, wait_until
 
 CLASS = "tests.rest.connectors.ControlledSource"  # child processes import plugins by name
@@ -25,6 +27,7 @@ def task_state(rest: Rest, name: str) -> dict:
     return tasks[0]
 
 
+@pytest.mark.e2e
 def test_tasks_run_in_supervised_processes(tmp_path: Path) -> None:
     # witness.file is a file-valued key: a REST-submitted one must lie under rest.allowed.paths (issue 17).
     rest = Rest(tmp_path, **{"task.isolation": "process", "rest.allowed.paths": str(tmp_path)})
@@ -67,6 +70,7 @@ def test_tasks_run_in_supervised_processes(tmp_path: Path) -> None:
         rest.close()
 
 
+@pytest.mark.e2e
 def test_task_process_never_outlives_its_worker(tmp_path: Path) -> None:
     """kill -9 of the worker: its task processes stop too, so no orphan keeps running the task."""
     witness = tmp_path / "witness.log"

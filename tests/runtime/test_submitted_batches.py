@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from cdc.api import SourceRecord
 from cdc.runtime.source_batches import SubmittedBatches, latest_offsets
+from tests.support.examples import examples
 
 PARTITIONS = [{"server": "a"}, {"server": "b"}, {"server": "c"}]
 
@@ -17,7 +18,7 @@ def _record(partition: int, n: int) -> SourceRecord:
     return SourceRecord(PARTITIONS[partition], {"n": n}, "t", None, None, None, None, n)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.lists(st.integers(0, 2), min_size=0, max_size=6), min_size=1, max_size=6),
     st.randoms(use_true_random=False),

@@ -122,6 +122,7 @@ sink:
         assert mode(directory) == 0o700, directory
 
 
+@pytest.mark.integration
 def test_a_worker_behind_the_rest_api(tmp_path: Path, umask: int) -> None:
     with secure_rest(tmp_path) as rest:
         assert rest.http.post("/connectors", json=quoting("m")).status_code == 201

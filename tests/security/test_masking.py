@@ -31,6 +31,7 @@ from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.status import State
 from tests.rest.conftest import Rest, wait_until
 from tests.security.echoing import ECHO_DEF, EchoingSource
+from tests.support.examples import examples
 
 # -- key names shaped like secrets, and values ------------------------------------------------
 _WORD = st.text(alphabet=string.ascii_lowercase, min_size=2, max_size=8)
@@ -154,7 +155,7 @@ def _failed(rest: Rest, name: str, task: bool) -> dict[str, Any]:
     return wait_until(check, what=f"{name} {'task' if task else 'connector'} FAILED with a trace")
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=SECRET_KEYS, value=SECRET_VALUES)
 def test_secret_values_never_show_in_rest_status_or_log(
     rest: Rest, caplog: pytest.LogCaptureFixture, key: str, value: str
@@ -258,6 +259,7 @@ def test_cdc_validate_does_not_quote_a_secret_of_the_wrong_type(tmp_path: Path) 
     assert "98765432109" not in res.output
 
 
+@pytest.mark.e2e
 def test_a_task_process_failure_hides_the_secret_in_status_and_on_stderr(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:

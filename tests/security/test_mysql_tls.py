@@ -31,6 +31,7 @@ from tests.mysql.harness import TaskRunner, connector_props, execute
 from tests.rig import MariaDbServer
 from tests.rig import mariadb as mariadb_rig
 from tests.rig.tls import Pki, make_pki
+from tests.support.examples import examples
 from tests.support.proc import REPO, run_cdc
 
 SEED = random.randrange(2**32)
@@ -87,7 +88,7 @@ def test_the_store_passwords_are_secrets_and_every_key_is_declared() -> None:
     assert keys[tls.SSL_MODE].default_value == "preferred"  # Debezium's default
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(mode=st.sampled_from(tls.MODES), cased=st.booleans(), stores=st.booleans(), identity=st.booleans())
 def test_each_mode_gives_pymysql_its_semantics(pki: Pki, mode: str, cased: bool, stores: bool, identity: bool) -> None:
     props = _stores(pki, mode) if stores else _pem(pki, mode)
@@ -136,6 +137,7 @@ def connector_props_offline() -> dict[str, str]:
     }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("store", [tls.KEYSTORE, tls.TRUSTSTORE])
 def test_a_java_keystore_is_refused_with_the_keytool_command(pki: Pki, tmp_path: Path, store: str) -> None:
     jks = tmp_path / "store.jks"
@@ -160,6 +162,7 @@ def test_a_java_keystore_is_refused_with_the_keytool_command(pki: Pki, tmp_path:
     assert (tls.CA if store == tls.TRUSTSTORE else tls.CERT) in message  # the PEM way out
 
 
+@pytest.mark.e2e
 def test_a_truststore_made_by_keytool_as_pkcs12_is_read(pki: Pki, tmp_path: Path) -> None:
     """Java's PKCS12 truststores keep CA certificates as trusted-certificate bags, without a key."""
     store = tmp_path / "truststore.p12"
@@ -251,6 +254,7 @@ def test_no_tls_or_no_client_certificate_against_require_x509_fails_clearly(tls_
         assert f"REQUIRE X509 also needs a client certificate: set {tls.KEYSTORE}" in message
 
 
+@pytest.mark.e2e
 def test_required_without_a_tls_server_is_refused_not_sent_in_clear(pki: Pki) -> None:
     """A server without TLS (the ordinary rig) under `required` is refused, naming the fix."""
     with mariadb_rig.spawn_local(["--skip-ssl"]) as plain, pytest.raises(ConnectException) as e:
@@ -258,6 +262,7 @@ def test_required_without_a_tls_server_is_refused_not_sent_in_clear(pki: Pki) ->
     assert f"the server offers no TLS but {tls.SSL_MODE}=required requires it" in str(e.value)
 
 
+@pytest.mark.e2e
 def test_verify_identity_checks_the_host_name_and_verify_ca_does_not(tmp_path: Path) -> None:
     """A certificate issued for localhost only, reached as 127.0.0.1."""
     pki = make_pki(tmp_path / "pki", server_names=("localhost",))
@@ -295,6 +300,7 @@ def test_after_a_clean_restart_the_stream_reconnects_over_tls_and_loses_nothing(
     assert [r.value.get("after").get("id") for r in records] == list(range(before + after + 1))
 
 
+@pytest.mark.e2e
 def test_a_server_certificate_of_another_ca_after_a_restart_stops_the_stream_instead_of_waiting(
     tmp_path: Path,
 ) -> None:

@@ -33,6 +33,7 @@ from cdc_spark.apply.postgres import PostgresWriter
 from tests.rig import PostgresServer
 from tests.rig import postgres as postgres_rig
 from tests.rig.tls import Pki, make_pki
+from tests.support.examples import examples
 from tests.support.proc import run_cdc
 
 SEED = random.randrange(2**32)
@@ -85,7 +86,7 @@ def test_debeziums_keys_are_declared_and_the_key_password_is_a_secret() -> None:
     assert keys[tls.SSLMODE].default_value == "prefer"
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     mode=st.sampled_from(libpq_tls.SSL_MODES),
     upper=st.booleans(),
@@ -185,6 +186,7 @@ def test_disable_against_a_tls_only_server_fails_clearly(tls_db: PostgresServer,
     )
 
 
+@pytest.mark.e2e
 def test_verify_full_checks_the_host_name_and_verify_ca_does_not(tmp_path: Path) -> None:
     """A certificate issued for localhost only, reached as 127.0.0.1."""
     pki = make_pki(tmp_path / "pki", server_names=("localhost",))

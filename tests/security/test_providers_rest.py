@@ -35,6 +35,7 @@ from tests.rest.conftest import wait_until
 from tests.rig.kafka import KafkaBroker
 from tests.security.connectors import QuotingSource
 from tests.security.provider_rig import SecureRest, capture_everything, log_text, quoting, secure_rest
+from tests.support.examples import examples
 
 
 def _passwd_root() -> str:
@@ -143,6 +144,7 @@ def test_operator_config_resolves_and_rest_shows_only_the_reference(
 
 
 # -- allowed over REST by the worker: still never shown -------------------------------------
+@pytest.mark.integration
 def test_allowed_provider_value_is_hidden_in_errors_traces_and_logs(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -194,7 +196,7 @@ def test_default_rest_providers_are_the_declared_ones_without_local_ones() -> No
 _NAMES = st.sampled_from(["env", "file", "directory", "vault", "aws"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     allowed=st.frozensets(_NAMES),
     refs=st.lists(st.tuples(_NAMES, st.text("abcXYZ/._-", min_size=1, max_size=12)), min_size=0, max_size=4),

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from cdc.api.errors import ConfigException
 from tests.security import rest_rig
 from tests.security.rest_rig import Api, CdcProcess, error, free_port
+from tests.support.examples import examples
 
 api_factory = rest_rig.api_factory
 
@@ -127,7 +128,7 @@ def test_auth_config_errors_are_one_line(tmp_path: Path, case: str, expected: st
     assert expected in str(raised.value) and "\n" not in str(raised.value)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
 @given(
     path=st.text(st.characters(codec="utf-8", exclude_characters='"\\\n\r\x00'), min_size=1, max_size=40),
     flag=st.sampled_from(["required", "REQUIRED", "optional", "sufficient", "requisite"]),
@@ -144,6 +145,7 @@ def test_jaas_parser_reads_any_file_value(path: str, flag: str, quoted: bool, sp
     assert module.class_name == LOGIN_MODULE and module.flag == flag.lower() and module.options == {"file": path}
 
 
+@pytest.mark.e2e
 def test_cdc_standalone_with_kafka_opts_jaas(tmp_path: Path) -> None:
     """End to end, as a Kafka Connect user starts it: the extension in the worker file, the JAAS
     file in KAFKA_OPTS."""

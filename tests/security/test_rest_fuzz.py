@@ -30,6 +30,7 @@ from schemathesis import GenerationMode
 
 from tests.rest.conftest import controlled, wait_until
 from tests.security.rest_rig import Api
+from tests.support.examples import examples
 
 EXAMPLES_PER_OPERATION = 12
 RUNNING = "ctl"
@@ -62,7 +63,7 @@ def check(response: httpx.Response | Any, what: str, problems: list[str]) -> Non
 
 
 FUZZ_SETTINGS = settings(
-    max_examples=EXAMPLES_PER_OPERATION,
+    max_examples=examples(EXAMPLES_PER_OPERATION),
     derandomize=True,
     deadline=None,
     database=None,
@@ -160,7 +161,9 @@ bodies = st.one_of(
 )
 
 
-@settings(max_examples=300, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(300), derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(
     route=routes,
     name=segment,

@@ -21,6 +21,7 @@ from tests.rest.conftest import controlled, wait_until
 from tests.rest.connectors import ControlledSource
 from tests.security import rest_rig
 from tests.security.rest_rig import Api, error
+from tests.support.examples import examples
 
 api_factory = rest_rig.api_factory
 
@@ -68,7 +69,7 @@ def test_wildcard_listener_serves_the_machines_names(api_factory: Callable[..., 
         assert http.get("/connectors", headers={"Host": "evil.example"}).status_code == 421
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(
     label=st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True),
     tld=st.sampled_from(["example", "com", "attacker.net", "localhost.evil", "1"]),

@@ -26,6 +26,7 @@ from tests.rest.conftest import controlled, make_worker
 from tests.security import rest_rig
 from tests.security.rest_certs import Pki
 from tests.security.rest_rig import Api, CdcProcess, error, free_port
+from tests.support.examples import examples
 
 api_factory = rest_rig.api_factory
 pki = rest_rig.pki
@@ -79,7 +80,7 @@ def test_deeply_nested_json_gets_400(api_factory: Callable[..., Api], depth: int
             assert "deeper than 64 levels" in error(r)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=examples(40), deadline=None, derandomize=True)
 @given(depth=st.integers(1, 64), container=st.sampled_from(["[]", "{}"]))
 def test_nesting_up_to_the_limit_is_parsed(depth: int, container: str) -> None:
     """At or under the limit the body reaches the resource (which answers as it would for any value)."""
@@ -92,6 +93,7 @@ def test_nesting_up_to_the_limit_is_parsed(depth: int, container: str) -> None:
     assert depth_exceeds([value], depth) is True
 
 
+@pytest.mark.e2e
 def test_cdc_standalone_fails_on_a_taken_port(tmp_path: Path) -> None:
     """The old main logged the error and ran on without its API."""
     with socket.socket() as taken:
@@ -109,6 +111,7 @@ def test_cdc_standalone_fails_on_a_taken_port(tmp_path: Path) -> None:
     assert "Traceback" not in err and "running without the REST API" not in err
 
 
+@pytest.mark.e2e
 def test_cdc_worker_fails_on_a_taken_port(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -126,6 +129,7 @@ def test_cdc_worker_fails_on_a_taken_port(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
+@pytest.mark.e2e
 def test_bad_listener_is_one_line(tmp_path: Path) -> None:
     worker = tmp_path / "worker.properties"
     worker.write_text(f"transport=embedded\nstate.dir={tmp_path}/state\nlisteners=ftp://127.0.0.1:{free_port()}\n")
@@ -145,6 +149,7 @@ def _warnings(tmp_path: Path, caplog: pytest.LogCaptureFixture, **props: str) ->
     return [r.getMessage() for r in caplog.records if "without authentication" in r.getMessage()]
 
 
+@pytest.mark.integration
 def test_warning_for_an_exposed_api_without_auth(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,

@@ -18,6 +18,7 @@ from cdc.runtime.submitted_config import SubmittedConfigPolicy, is_file_key
 from cdc.runtime.worker_config import WorkerConfig
 from tests.rest.conftest import wait_until
 from tests.security.provider_rig import quoting, secure_rest
+from tests.support.examples import examples
 
 MYSQL = "io.debezium.connector.mysql.MySqlConnector"
 
@@ -36,6 +37,7 @@ def _mysql(name: str, **extra: str) -> dict[str, object]:
     return {"name": name, "config": config}
 
 
+@pytest.mark.integration
 def test_schema_history_file_outside_state_dir_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     outside = Path("/tmp") / f"cdc-outside-{uuid.uuid4().hex}"
     target = outside / "history.jsonl"
@@ -59,6 +61,7 @@ def test_schema_history_file_outside_state_dir_is_refused_and_nothing_is_written
     assert not outside.exists()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "where",
     [
@@ -83,6 +86,7 @@ def test_paths_out_of_state_dir_are_refused(tmp_path: Path, where: str) -> None:
     assert not (tmp_path / "elsewhere" / "h.jsonl").exists()
 
 
+@pytest.mark.integration
 def test_paths_under_state_dir_or_rest_allowed_paths_are_accepted(tmp_path: Path) -> None:
     allowed = tmp_path / "allowed"
     allowed.mkdir()
@@ -100,6 +104,7 @@ def test_paths_under_state_dir_or_rest_allowed_paths_are_accepted(tmp_path: Path
         assert r.status_code == 400 and f"rest.allowed.paths: {allowed}, {tmp_path}/other" in r.json()["message"]
 
 
+@pytest.mark.integration
 def test_an_operator_config_keeps_its_path_and_rest_may_resend_it(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere.jsonl"
     with secure_rest(tmp_path) as rest:
@@ -141,7 +146,7 @@ def test_file_valued_keys_are_known_by_their_name(key: str, is_file: bool) -> No
 _PARTS = st.sampled_from(["state", "..", ".", "sub", "link-out", "link-in", "elsewhere"])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(_PARTS, min_size=1, max_size=6))
 def test_an_admitted_path_never_leads_out_of_the_root(tmp_path: Path, parts: list[str]) -> None:
     root = tmp_path / "state"

@@ -196,6 +196,7 @@ def test_forwarding_between_https_workers_with_mtls(api_factory: Callable[..., A
         assert r.status_code == 404 and "nope" in r.json()["message"]  # the leader's 404, not a 409
 
 
+@pytest.mark.e2e
 def test_cdc_standalone_serves_https(tmp_path: Path, pki: Pki) -> None:
     """End to end: `cdc standalone` with an https listener (a traceback before)."""
     port = free_port()

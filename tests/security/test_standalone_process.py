@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cdc.config.properties import parse_properties
 from tests.support.proc import CdcProcess, wait_for, write_props
@@ -27,6 +28,7 @@ def _url(proc: CdcProcess) -> str | None:
     return m.group(1) if m else None
 
 
+@pytest.mark.e2e
 def test_rest_caller_cannot_read_or_write_the_workers_files(tmp_path: Path) -> None:
     passwd_root = parse_properties(Path("/etc/passwd").read_text(errors="replace"))["root"]
     state = tmp_path / "state"

@@ -57,6 +57,7 @@ def _failed_traces(rest: SecureRest) -> tuple[str, str]:
     return rest.state("c")["connector"]["trace"], rest.http.get("/connectors/t/tasks/0/status").json()["trace"]
 
 
+@pytest.mark.integration
 def test_traces_carry_no_install_paths(tmp_path: Path, cdc_level: logging.Logger) -> None:
     with secure_rest(tmp_path) as rest:
         connector_trace, task_trace = _failed_traces(rest)
@@ -77,6 +78,7 @@ def test_traces_carry_no_install_paths(tmp_path: Path, cdc_level: logging.Logger
     assert 'File "cdc/runtime/standalone.py"' in connector_trace
 
 
+@pytest.mark.integration
 def test_debug_keeps_absolute_paths(tmp_path: Path, cdc_level: logging.Logger) -> None:
     cdc_level.setLevel(logging.DEBUG)
     with secure_rest(tmp_path) as rest:

@@ -126,6 +126,7 @@ def _read_until(proc: subprocess.Popen[str], needles: list[str], timeout: float 
     return "".join(lines)
 
 
+@pytest.mark.e2e
 def test_standalone_warns_for_unknown_worker_and_connector_keys(standalone: subprocess.Popen[str]) -> None:
     worker_typo = f"The configuration 'offset.flush.intervl.ms' {KAFKA_SAYS} Did you mean 'offset.flush.interval.ms'?"
     worker_unknown = f"The configuration 'zzz.qqq' {KAFKA_SAYS}"

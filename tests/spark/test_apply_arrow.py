@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from cdc_spark.apply.arrowutil import rows_with_keys
 from cdc_spark.apply.scd2 import chain
+from tests.support.examples import examples
 
 
 def _model_chain(rows: list[dict], keys: list[str]) -> list[dict]:
@@ -36,7 +37,7 @@ _event = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(_event, max_size=40), st.booleans())
 def test_chain_equals_the_model(rows: list[dict], two_keys: bool) -> None:
     keys = ["a", "b"] if two_keys else ["a"]

@@ -32,6 +32,7 @@ from cdc_spark.decode.unavailable import Placeholder
 from tests.converters.avro_strategies import schemas, values
 from tests.spark.test_avro_decode import MockLookup
 from tests.spark.test_decode import _raw
+from tests.support.examples import examples
 
 TOPIC = "p.db.t"
 _scopes = itertools.count()
@@ -198,7 +199,9 @@ def _decode(records: list, lookup: MockLookup, on: bool, combine: bool, placehol
     return table, used
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(batches(), st.booleans(), st.booleans())
 def test_the_columnar_decode_emits_exactly_the_reference_rows(
     case: tuple[list, MockLookup], combine: bool, with_placeholder: bool

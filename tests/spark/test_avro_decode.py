@@ -30,6 +30,7 @@ from cdc_spark.decode.avro import AvroToJson, decode_avro_batches, read_bodies
 from cdc_spark.decode.events import decode_batches
 from tests.spark.events import Table
 from tests.spark.test_decode import _raw
+from tests.support.examples import examples
 
 TOPIC = "p.db.t"
 COLS = {
@@ -117,7 +118,7 @@ def _flat(batches: list[pa.RecordBatch]) -> pa.Table:
     return flat if at < 0 else flat.set_column(at, "ratio", flat.column("ratio").cast(pa.string()))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(_EVENT, min_size=1, max_size=30), st.integers(0, 1 << 30))
 def test_avro_batches_decode_and_flatten_like_their_json_twins(events: list[tuple], scope: int) -> None:
     j1, j2, a1, a2, lookup = _avro_tables(f"twins{scope}")

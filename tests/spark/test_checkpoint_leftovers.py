@@ -22,6 +22,7 @@ from cdc.log.embedded import EmbeddedLog
 from cdc_spark.checkpoint import clear_unplanned_leftovers
 from tests.spark.events import Table, produce
 from tests.spark.helpers import delta_rows, run_available_now
+from tests.support.examples import examples
 
 
 def _leave_killed_first_batch(checkpoint: Path) -> list[Path]:
@@ -87,7 +88,7 @@ _NAMES = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(offsets=st.sets(_NAMES, max_size=6), commits=st.sets(_NAMES, max_size=6))
 def test_only_temp_files_of_an_unplanned_query_go(offsets: set[str], commits: set[str]) -> None:
     import tempfile

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from cdc.api.data import Decimal, Schema
 from cdc_spark.decode import JsonDeserializer, decode_one, flatten, sequence
 from tests.spark.events import Table
+from tests.support.examples import examples
 
 
 def test_mysql_sequence_orders_by_file_then_pos_then_event_then_row() -> None:
@@ -355,7 +356,7 @@ def test_nan_and_infinities_flatten_to_floats() -> None:
     assert out[1] == {"r": 1.5, "d": math.inf}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -18,6 +18,7 @@ from cdc_spark.apply import ChangeApplier
 from cdc_spark.decode import sequence
 from tests.spark.events import Table
 from tests.spark.helpers import delta_rows, iceberg_rows, postgres_rows, raw_frame
+from tests.support.examples import examples
 
 Event = tuple[int, int, str, int]  # (seq, key, op, qty)
 
@@ -53,7 +54,9 @@ def _visible(rows: list[dict[str, Any]]) -> dict[int, int]:
 
 
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(case=deliveries())
 def test_targets_equal_the_model(spark: Any, postgres: Any, case: tuple[list[Event], list[list[Event]], bool]) -> None:

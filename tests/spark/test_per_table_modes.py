@@ -20,6 +20,7 @@ from cdc_spark.apply import SinkConfig
 from cdc_spark.decode import sequence
 from tests.spark.events import Table, produce
 from tests.spark.helpers import delta_rows, run_available_now
+from tests.support.examples import examples
 
 Event = tuple[int, int, str, int]  # (seq, key, op, qty)
 HARD, HISTORY, SOFT = "p.db.hard", "p.db.history", "p.db.soft"
@@ -65,7 +66,9 @@ def test_history_for_a_table_is_refused_off_delta_naming_it(target: str) -> None
 
 
 @settings(
-    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(3),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(case=deliveries())
 def test_each_table_ends_as_its_own_mode_says(spark: Any, case: tuple[list[Event], list[list[Event]]]) -> None:

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc_spark.apply.arrowutil import delta_dataset, rows_with_keys
+from tests.support.examples import examples
 
 _texts = st.one_of(
     st.sampled_from(
@@ -57,7 +58,12 @@ def _table(shape: str, keys: list[tuple], version: int) -> pa.Table:
     return pa.table(data)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(_case())
 def test_rows_with_keys_equals_the_model_after_merges(tmp_path: Path, case: tuple) -> None:
     shape, first, merges, wanted, partitioned, compact = case

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc_spark.decode import fast, sequence
+from tests.support.examples import examples
 
 positions = st.tuples(
     st.integers(0, 50),  # epoch
@@ -34,7 +35,7 @@ def _source(epoch: int, file_no: int, pos: int, row: int) -> dict:
     }
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(st.lists(positions, min_size=1, max_size=30))
 def test_epoch_file_pos_row_order_is_byte_order(points: list[tuple[int, int, int, int]]) -> None:
     sources = [_source(*p) for p in points]

@@ -26,6 +26,7 @@ from cdc_spark.decode.schemas import restore
 from cdc_spark.source.reader import ARROW_SCHEMA
 from tests.spark.helpers import delta_rows, raw_frame
 from tests.spark.unwrap_events import ADD_FIELDS, UnwrappedTable
+from tests.support.examples import examples
 
 Change = tuple[str, int, int, int, int]  # (op, key, seq, qty, epoch)
 
@@ -46,7 +47,7 @@ def _raw(records: list[tuple[bytes | None, bytes | None]], topic: str) -> pa.Rec
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(events=changes, schemas=st.booleans())
 def test_unwrapped_records_decode_like_their_envelopes(events: list[Change], schemas: bool) -> None:
     t = UnwrappedTable("p.db.t", schemas_enable=schemas)
@@ -59,7 +60,7 @@ def test_unwrapped_records_decode_like_their_envelopes(events: list[Change], sch
         assert got == want and got is not None and got[-1] is None
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(events=changes, schemas=st.booleans(), combine=st.booleans())
 def test_unwrapped_winners_flatten_to_the_envelopes_rows(events: list[Change], schemas: bool, combine: bool) -> None:
     """Both flattening paths (Arrow, and row by row after the schema is put back) give the rows
@@ -165,7 +166,9 @@ def _model(events: list[Change]) -> dict[int, int]:
 
 
 @settings(
-    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=examples(5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_unwrapped_changes_reach_delta_in_sequence_order(spark: Any, data: st.DataObject) -> None:
@@ -212,7 +215,7 @@ def test_unwrapped_changes_reach_delta_in_sequence_order(spark: Any, data: st.Da
         assert {"__op", "__seq"} <= set(row) and not {"__source_file", "__source_pos", "__source_sequence"} & set(row)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(events=changes, schemas=st.booleans())
 def test_unwrapped_batches_decode_in_arrow_like_record_by_record(events: list[Change], schemas: bool) -> None:
     """A batch of flattened rows is read in Arrow (fast.py), with the same result as the per-record path."""

@@ -24,6 +24,7 @@ from tests.debezium_core.transforms.envelopes import (
     tombstone,
     update,
 )
+from tests.support.examples import examples
 
 
 def smt(**props: str) -> ExtractChangedRecordState[SourceRecord]:
@@ -75,7 +76,7 @@ def test_the_input_record_is_not_modified() -> None:
     assert len(rec.headers) == 0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     before=st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=4, max_size=4),
     after=st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=4, max_size=4),

@@ -32,6 +32,7 @@ from tests.debezium_core.transforms.envelopes import (
     truncate,
     update,
 )
+from tests.support.examples import examples
 
 
 def unwrap(**props: Any) -> ExtractNewRecordState[SourceRecord]:
@@ -410,7 +411,7 @@ EXPECTED = {  # mode -> (create/update kept, delete outcome, tombstone kept)
 }
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     name=st.sampled_from(sorted(EXPECTED)),
     ids=st.lists(st.integers(-128, 127), min_size=1, max_size=8),

@@ -13,6 +13,7 @@ from cdc.api import ConfigException, Schema, SchemaBuilder, SourceRecord, Struct
 from cdc_debezium.envelope import Envelope
 from cdc_debezium.transforms.logical_topic_router import ByLogicalTableRouter, ToLogicalTopicRouter
 from tests.debezium_core.transforms.envelopes import assert_one_line_config_error, chain, heartbeat, source
+from tests.support.examples import examples
 
 SHARDS = {"topic.regex": "(.*)customers_shard(.*)", "topic.replacement": "$1customers_all_shards"}
 
@@ -204,7 +205,7 @@ def test_legacy_cache_size_key_is_accepted() -> None:
         by_table(**SHARDS, **{"logical.table.cache.size": "zero"})
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(shards=st.lists(st.tuples(st.integers(1, 30), st.integers(1, 5)), min_size=1, max_size=20))
 def test_keys_stay_unique_across_shards(shards: list[tuple[int, int]]) -> None:
     """Same primary key in different shards: distinct keys after routing, equal keys within a shard."""

@@ -22,6 +22,7 @@ from tests.debezium_core.transforms.envelopes import (
     schema_change,
     source,
 )
+from tests.support.examples import examples
 
 TS_MS = TS_NS // 1_000_000
 
@@ -381,7 +382,7 @@ def test_not_json_or_not_configured_keeps_the_string() -> None:
     assert routed(router(**{"table.expand.json.payload": "true"}), outbox_record(payload=None)).value is None
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.dictionaries(
         st.text("abcdefgh", min_size=1, max_size=6),

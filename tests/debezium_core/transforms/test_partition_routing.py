@@ -13,6 +13,7 @@ from cdc.api import Schema, SchemaBuilder, SourceRecord, Struct
 from cdc_debezium.envelope import Envelope
 from cdc_debezium.transforms.partition_routing import PartitionRouting, java_hash, murmur3_x64_32
 from tests.debezium_core.transforms.envelopes import assert_one_line_config_error, chain, heartbeat, tombstone
+from tests.support.examples import examples
 
 VALUE_SCHEMA = (
     SchemaBuilder.struct()
@@ -107,7 +108,7 @@ def test_java_hash_codes() -> None:
     assert java_hash(1.0, Schema.FLOAT32_SCHEMA) == 1065353216  # Float.floatToIntBits(1.0f)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(name=st.text(max_size=40), id=st.integers(-(2**63), 2**63 - 1), n=st.integers(1, 64))
 def test_partition_is_stable_and_in_range(name: str, id: int, n: int) -> None:
     for fn in ("java", "murmur"):

@@ -19,6 +19,7 @@ from tests.debezium_core.transforms.envelopes import (
     row,
     source,
 )
+from tests.support.examples import examples
 
 CONDITION = "value.op != 'd' || value.before.id != 2"
 
@@ -170,7 +171,7 @@ def test_python_dict_internals_are_not_reachable() -> None:
         Expression.parse("topic.upper").evaluate(ENV)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(a=st.integers(-1000, 1000), b=st.integers(-1000, 1000), s=st.text("abc' ", max_size=6))
 def test_arithmetic_and_strings_follow_java(a: int, b: int, s: str) -> None:
     env = {"value": {"a": a, "b": b, "s": s}}

@@ -13,6 +13,7 @@ from cdc.api import Schema, SchemaBuilder, SourceRecord, Struct, Timestamp
 from cdc_debezium.envelope import Envelope
 from cdc_debezium.transforms.timezone_converter import TimezoneConverter
 from tests.debezium_core.transforms.envelopes import assert_one_line_config_error, chain, heartbeat, tombstone
+from tests.support.examples import examples
 
 
 def named(type_builder: SchemaBuilder, name: str) -> Schema:
@@ -233,7 +234,7 @@ def test_non_change_events_pass_through() -> None:
         assert smt.apply(rec) is rec
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     micros=st.integers(0, 4_000_000_000_000_000),
     tz=st.sampled_from(["+05:30", "-08:00", "Europe/Paris", "America/New_York", "Asia/Kolkata", "UTC"]),
