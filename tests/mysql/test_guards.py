@@ -137,6 +137,24 @@ def test_server_down_for_a_while_mid_stream_is_waited_for(private_db) -> None:
     assert {r.value.get("source").get("sequence") for r in recs} == {None}  # the same server: epoch 0
 
 
+def test_max_retries_counts_consecutive_failures_not_every_loss_in_the_tasks_life(private_db) -> None:
+    """errors.max.retries=1 and three separate losses, each followed by a reconnect that works: the
+    task streams on (Debezium counts consecutive failed attempts). The counter never reset before,
+    so the second routine blip of a long-lived task failed it."""
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (0)")
+    props = connector_props(private_db, **{"errors.retry.delay.initial.ms": 100, "errors.max.retries": 1})
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        run.wait_streaming()
+        for loss in range(1, 4):
+            private_db.kill()
+            private_db.restart()
+            execute(private_db, f"INSERT INTO t VALUES ({loss})")
+            run.wait_data(loss + 1, timeout=40)
+            assert run.task.streaming is not None and run.task.streaming.reconnects >= loss
+    assert [r.value.get("after").get("id") for r in run.data()] == [0, 1, 2, 3]
+
+
 def test_server_restart_in_the_middle_of_a_transaction_resumes_at_its_start(private_db) -> None:
     execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, pad VARCHAR(1000))", "INSERT INTO t VALUES (0, '')")
     props = connector_props(

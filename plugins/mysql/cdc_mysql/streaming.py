@@ -162,7 +162,12 @@ class MySqlStreamingChangeEventSource:
                     # The address may now lead to another server (a failover), whose positions
                     # mean nothing for this offset.
                     self.use_gtid_start = self._lineage_changed()
-                yield from self._stream()
+                for _ in self._stream():
+                    if attempts:
+                        # The stream sends events again: the reconnect worked. errors.max.retries counts
+                        # consecutive failed attempts (Debezium's), not every loss in the task's life.
+                        attempts, delay = 0, self.config.reconnect_backoff_s
+                    yield
                 if self.stop.is_set():
                     return
                 # A blocking dump ends only when the server ends it: a clean shutdown or restart (its EOF
@@ -199,8 +204,6 @@ class MySqlStreamingChangeEventSource:
                 # After a reconnect, resume by file/pos: the position is exact and GTID
                 # start would need the server's GTID index (unless _lineage_changed).
                 self.use_gtid_start = False
-            else:
-                delay = self.config.reconnect_backoff_s
 
     def _lineage_changed(self) -> bool:
         """After a reconnect: is this still the server the offset's positions belong to? If not,
