@@ -63,3 +63,21 @@ def test_snapshot_progress_and_streaming_metrics(mariadb_db, tmp_path: Path) -> 
         reader.stop()
         reader_log.close()
         herder.stop()
+
+
+def test_lag_is_reported_when_every_batch_ends_with_a_transaction_end_record(mariadb_db) -> None:
+    """With provide.transaction.metadata=true a streamed transaction's batch ends with its END
+    record, which has no source block: MilliSecondsBehindSource stayed None (and left /metrics)."""
+    from tests.mysql.harness import TaskRunner
+
+    execute(mariadb_db, "CREATE TABLE t (id INT PRIMARY KEY)")
+    with TaskRunner(connector_props(mariadb_db, provide__transaction__metadata="true")) as run:
+        run.wait_streaming()
+        execute(mariadb_db, "INSERT INTO t VALUES (1)")
+        run.poll_until(lambda recs: any(r.topic.endswith(".transaction") for r in recs), what="a transaction's END")
+        while run.poll_once():
+            pass
+        assert run.records[-1].topic.endswith(".transaction"), "the last record must be the END record"
+        metrics = run.task.stream_metrics.values(True)
+    assert metrics["MilliSecondsBehindSource"] is not None and metrics["MilliSecondsBehindSource"] >= 0
+    assert metrics["LastEventTs"] > 0

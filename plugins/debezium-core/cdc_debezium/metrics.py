@@ -2,7 +2,8 @@
 
 A connector calls `batch(records)` with each non-empty batch while streaming and registers
 `values` as a TaskMetrics supplier. The lag is Debezium's MilliSecondsBehindSource: processing
-time minus the source time of the last event, measured when that event was handed over.
+time minus the source time of the batch's last event that has one (a transaction's END record,
+a tombstone and a heartbeat have none), measured when the batch was handed over.
 NumberOfCommittedTransactions counts the transactions the batches started (a change of the
 connector's `transaction_key`, e.g. the binlog position of BEGIN or PostgreSQL's txId): the
 source logs only committed transactions, so each one seen is a committed one.
@@ -46,11 +47,17 @@ class StreamingMetrics:
 
     def batch(self, records: list[SourceRecord]) -> None:
         self.events += len(records)
-        last = records[-1]
-        self.last = last
+        self.last = records[-1]
         now_ms = int(time.time() * 1000)
         self.processed_ms = now_ms
-        ts = self._source_ts_ms(last)
+        # The last record that has a source time: a batch often ends with a transaction's END
+        # record or a tombstone, which have none (with provide.transaction.metadata=true, every
+        # streamed transaction's batch did, and the lag was never reported).
+        ts = None
+        for record in reversed(records):
+            ts = self._source_ts_ms(record)
+            if ts is not None:
+                break
         if ts is not None:
             self.last_ts_ms = ts
             self.lag_ms = max(0, now_ms - ts)
