@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import time
 from typing import Any
 
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 ACCESS_DENIED = {1044, 1045, 1227}  # ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED
 # CR_CONN_HOST_ERROR, CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED: the server went away.
 CONNECTION_LOST = {2003, 2006, 2013, 2055}
+# Where throwaway_server_id() draws from: the top eighth of the 32-bit server_id range.
+THROWAWAY_SERVER_IDS = (3_758_096_384, 4_294_967_295)
 
 
 def replication_grant_advice(user: str, code: int, message: str) -> str:
@@ -191,9 +194,13 @@ class MySqlConnection:
                     f"(sessions already open keep the old value until they reconnect)"
                 )
 
-    def check_binlog_access(self) -> None:
+    def check_binlog_access(self, server_id: int | None = None) -> None:
         """Ask for the binlog once, at start: a missing REPLICATION SLAVE grant would otherwise
-        surface only when streaming begins, after a snapshot that may take hours."""
+        surface only when streaming begins, after a snapshot that may take hours.
+
+        `server_id` is the id the short dump connects with (default: the connector's own). A check
+        run beside the job (`cdc validate`) passes `throwaway_server_id()`: the server disconnects
+        a reader whose id a new dump takes, so the job's own id would stop the running job."""
         from pymysqlreplication import BinLogStreamReader
         from pymysqlreplication.event import RotateEvent
 
@@ -206,7 +213,7 @@ class MySqlConnection:
             raise
         reader = BinLogStreamReader(
             connection_settings=self.settings(),
-            server_id=self.config.server_id,
+            server_id=self.config.server_id if server_id is None else server_id,
             blocking=False,  # the dump ends at the binlog's end: nothing is waited for
             resume_stream=True,
             log_file=file,
@@ -251,6 +258,18 @@ class MySqlConnection:
                     "each other. Choose a unique database.server.id"
                 )
             time.sleep(0.25)
+
+    def throwaway_server_id(self) -> int:
+        """A server id that neither the server, the connector nor a connected replica uses: for a
+        check's short binlog dump that must not disconnect anyone (MySQL/MariaDB end the older
+        connection of two with one server id). Drawn from the top of the id range, where people
+        rarely number their replicas."""
+        taken = {int(self.variable("server_id") or 0), self.config.server_id}
+        draw = random.SystemRandom()
+        while True:
+            candidate = draw.randint(THROWAWAY_SERVER_IDS[0], THROWAWAY_SERVER_IDS[1])
+            if candidate not in taken and self._replica_with_id(candidate) is None:
+                return candidate
 
     def _replica_with_id(self, server_id: int) -> str | None:
         for stmt in ("SHOW SLAVE HOSTS", "SHOW REPLICAS"):

@@ -3,7 +3,8 @@
 Mirrors Debezium's `BinlogConnector.validateConnection` (reached through Kafka Connect's
 `Connector.validate(config)`): a login with the connector's own settings (TLS included), then
 the guards the task runs at start (`MySqlConnection.check_binlog_settings` and
-`check_binlog_access`, the same code and messages), plus the snapshot's lock grants that the
+`check_binlog_access`, the same code and messages; its dump with a throwaway server id, so a
+running job with the configured one is never disconnected), plus the snapshot's lock grants that the
 task would find wanting only once the snapshot starts. `cdc validate` calls it through
 `MySqlConnector.validate_connection`; the REST validate endpoint does not (it stays offline,
 as Kafka Connect's does for connectors without a connection check).
@@ -49,7 +50,8 @@ def validate_connection(props: Mapping[str, str]) -> list[ConfigValue]:
             add(SERVER_KEY, str(e))
         else:  # the binlog dump is asked for only of a server that writes a usable binlog
             try:
-                connection.check_binlog_access()
+                # Never with the job's own server id: that would disconnect the job if it runs.
+                connection.check_binlog_access(server_id=connection.throwaway_server_id())
             except ConnectException as e:
                 add("database.user", str(e))
         if problem := lock_grant_problem(connection, config):
