@@ -26,6 +26,12 @@ class MariaDbGtidSet:
         d, s, n = (int(x) for x in gtid.split("-"))
         self.by_domain[d] = (s, n)
 
+    def covers(self, gtid: str) -> bool:
+        """Is `gtid` at or below the last GTID of its domain (read already, or out of order)?"""
+        d, _, n = (int(x) for x in gtid.split("-"))
+        last = self.by_domain.get(d)
+        return last is not None and n <= last[1]
+
     def filtered(self, keep: Callable[[str], bool]) -> MariaDbGtidSet:
         out = MariaDbGtidSet()
         out.by_domain = {d: v for d, v in self.by_domain.items() if keep(str(d))}
@@ -43,6 +49,12 @@ class MySqlGtidSet:
 
     def add(self, gtid: str) -> None:
         self._set = self._set + Gtid(gtid)
+
+    def covers(self, gtid: str) -> bool:
+        """Is `gtid` in this set (a transaction read already)?"""
+        sid, _, number = gtid.rpartition(":")
+        n = int(number)
+        return any(g.sid == sid and any(start <= n < end for start, end in g.intervals) for g in self._set.gtids)
 
     def filtered(self, keep: Callable[[str], bool]) -> MySqlGtidSet:
         return MySqlGtidSet(",".join(str(g) for g in self._set.gtids if keep(g.sid)) or None)

@@ -52,6 +52,7 @@ from cdc_mysql.connection import (
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.failure_handling import EVENT_ERRORS, handle
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
+from cdc_mysql.lineage_watch import LineageWatch, ServerState
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
@@ -281,6 +282,16 @@ class MySqlStreamingChangeEventSource:
             except Exception as e:  # closing a dead socket may fail; nothing left to do
                 log.debug("closing the binlog reader: %s", e)
 
+    def _lineage_watch(self) -> LineageWatch:
+        """This stream's LineageWatch (lineage_watch.py), reading the server on the connector's own connection."""
+        connection, is_mariadb = self.connection, self.is_mariadb
+
+        def read_state() -> ServerState:
+            file, pos = connection.master_status()
+            return ServerState(connection.server_identity(), file, pos, connection.executed_gtids(is_mariadb))
+
+        return LineageWatch(is_mariadb, self.offset.server_identity, read_state)
+
     def _explain(self, e: pymysql.err.OperationalError) -> ConnectException:
         code = e.args[0] if e.args else None
         message = str(e.args[1]) if len(e.args) > 1 else str(e)
@@ -288,7 +299,8 @@ class MySqlStreamingChangeEventSource:
             return ConnectException(
                 f"The server cannot send the binlog from {self.offset.file}:{self.offset.pos} "
                 f"(gtids={self.offset.gtids}): {message}. The binlog file {self.offset.file} has most likely been "
-                "purged; set snapshot.mode=when_needed to take a new snapshot, or increase the binlog retention "
+                "purged, or the binlog was reset (RESET MASTER) or restored from a backup; set "
+                "snapshot.mode=when_needed to take a new snapshot, or increase the binlog retention "
                 "(binlog_expire_logs_seconds / expire_logs_days)"
             )
         if code in ACCESS_DENIED:
@@ -332,6 +344,7 @@ class MySqlStreamingChangeEventSource:
         off = self.offset
         skip_events, skip_rows = off.event, off.row
         reader = self._reader = self._reader_for_position()
+        watch = self._lineage_watch()
         reuse = self.table_map_reuse
         log.info(
             "Streaming binlog from %s:%d (gtids=%s, skipping %d events and %d rows)",
@@ -441,6 +454,8 @@ class MySqlStreamingChangeEventSource:
                         continue
                     if isinstance(ev, XidEvent):
                         self._commit(file, end_pos, tx_gtid, ev.timestamp)
+                        if watch.due():
+                            watch.check(file, end_pos, str(self.gtid_set))
                         in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
                         skip_source = False
                         continue
@@ -448,6 +463,7 @@ class MySqlStreamingChangeEventSource:
                         in_tx, events_in_tx = True, 0
                         tx_file, tx_pos = file, start_pos
                         tx_gtid = ev.gtid
+                        watch.gtid(tx_gtid, self.gtid_set, file, start_pos)
                         skip_source = filter_dml and not self.gtid_filter(gtids.source_of(tx_gtid, self.is_mariadb))
                         tx_id, thread, query = tx_gtid, None, None
                         self._begin(tx_file, tx_pos)
@@ -499,6 +515,8 @@ class MySqlStreamingChangeEventSource:
                         continue
                     if isinstance(ev, HeartbeatLogEvent) and not in_tx:
                         dispatcher.maybe_heartbeat(off.offset)
+                        if end_pos and watch.due():
+                            watch.check(file, end_pos, str(self.gtid_set))
                         continue
                     if not in_tx:
                         dispatcher.maybe_heartbeat(off.offset)

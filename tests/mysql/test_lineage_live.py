@@ -1,0 +1,95 @@
+"""A lineage break while the connector streams is caught when it happens (issue 31, item 1).
+
+Reproduced first on a private MariaDB: streaming, then `RESET MASTER`, an update `a2` (in the new
+mysql-bin.000001, below the reader's position), `FLUSH BINARY LOGS` and an update `a3`: `a3`
+arrived, `a2` never did, and the task ran on. Now the task stops before it emits anything of the
+new history, with one line that says what happened and what to do (cdc_mysql/lineage_watch.py).
+
+The seeded test varies what comes after the reset: how far the reader had read, whether the
+server is idle for a while (the periodic check finds the position or the GTID state below what
+was read) or written at once (the re-used GTID is found), a rotation, and how many changes.
+Whatever the mix: either every row arrives, in order, or the task stops with the lineage error;
+never a later row without an earlier one.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from cdc.api import ConnectException
+from tests.mysql.harness import TaskRunner, connector_props, execute
+
+
+def _admin(server, *statements: str) -> None:
+    with server.connect(database=None) as conn, conn.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
+
+
+def _stream_until_break(run: TaskRunner, timeout: float) -> ConnectException | None:
+    """The task's stop, if it stops: the lineage watch's error, or the server's own refusal to go on
+    (MariaDB's dump thread may end with error 1236 when it looks for the next binlog file)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            run.poll_once()
+        except ConnectException as e:
+            return e
+        time.sleep(0.05)
+    return None
+
+
+def test_reset_master_while_streaming_stops_the_task_before_a_later_change(private_db) -> None:
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO t VALUES (1, 'a0')")
+    with TaskRunner(connector_props(private_db)) as run:
+        run.wait_data(1)
+        run.wait_streaming()
+        execute(
+            private_db, *(f"INSERT INTO t VALUES ({i}, 'pad')" for i in range(2, 12)), "UPDATE t SET v='a1' WHERE id=1"
+        )
+        run.wait_data(12)
+        _admin(private_db, "RESET MASTER")
+        execute(private_db, "UPDATE t SET v='a2' WHERE id=1")
+        _admin(private_db, "FLUSH BINARY LOGS")
+        execute(private_db, "UPDATE t SET v='a3' WHERE id=1")
+        error = _stream_until_break(run, timeout=15)
+    assert error is not None, f"the task streamed on: {[r.value.get('after') for r in run.data()[-3:]]}"
+    message = str(error)
+    assert "\n" not in message and "snapshot.mode=when_needed" in message and "RESET MASTER" in message, message
+    versions = [r.value.get("after").get("v") for r in run.data() if r.value.get("after").get("id") == 1]
+    assert "a3" not in versions or "a2" in versions, f"a3 arrived without a2: {versions}"
+
+
+@pytest.mark.parametrize("seed", [11, 23, 37, 41, 59])
+def test_random_resets_never_let_a_later_change_through_without_the_earlier_ones(private_db, seed: int) -> None:
+    rng = random.Random(seed)
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (0, 0)")
+    with TaskRunner(connector_props(private_db)) as run:
+        run.wait_data(1)
+        run.wait_streaming()
+        before = rng.randint(0, 30)  # how far the reader gets before the reset
+        execute(private_db, *(f"INSERT INTO t VALUES ({i}, 0)" for i in range(1, before + 1)))
+        run.wait_data(before + 1)
+        _admin(private_db, "RESET MASTER")
+        if rng.random() < 0.4:
+            _stream_until_idle_checked = _stream_until_break(run, timeout=rng.uniform(0.0, 3.0))
+            if _stream_until_idle_checked is not None:  # found while idle: the position or GTID state
+                assert "\n" not in str(_stream_until_idle_checked)
+                return
+        after = rng.randint(1, 12)
+        for k in range(after):
+            execute(private_db, f"UPDATE t SET v = {k + 1} WHERE id = 0")
+            if rng.random() < 0.3:
+                _admin(private_db, "FLUSH BINARY LOGS")
+        error = _stream_until_break(run, timeout=15)
+    versions = [r.value.get("after").get("v") for r in run.data() if r.value.get("after").get("id") == 0]
+    if error is None:
+        assert versions == list(range(after + 1)), f"seed {seed}: the task ran on and skipped changes: {versions}"
+    else:
+        assert "\n" not in str(error) and "snapshot.mode=when_needed" in str(error)
+        assert versions == list(range(len(versions))), (
+            f"seed {seed}: a change arrived without the earlier ones: {versions}"
+        )
