@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cdc.api import ConnectException, Schema, SchemaBuilder, SourceRecord, Struct
+from cdc_debezium import snapshot_modes
 from cdc_postgres.column_mappers import java_serialized
 from cdc_postgres.config import CONFIG_DEF, PostgresConnectorConfig, validate
 from cdc_postgres.debezium_keys import UNSUPPORTED
@@ -255,7 +256,11 @@ SAMPLES = {
     "interval.handling.mode": "string",
     "time.precision.mode": "connect",
     "include.unknown.datatypes": "true",
-    "snapshot.mode": "configuration_based",
+    "snapshot.mode": "configuration_based",  # with the data snapshot and streaming on: runs as always
+    "snapshot.mode.configuration.based.snapshot.data": "true",
+    "snapshot.mode.configuration.based.start.stream": "true",
+    "snapshot.mode.configuration.based.snapshot.on.schema.error": "false",
+    "snapshot.mode.configuration.based.snapshot.on.data.error": "false",
     "snapshot.isolation.mode": "repeatable_read",
     "snapshot.locking.mode": "none",
     "plugin.name": "pgoutput",
@@ -312,8 +317,9 @@ def test_every_debezium_postgres_key_is_implemented_or_accepted_with_a_warning(c
     warned = {r.getMessage().split("=", 1)[0] for r in caplog.records if "recognised, not supported" in r.getMessage()}
     # every unsupported key warns, unless given the one value that changes nothing (snapshot.max.threads=1)
     unsupported = {k for k, (_, neutral) in UNSUPPORTED.items() if k in props and props[k].lower() != neutral}
+    unsupported -= set(snapshot_modes.KEYS)  # read by snapshot.mode=configuration_based (cdc_debezium.snapshot_modes)
     assert unsupported <= warned and not {"snapshot.max.threads", "read.only"} & warned  # read.only: implemented
-    assert "snapshot.mode" in warned and "signal.kafka.topic" not in warned  # the kafka signal channel (issue 22)
+    assert "signal.kafka.topic" not in warned  # the kafka signal channel (issue 22)
     assert not (warned & {"include.unknown.datatypes", "column.propagate.source.type", "field.name.adjustment.mode"})
     every = set(keys) - CONFIG_DEF.names() - {"database.sslfactory"}  # the TLS keys warn about that one
     assert not every, f"Debezium keys this connector does not define: {sorted(every)}"

@@ -18,6 +18,7 @@ from cdc.api import (
     ValidString,
 )
 from cdc_debezium import config as common
+from cdc_debezium import snapshot_modes
 from cdc_debezium.connector_config import RelationalDatabaseConnectorConfig
 from cdc_debezium.filters import ColumnMappers, IncludeExclude, include_exclude
 from cdc_debezium.signals import config as signal_config
@@ -57,6 +58,13 @@ FAILURE_KEYS = (common.EVENT_PROCESSING_FAILURE, EVENT_DESERIALIZATION_FAILURE, 
 
 SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "always", "recovery")
 LOCKING_MODES = ("minimal", "none")
+# Debezium's other snapshot.locking.mode values, refused with the reason (validation names the key).
+_LOCKING_REFUSED = {
+    "extended": "it holds the global read lock for the whole snapshot, blocking every write to the server for "
+    "its duration, which this connector never does",
+    "minimal_percona": "it takes Percona Server's LOCK TABLES FOR BACKUP, which MariaDB and MySQL do not have",
+    "custom": "it loads a Java SnapshotLock (snapshot.locking.mode.custom.name), which cannot run here",
+}
 FILE_HISTORY = "io.debezium.storage.file.history.FileSchemaHistory"
 KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
 MEMORY_HISTORY = "io.debezium.relational.history.MemorySchemaHistory"
@@ -225,6 +233,17 @@ def normalize(props: Mapping[str, str]) -> dict[str, str]:
         )
     if mode and mode.lower() in _MODE_ALIASES:
         out[SNAPSHOT_MODE] = _MODE_ALIASES[mode.lower()]
+    locking = str(out.get(SNAPSHOT_LOCKING_MODE) or "").strip().lower()
+    if locking in _LOCKING_REFUSED:
+        raise ConfigException(
+            f"snapshot.locking.mode={locking} is not supported: {_LOCKING_REFUSED[locking]}. Use minimal (the default: "
+            "a global read lock only while the binlog position and the schema are read, then one consistent "
+            "REPEATABLE READ snapshot) or none",
+            SNAPSHOT_LOCKING_MODE,
+            out.get(SNAPSHOT_LOCKING_MODE),
+        )
+    if resolved := snapshot_modes.resolve(out):  # configuration_based / custom, as on PostgreSQL
+        out[SNAPSHOT_MODE] = resolved
     return out
 
 
@@ -290,7 +309,7 @@ class MySqlConnectorConfig(RelationalDatabaseConnectorConfig):
     KEY_COLUMNS_CASE_SENSITIVE = False  # MySQL table names compare case-insensitively
 
     def __init__(self, props: Mapping[str, str]) -> None:
-        props = normalize(props)
+        submitted, props = props, normalize(props)
         errors = [(v.name, e) for v in validate(props) for e in v.errors]
         if errors:
             name, message = errors[0]
@@ -331,7 +350,7 @@ class MySqlConnectorConfig(RelationalDatabaseConnectorConfig):
         self.select_overrides = debezium_keys.select_overrides(props)
         # read.only: incremental snapshots watermark by GTID set and write nothing (incremental_read_only.py)
         self.read_only: bool = self.get(debezium_keys.READ_ONLY)
-        debezium_keys.warn_recognised(props)
+        debezium_keys.warn_recognised(submitted)  # as submitted: configuration_based's keys are read, not ignored
 
     def captures_database(self, db: str) -> bool:
         return db.lower() not in _SYSTEM_DATABASES and self.database_filter(db)

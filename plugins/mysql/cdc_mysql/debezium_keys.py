@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api import ConfigDef, ConfigException, ConfigType, ConfigValue, Importance, Range, ValidString
+from cdc_debezium import snapshot_modes
 from cdc_debezium.signals import config as signal_config
 from cdc_mysql.custom_converters import CustomConverters
 from cdc_mysql.schema_options import (
@@ -66,6 +67,7 @@ CONVERTING_MODES = ("fail", "warn", "skip")
 _NO_INCREMENTAL = "an incremental snapshot re-reads no chunk after a schema change"
 _HISTORY_KAFKA = "the Kafka schema history uses its own defaults"
 _BUILT_IN_MODES = "only the built-in snapshot.mode values exist"
+_CONFIGURATION_BASED = "read only with snapshot.mode=configuration_based"
 
 # key → (Debezium's default as text or None, what happens instead)
 RECOGNISED: dict[str, tuple[str | None, str]] = {
@@ -90,11 +92,11 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "snapshot.query.mode.custom.name": (None, "snapshot rows come from SELECT *"),
     "snapshot.locking.mode.custom.name": (None, "only snapshot.locking.mode=minimal|none exist"),
     "snapshot.mode.custom.name": (None, "only the built-in snapshot.mode values exist"),
-    "snapshot.mode.configuration.based.snapshot.data": ("false", _BUILT_IN_MODES),
-    "snapshot.mode.configuration.based.snapshot.schema": ("false", _BUILT_IN_MODES),
-    "snapshot.mode.configuration.based.start.stream": ("false", _BUILT_IN_MODES),
-    "snapshot.mode.configuration.based.snapshot.on.schema.error": ("false", _BUILT_IN_MODES),
-    "snapshot.mode.configuration.based.snapshot.on.data.error": ("false", _BUILT_IN_MODES),
+    "snapshot.mode.configuration.based.snapshot.data": ("false", _CONFIGURATION_BASED),
+    "snapshot.mode.configuration.based.snapshot.schema": ("false", _CONFIGURATION_BASED),
+    "snapshot.mode.configuration.based.start.stream": ("false", _CONFIGURATION_BASED),
+    "snapshot.mode.configuration.based.snapshot.on.schema.error": ("false", _CONFIGURATION_BASED),
+    "snapshot.mode.configuration.based.snapshot.on.data.error": ("false", _CONFIGURATION_BASED),
     "legacy.snapshot.max.threads": (None, "the snapshot reads one table at a time"),
     "snapshot.scan.all.columns.force": ("false", "the snapshot selects every column"),
     "snapshot.tables.order.by.row.count": ("disabled", "tables are snapshotted in name order"),
@@ -343,7 +345,7 @@ def warn_recognised(props: Mapping[str, Any]) -> list[str]:
     """Logs (and returns) one line per recognised key set to something other than Debezium's default."""
     lines = []
     for key, (default, instead) in RECOGNISED.items():
-        if key not in props or props[key] is None:
+        if key not in props or props[key] is None or snapshot_modes.applies(props, key):
             continue
         value = str(props[key]).strip()
         if default is not None and value.lower() == default.lower():

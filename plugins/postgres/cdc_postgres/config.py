@@ -19,6 +19,7 @@ from cdc.api import (
     ValidRegex,
     ValidString,
 )
+from cdc_debezium import snapshot_modes
 from cdc_debezium.config import (
     EVENT_PROCESSING_FAILURE,
     TIME_PRECISION_MODE,
@@ -384,6 +385,10 @@ def validate(props: Mapping[str, Any]) -> list[ConfigValue]:
             KeyColumns.parse(props.get("message.key.columns"))
         except ConfigException as e:
             key_columns.add_error_message(str(e))
+    try:
+        snapshot_modes.resolve(props)
+    except ConfigException as e:
+        by_name[SNAPSHOT_MODE].add_error_message(str(e))
     return [*values, *_extra_key_errors(props), *post_processor_errors, *debezium_keys.dynamic_keys(props)]
 
 
@@ -424,7 +429,7 @@ class PostgresConnectorConfig(RelationalDatabaseConnectorConfig):
                 raise ConfigException(v.errors[0], v.name, v.value)
         super().__init__(CONFIG_DEF, with_post_processors(props)[0])
         normalised = {key: self.get(key).lower() for key in _LOWER_CASE_KEYS}
-        mode = debezium_keys.snapshot_mode_alias(normalised[SNAPSHOT_MODE])
+        mode = snapshot_modes.resolve(props) or normalised[SNAPSHOT_MODE]  # configuration_based, as on MySQL
         normalised[SNAPSHOT_MODE] = _MODE_ALIASES.get(mode, mode)
         self._values.update(normalised)  # what get() answers: the parsed values in their canonical form
         if normalised[SNAPSHOT_ISOLATION_MODE] in ("read_committed", "read_uncommitted"):

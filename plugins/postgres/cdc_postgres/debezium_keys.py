@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api import ConfigDef, ConfigType, ConfigValue, Importance, ValidString
+from cdc_debezium import snapshot_modes
 from cdc_debezium.config import EVENT_PROCESSING_FAILURE, FAILURE_MODES
 from cdc_debezium.signals import config as signal_config
 from cdc_postgres import names
@@ -141,6 +142,7 @@ _IMPLEMENTED = (
 )
 
 # key → (what happens instead, when the value given is the one that changes nothing: no warning then)
+_CONFIGURATION_BASED = "read only with snapshot.mode=configuration_based"
 UNSUPPORTED: dict[str, tuple[str, str | None]] = {
     "advanced.metrics.enable": ("the connector's usual metrics only", "false"),
     "connection.validation.timeout.ms": ("connections are validated when they are opened, with libpq's timeouts", None),
@@ -203,11 +205,17 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
     "snapshot.locking.mode.custom.name": ("snapshot.locking.mode applies (shared or none)", None),
     "snapshot.max.threads": ("the snapshot reads one table at a time", "1"),
     "snapshot.max.threads.multiplier": ("the snapshot reads one table at a time", "1"),
-    "snapshot.mode.configuration.based.snapshot.data": ("snapshot.mode applies", None),
-    "snapshot.mode.configuration.based.snapshot.on.data.error": ("snapshot.mode applies", None),
-    "snapshot.mode.configuration.based.snapshot.on.schema.error": ("snapshot.mode applies", None),
-    "snapshot.mode.configuration.based.snapshot.schema": ("snapshot.mode applies", None),
-    "snapshot.mode.configuration.based.start.stream": ("snapshot.mode applies", None),
+    "snapshot.mode.configuration.based.snapshot.data": (_CONFIGURATION_BASED, None),
+    "snapshot.mode.configuration.based.snapshot.on.data.error": (
+        "read only with snapshot.mode=configuration_based",
+        None,
+    ),
+    "snapshot.mode.configuration.based.snapshot.on.schema.error": (
+        "read only with snapshot.mode=configuration_based",
+        None,
+    ),
+    "snapshot.mode.configuration.based.snapshot.schema": (_CONFIGURATION_BASED, None),
+    "snapshot.mode.configuration.based.start.stream": (_CONFIGURATION_BASED, None),
     "snapshot.mode.custom.name": ("snapshot.mode applies", None),
     "snapshot.include.collection.list": ("the snapshot reads every captured table", None),
     "snapshot.query.mode": ("the snapshot reads SELECT * (or snapshot.select.statement.overrides)", "select_all"),
@@ -229,7 +237,6 @@ _UNSUPPORTED_PREFIXES = {
     "openlineage.integration.": "no OpenLineage events are emitted",
 }
 _OVERRIDE_TABLE = re.compile(r"^snapshot\.select\.statement\.overrides\.(.+)$")
-_DEFAULT_SNAPSHOT_MODES = {"custom": "initial", "configuration_based": "initial"}
 
 
 def define(d: ConfigDef) -> ConfigDef:
@@ -261,21 +268,12 @@ def dynamic_keys(props: Mapping[str, Any]) -> list[ConfigValue]:
     return out
 
 
-def snapshot_mode_alias(mode: str) -> str:
-    """Debezium's `custom` and `configuration_based` snapshot modes run as `initial` here (with a warning)."""
-    if mode in _DEFAULT_SNAPSHOT_MODES:
-        log.warning(
-            "snapshot.mode=%s: recognised, not supported: the connector snapshots as snapshot.mode=%s",
-            mode, _DEFAULT_SNAPSHOT_MODES[mode],
-        )  # fmt: skip
-        return _DEFAULT_SNAPSHOT_MODES[mode]
-    return mode
-
-
 def warn_unsupported(props: Mapping[str, Any]) -> None:
     """One line per Debezium key this connector accepts without implementing it, saying what happens instead."""
     for key, value in props.items():
         instead: str | None = None
+        if snapshot_modes.applies(props, key):
+            continue
         if key in UNSUPPORTED:
             what, neutral = UNSUPPORTED[key]
             if neutral is not None and str(value).strip().lower() == neutral:
