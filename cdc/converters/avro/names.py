@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 
+from cdc.api import name_adjustment
 from cdc.api.errors import DataException
 
 __all__ = ["MODES", "NameRules", "is_valid_name"]
 
-MODES = ("none", "avro", "avro_unicode")
+MODES = name_adjustment.MODES
 
 _VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -34,12 +35,6 @@ _VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 def is_valid_name(name: str) -> bool:
     """True for a valid Avro simple name (one part of a full name, or a field name)."""
     return bool(_VALID.match(name))
-
-
-def _code_units(text: str) -> list[str]:
-    # Java strings are UTF-16: a character outside the BMP is two code units, each escaped.
-    raw = text.encode("utf-16-le", "surrogatepass")
-    return [chr(int.from_bytes(raw[i : i + 2], "little")) for i in range(0, len(raw), 2)]
 
 
 def _is_letter(c: str) -> bool:
@@ -50,31 +45,10 @@ def _is_digit(c: str) -> bool:
     return "0" <= c <= "9"
 
 
-def _escape_unicode(c: str) -> str:
-    hex_code = format(ord(c), "x")
-    return "_u" + ("00" + hex_code if len(hex_code) <= 2 else hex_code)
-
-
 def debezium_adjust(name: str, mode: str, allow_dots: bool) -> str:
-    """`name` under Debezium's `avro` / `avro_unicode` adjustment (`none` returns it unchanged)."""
-    if mode == "none" or not name:
-        return name
-    unicode = mode == "avro_unicode"
-    units = _code_units(name)
-    out: list[str] = []
-    for i, c in enumerate(units):
-        ok = _is_letter(c) or (c == "_" and not unicode)
-        if i > 0:
-            ok = ok or _is_digit(c) or (allow_dots and c == ".")
-        if ok:
-            out.append(c)
-        elif unicode:
-            out.append(_escape_unicode(c))
-        elif i == 0 and _is_digit(c):
-            out.append("_" + c)
-        else:
-            out.append("_")
-    return "".join(out)
+    """`name` under Debezium's `avro` / `avro_unicode` adjustment (`none` returns it unchanged): the
+    connectors' own rule, cdc.api.name_adjustment."""
+    return name_adjustment.adjust(name, mode, full_name=allow_dots)
 
 
 def _url_encode(text: str) -> str:

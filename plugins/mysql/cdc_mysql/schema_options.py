@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from cdc.api import ConfigException, Schema
+from cdc.api import ConfigException, Schema, name_adjustment
 from cdc_debezium.filters import compile_list
 from cdc_mysql.column_hash import HashMasks
 from cdc_mysql.custom_converters import CustomConverters
@@ -39,9 +39,6 @@ TYPE_SCALE_PARAMETER = "__debezium.source.column.scale"
 COLUMN_COMMENT_PARAMETER = "__debezium.source.column.comment"
 COLUMN_NAME_PARAMETER = "__debezium.source.column.name"
 
-_FIRST = re.compile(r"[A-Za-z_]")
-_NON_FIRST = re.compile(r"[A-Za-z0-9_]")
-_NON_FIRST_FULLNAME = re.compile(r"[A-Za-z0-9_.]")
 SCHEMA_NAME_ADJUSTMENT_MODE = "schema.name.adjustment.mode"
 
 
@@ -50,32 +47,14 @@ def regex_list(name: str, value: str | None) -> list[re.Pattern[str]]:
 
 
 def adjust_schema_name(name: str, mode: str) -> str:
-    """`name` made a valid Avro fullname under `schema.name.adjustment.mode` (as adjust_field_name, with `.`
-    allowed after the first character): Debezium's SchemaNameAdjuster.AVRO / AVRO_UNICODE."""
-    if mode == "none" or not name:
-        return name
-    return adjust_field_name(name, mode, _NON_FIRST_FULLNAME)
+    """`name` made a valid Avro full name under `schema.name.adjustment.mode` (cdc.api.name_adjustment)."""
+    return name_adjustment.adjust(name, mode, full_name=True)
 
 
-def adjust_field_name(name: str, mode: str, non_first: re.Pattern[str] | None = None) -> str:
-    """`name` made a valid Avro field name under `mode` (unchanged under `none` or when already valid)."""
-    if mode == "none" or not name:
-        return name
-    valid_rest = non_first or _NON_FIRST
-
-    def replace(c: str) -> str:
-        return "_" if mode == "avro" else f"_u{ord(c):04x}"
-
-    out = []
-    first = name[0]
-    if _FIRST.fullmatch(first):
-        out.append(first)
-    else:
-        out.append(replace(first))
-        if first.isdigit() and mode == "avro":
-            out.append(first)  # Debezium keeps the digit: columns 1a and 2a stay apart
-    out.extend(c if valid_rest.fullmatch(c) else replace(c) for c in name[1:])
-    return "".join(out)
+def adjust_field_name(name: str, mode: str) -> str:
+    """`name` made a valid Avro field name under `field.name.adjustment.mode` (cdc.api.name_adjustment,
+    shared with PostgreSQL and the Avro converter: one column gets one name whatever its source)."""
+    return name_adjustment.adjust(name, mode)
 
 
 @dataclass(frozen=True)
