@@ -46,6 +46,7 @@ from cdc.api.sink import SinkConnector, SinkTask, SinkTaskContext, TopicPartitio
 from cdc.api.source import (
     ExactlyOnceSupport,
     RecordMetadata,
+    SourceBacklog,
     SourceConnector,
     SourceTask,
     SourceTaskContext,
@@ -89,6 +90,7 @@ __all__ = [
     "SinkRecord",
     "SinkTask",
     "SinkTaskContext",
+    "SourceBacklog",
     "SourceConnector",
     "SourceRecord",
     "SourceTask",

@@ -35,6 +35,23 @@ class ConnectorTransactionBoundaries(Enum):
 
 
 @dataclass(frozen=True)
+class SourceBacklog:
+    """What of the source's change log lies past a stored offset, read from the database now.
+
+    `unread_bytes`: bytes of the log (binlog, WAL) after the offset's position; they may hold
+    changes of tables the connector does not capture, so more than 0 means "not known to be
+    caught up", and 0 means nothing is unread. None when the position cannot be compared (the
+    server's log is another history than the offset's: a reset, a restore, a failover).
+    `position`: the database's current position, as text for people. `note`: why bytes is None,
+    or anything a reader should know.
+    """
+
+    unread_bytes: int | None
+    position: str
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class RecordMetadata:
     """Where an acknowledged record landed in the log (topic, partition, offset, timestamp in ms)."""
 
@@ -169,6 +186,19 @@ class SourceConnector(Connector):
         The default, UNSUPPORTED, is the only value this runtime uses today.
         """
         return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def source_backlog(
+        self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None
+    ) -> SourceBacklog | None:
+        """How much of the database's change log lies past `offset` (the offset this connector stored
+        last; None when none is stored), asked of the database now; None when it cannot say.
+
+        Called on a fresh instance, outside any running task, by inspection commands (`cdc status`):
+        the lag of what reached the log says nothing of the changes the job never read, and this
+        does. It must not change anything on the server (no slot, no lock) and should answer within
+        a few seconds; a refused connection may raise, and the caller reports it.
+        """
+        return None
 
     def alter_offsets(self, connector_config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
         """Return True if this connector accepts an external offset change (KIP-875).

@@ -62,6 +62,16 @@ class JobStatus:
     metrics_age_ms: int | None = None
     checkpoint_batch: int | None = None
     tables: list[TableStatus] = field(default_factory=list)
+    # The database's log past the stored offset (SourceConnector.source_backlog), read at collect time:
+    # {"unread_bytes", "position", "note"}; or why it could not be read.
+    source_backlog: dict[str, Any] | None = None
+    source_backlog_error: str | None = None
+
+    @property
+    def source_unread(self) -> bool:
+        """True unless the database is known to hold nothing past the stored offset."""
+        backlog = self.source_backlog
+        return backlog is None or backlog.get("unread_bytes") != 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,7 +177,28 @@ def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
         log_.probe(INSPECTION_REACH_TIMEOUT)
         _collect_stores(job, config, log_, status, now_ms)
         _collect_tables(job, log_, status, now_ms)
+    _collect_backlog(job, status)
     return status
+
+
+def _collect_backlog(job: JobSpec, status: JobStatus) -> None:
+    """Ask the source connector how much of the database's log lies past the stored offset: the log's
+    lag alone called a job "caught up" while the database held changes it never read."""
+    from cdc.runtime.plugins import CONNECTOR_KINDS, PluginRegistry
+    from cdc.runtime.traces import redact
+    from cdc.runtime.validation import ConnectorValidator
+
+    config = job.connector_config()
+    registry = PluginRegistry.discover()
+    try:
+        cls = registry.resolve(config["connector.class"], CONNECTOR_KINDS, "source.connector.class").cls
+        backlog = cls().source_backlog(config, status.source_offset)
+    except Exception as e:  # an unreachable or refusing database: said, not raised
+        secrets = ConnectorValidator(registry).secret_values(config)
+        status.source_backlog_error = " ".join(redact(str(e) or type(e).__name__, secrets).split())
+        return
+    if backlog is not None:
+        status.source_backlog = asdict(backlog)
 
 
 def _collect_stores(job: JobSpec, config: WorkerConfig, log_: TopicLog, status: JobStatus, now_ms: int) -> None:
@@ -292,6 +323,7 @@ def render(status: JobStatus) -> list[str]:
             lines.append(f"source: {', '.join(parts)} (metrics from {_duration(status.metrics_age_ms)} ago)")
     offset = status.source_offset
     lines.append(f"source offset: {json.dumps(offset) if offset else 'none stored yet'}")
+    lines.append(_backlog_line(status))
     batch = status.checkpoint_batch
     lines.append(f"sink: {'no batch committed yet' if batch is None else f'last committed batch {batch}'}")
     header = ("table", "snapshot", "log events", "applied", "pending", "applied up to", "lag")
@@ -303,7 +335,7 @@ def render(status: JobStatus) -> list[str]:
             str(t.applied_events),
             str(t.pending_events),
             t.applied_position or "-",
-            "0 (caught up)" if t.lag_ms == 0 else _duration(t.lag_ms),
+            _lag_cell(t, status),
         )
         for t in status.tables
     ]
@@ -314,3 +346,27 @@ def render(status: JobStatus) -> list[str]:
     for r in [header, *rows]:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     return lines
+
+
+def _backlog_line(status: JobStatus) -> str:
+    backlog = status.source_backlog
+    if status.source_backlog_error:
+        return f"database: not known to be caught up: cannot read its position ({status.source_backlog_error})"
+    if backlog is None:
+        return "database: not known to be caught up: the connector cannot say how far its log is ahead"
+    unread, at, note = backlog.get("unread_bytes"), backlog.get("position"), backlog.get("note")
+    if unread == 0:
+        return f"database: caught up: nothing past the stored offset (at {at})"
+    if unread is None:
+        return f"database: not known to be caught up (at {at}): {note}"
+    extra = f"; {note}" if note else ""
+    return (
+        f"database: not caught up: {unread} bytes of its log past the stored offset are not read yet (at {at}{extra})"
+    )
+
+
+def _lag_cell(t: TableStatus, status: JobStatus) -> str:
+    """A table is caught up when the sink applied all its log and the database holds nothing unread."""
+    if t.lag_ms != 0:
+        return _duration(t.lag_ms)
+    return "0 in the log; not caught up with the database" if status.source_unread else "0 (caught up)"

@@ -146,6 +146,16 @@ class MySqlConnection:
             raise ConnectException(BINLOG_OFF)
         return position
 
+    def bytes_after(self, file: str, pos: int) -> int:
+        """Bytes of binlog the server has written after `file:pos` (its end minus the position, across
+        files by SHOW BINARY LOGS): what a reader at that position has not read yet."""
+        head_file, head_pos = self.master_status()
+        if head_file == file:
+            return max(0, head_pos - int(pos))
+        sizes = {str(r["Log_name"]): int(r["File_size"]) for r in self.query("SHOW BINARY LOGS")}
+        between = sum(size for name, size in sizes.items() if file < name < head_file)
+        return max(0, sizes.get(file, int(pos)) - int(pos)) + between + head_pos
+
     def server_identity(self) -> str:
         """Which server this is (lineage.server_identity): `server_id=<n>` on MariaDB, `uuid=<uuid>` on MySQL."""
         with self.conn.cursor() as cur:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
-from cdc.api import ConfigDef, ConfigException, ConfigValue, SourceConnector, Task
+from cdc.api import ConfigDef, ConfigException, ConfigValue, SourceBacklog, SourceConnector, Task
 from cdc_mysql import __version__
 from cdc_mysql import config as cfg
 
@@ -53,6 +54,12 @@ class MySqlConnector(SourceConnector):
         from cdc_mysql.validation import validate_connection
 
         return validate_connection(connector_configs)
+
+    def source_backlog(self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None) -> SourceBacklog:
+        """The binlog bytes the server has written past the stored offset (cdc_mysql.validation)."""
+        from cdc_mysql.validation import source_backlog
+
+        return source_backlog(connector_config, offset)
 
     def matching_collections(self, connector_configs: Mapping[str, str]) -> list[str]:
         """`<db>.<table>` of every table the config captures (Debezium's getMatchingCollections)."""

@@ -467,12 +467,7 @@ class MySqlConnectorTask(SourceTask):
         file, pos = getattr(reader, "log_file", None), getattr(reader, "log_pos", None)
         if not file or pos is None:
             return None
-        head_file, head_pos = self.connection.master_status()
-        if head_file == file:
-            return head_pos - int(pos)
-        sizes = {str(r["Log_name"]): int(r["File_size"]) for r in self.connection.query("SHOW BINARY LOGS")}
-        between = sum(size for name, size in sizes.items() if file < name < head_file)
-        return max(0, sizes.get(file, int(pos)) - int(pos)) + between + head_pos
+        return self.connection.bytes_after(file, int(pos))
 
     def status(self) -> dict[str, Any]:
         """Snapshot progress and buffer depth, for logs and the task status trace."""

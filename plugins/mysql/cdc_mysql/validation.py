@@ -13,16 +13,20 @@ as Kafka Connect's does for connectors without a connection check).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pymysql
 
-from cdc.api import ConfigException, ConfigValue, ConnectException
+from cdc.api import ConfigException, ConfigValue, ConnectException, SourceBacklog
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection, login_key
+from cdc_mysql.lineage import position
 from cdc_mysql.snapshot import captured_tables
 
 # A guard's failure names a server setting, not a config key: it is reported on the server's key.
 SERVER_KEY = "database.hostname"
+# An inspection command waits this long for the server, not the task's connect.timeout.ms.
+BACKLOG_CONNECT_TIMEOUT_MS = 5000
 
 
 def validate_connection(props: Mapping[str, str]) -> list[ConfigValue]:
@@ -110,3 +114,31 @@ def lock_grant_problem(connection: MySqlConnection, config: MySqlConnectorConfig
         f"the binlog position under a lock: run GRANT RELOAD ON *.* TO '{user}'@'%'; (or GRANT LOCK TABLES on the "
         "captured databases), or set snapshot.locking.mode=none"
     )
+
+
+def source_backlog(props: Mapping[str, str], offset: Mapping[str, Any] | None) -> SourceBacklog:
+    """The binlog past the stored offset (MySqlConnector.source_backlog): read-only, one connection.
+
+    The offset's position counts only on the server it was read from, in its binlog history
+    (lineage.py): on another server, or below a position the server's binlog no longer reaches,
+    the bytes are unknown and the note says why."""
+    config = MySqlConnectorConfig({**props, "connect.timeout.ms": str(BACKLOG_CONNECT_TIMEOUT_MS)})
+    connection = MySqlConnection(config)
+    try:
+        head_file, head_pos = connection.master_status()
+        here = f"{head_file}:{head_pos}"
+        if not offset or "file" not in offset or offset.get("snapshot") not in (None, False, "false"):
+            what = "no offset is stored" if not offset else "the stored offset is a snapshot's"
+            return SourceBacklog(None, here, f"{what}: nothing of the binlog is read yet")
+        file, pos = str(offset["file"]), int(offset.get("pos") or 0)
+        stored_identity = offset.get("server_identity")
+        identity = connection.server_identity()
+        if stored_identity and stored_identity != identity:
+            note = f"the stored offset was read from another server ({stored_identity}; this is {identity})"
+            return SourceBacklog(None, here, note)
+        if position(head_file, head_pos) < position(file, pos):
+            note = f"the server's binlog ends below the stored position {file}:{pos} (RESET MASTER or a restore)"
+            return SourceBacklog(None, here, note)
+        return SourceBacklog(connection.bytes_after(file, pos), here)
+    finally:
+        connection.close()

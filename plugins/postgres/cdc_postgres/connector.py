@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
-from cdc.api import ConfigDef, ConfigValue, SourceConnector, Task
+from cdc.api import ConfigDef, ConfigValue, SourceBacklog, SourceConnector, Task
 from cdc_postgres import __version__
 from cdc_postgres.config import CONFIG_DEF, PostgresConnectorConfig, validate
 from cdc_postgres.task import PostgresConnectorTask
@@ -44,6 +45,12 @@ class PostgresConnector(SourceConnector):
         from cdc_postgres.validation import validate_connection
 
         return validate_connection(connector_configs)
+
+    def source_backlog(self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None) -> SourceBacklog:
+        """The WAL bytes past the stored offset's LSN (cdc_postgres.validation)."""
+        from cdc_postgres.validation import source_backlog
+
+        return source_backlog(connector_config, offset)
 
     def matching_collections(self, connector_configs: Mapping[str, str]) -> list[str]:
         """`<schema>.<table>` of every table the config captures (Debezium's getMatchingCollections)."""

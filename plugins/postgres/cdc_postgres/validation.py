@@ -12,12 +12,14 @@ calls it through `PostgresConnector.validate_connection`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import psycopg
 
-from cdc.api import ConfigException, ConfigValue, ConnectException
+from cdc.api import ConfigException, ConfigValue, ConnectException, SourceBacklog
 from cdc_postgres.config import PostgresConnectorConfig
 from cdc_postgres.connection import PostgresConnection, connect_cause
+from cdc_postgres.lsn import parse_lsn
 from cdc_postgres.snapshot import captured_tables
 
 # A guard's failure that names a server setting (wal_level) is reported on the server's key.
@@ -87,3 +89,24 @@ def matching_collections(props: Mapping[str, str]) -> list[str]:
         return [f"{ns}.{name}" for _, ns, name in captured_tables(admin.conn, _table_filter(config))]
     finally:
         admin.close()
+
+
+def source_backlog(props: Mapping[str, str], offset: Mapping[str, Any] | None) -> SourceBacklog:
+    """The WAL past the stored offset's LSN (PostgresConnector.source_backlog): pg_current_wal_lsn()
+    minus the offset's `lsn_proc` (or `lsn`), read-only. The WAL holds every database's changes (and
+    checkpoints), so an idle server may show a few bytes: the note says so."""
+    config = PostgresConnectorConfig(dict(props))
+    connection = _open(config)
+    try:
+        row = connection.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    finally:
+        connection.close()
+    here = str(row[0])
+    stored = (offset or {}).get("lsn_proc") or (offset or {}).get("lsn")
+    if not offset or stored is None:
+        return SourceBacklog(None, here, "no offset is stored: nothing of the WAL is read yet")
+    unread = max(0, parse_lsn(here) - int(stored))
+    note = None
+    if unread:
+        note = "the WAL holds every database's changes and the server's own records, not only the captured tables'"
+    return SourceBacklog(unread, here, note)
