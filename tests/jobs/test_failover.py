@@ -18,6 +18,7 @@ import decimal
 import os
 import random
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -329,3 +330,50 @@ def test_reset_master_restarts_the_binlog(tmp_path: Path) -> None:
         _edit_job(job, **{"snapshot.mode": "when_needed"})
         _run(job, "after RESET MASTER with snapshot.mode=when_needed", seed)
         _assert_lake_equals(job, tmp_path, server, "after RESET MASTER (snapshot.mode=when_needed)", seed)
+
+
+def test_reset_master_while_the_job_streams_stops_it_and_a_new_snapshot_makes_the_lake_equal(tmp_path: Path) -> None:
+    """Issue 31: a RESET MASTER *while* `cdc run` streams. Before, the reader went on from its old
+    position in the new binlog: the changes written below it never arrived and the job ran on.
+    Now the connector sees the break (lineage_watch.py) and the run stops with one line naming it
+    and snapshot.mode=when_needed; with that mode the next run takes a new snapshot and the lake
+    (read with deltalake) equals the source. The seed varies the changes before and after the
+    reset, an idle pause after it, and a rotation."""
+    from tests.support.proc import CdcProcess, wait_for
+
+    seed = _seed()
+    rng = random.Random(seed)
+    work = Workload(random.Random(seed))
+    with _private_server() as server:
+        _create_tables(server)
+        job = _write_job(tmp_path, server)
+        _run(job, "snapshotting", seed)
+        run = CdcProcess("run", str(job), log_path=tmp_path / "streaming.log")
+        try:
+            wait_for(lambda: "Streaming binlog from" in run.output(), 120, "streaming to start", run)
+            work.transactions(server, rng.randint(0, 15))
+            with server.connect(database=None) as conn, conn.cursor() as cur:
+                cur.execute("RESET MASTER")
+            if rng.random() < 0.5:
+                time.sleep(rng.uniform(0.5, 3.0))  # idle: the periodic check, not a GTID, finds it
+            work.transactions(server, rng.randint(1, 15))
+            if rng.random() < 0.5:
+                with server.connect(database=None) as conn, conn.cursor() as cur:
+                    cur.execute("FLUSH BINARY LOGS")
+                work.transactions(server, rng.randint(1, 5))
+            deadline = time.monotonic() + 120
+            while run.alive() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not run.alive(), f"seed {seed}: the job streamed on after RESET MASTER:\n{run.output()[-3000:]}"
+            code = run.proc.returncode
+        finally:
+            if run.alive():
+                run.kill9()
+        output = run.output()
+        assert code != 0, f"seed {seed}: the job ended with 0 after RESET MASTER:\n{output[-3000:]}"
+        assert "snapshot.mode=when_needed" in output and "RESET MASTER" in output, (
+            f"seed {seed}: the stop does not say what happened and what to do:\n{output[-3000:]}"
+        )
+        _edit_job(job, **{"snapshot.mode": "when_needed"})
+        _run(job, "after the stop, with snapshot.mode=when_needed", seed)
+        _assert_lake_equals(job, tmp_path, server, "after RESET MASTER while streaming", seed)
