@@ -221,6 +221,23 @@ def test_good_postgres_job_passes(tmp_path: Path, bank: PostgresServer) -> None:
     assert code == 0 and lines == [f"{job}: OK"], lines
 
 
+def test_validate_writes_nothing_in_state_dir_and_creates_no_slot(
+    tmp_path: Path, shop: MariaDbServer, bank: PostgresServer
+) -> None:
+    """Issue 31: `cdc validate` is read-only toward the servers and the job's state: no state.dir,
+    no replication slot (and, on MySQL, never the job's server id: test_validate_beside_a_running_job)."""
+    with bank.connect() as conn:
+        slots = conn.execute("SELECT slot_name FROM pg_replication_slots ORDER BY 1").fetchall()
+    (tmp_path / "m").mkdir()
+    (tmp_path / "p").mkdir()
+    for job in (_mysql_job(tmp_path / "m", shop), _pg_job(tmp_path / "p", pg_props(bank))):
+        code, lines = run(job)
+        assert code == 0 and lines == [f"{job}: OK"], lines
+    assert not (tmp_path / "m" / "state").exists() and not (tmp_path / "p" / "state").exists()
+    with bank.connect() as conn:
+        assert conn.execute("SELECT slot_name FROM pg_replication_slots ORDER BY 1").fetchall() == slots
+
+
 def test_postgres_unknown_database_names_database_dbname(
     tmp_path: Path, bank: PostgresServer, rng: random.Random
 ) -> None:
