@@ -28,9 +28,9 @@ class MariaDbGtidSet:
 
     def covers(self, gtid: str) -> bool:
         """Is `gtid` at or below the last GTID of its domain (read already, or out of order)?"""
-        d, _, n = (int(x) for x in gtid.split("-"))
-        last = self.by_domain.get(d)
-        return last is not None and n <= last[1]
+        domain, _, number = gtid.split("-")  # once per transaction: no generator, two ints
+        last = self.by_domain.get(int(domain))
+        return last is not None and int(number) <= last[1]
 
     def filtered(self, keep: Callable[[str], bool]) -> MariaDbGtidSet:
         out = MariaDbGtidSet()

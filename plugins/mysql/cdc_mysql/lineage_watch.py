@@ -7,8 +7,9 @@ in a new history: the changes written below that position are never sent, and th
 arrive as if nothing happened (a re-used GTID, the old epoch). This class turns that into a
 stop with one line saying what happened and what to do, when it happens:
 
-- a GTID the stream sends again, or lower than one already read in its MariaDB domain
-  (`gtid(…)`, on every GTID event: a comparison, no query);
+- a GTID the stream sends again, or lower than one already read in its MariaDB domain (the
+  stream asks the GTID set it keeps, `covers(gtid)`, on every GTID event, and raises `reused(…)`:
+  a comparison, no query);
 - every `interval_s`, at a commit or a heartbeat (`check(…)`): the server is another one
   (lineage.server_identity), its binlog position is below the position already read, or its
   GTID state no longer contains the GTIDs already read.
@@ -71,14 +72,14 @@ class LineageWatch:
         # a change from held to not held is this stream's doing (the start already judged the offset).
         self._held: bool | None = None
 
-    def gtid(self, gtid: str, read: gtids.MariaDbGtidSet | gtids.MySqlGtidSet, file: str, pos: int) -> None:
-        """A GTID event at `file:pos`; `read`: the GTID set already read (a comparison, no query)."""
-        if read.covers(gtid):
-            raise LineageBreak(
-                f"The binlog sent GTID {gtid} at {file}:{pos}, but the GTIDs already read ({read}) contain it: "
-                "the binlog was reset (RESET MASTER), restored from a backup, or this is another server with "
-                f"another history (or, on MariaDB with gtid_strict_mode=OFF, a domain written out of order); {ADVICE}"
-            )
+    def reused(self, gtid: str, read: gtids.MariaDbGtidSet | gtids.MySqlGtidSet, file: str, pos: int) -> LineageBreak:
+        """The error for a GTID event at `file:pos` that the GTIDs already read cover (`read.covers(gtid)`,
+        which the stream checks on every GTID event: a comparison, no query)."""
+        return LineageBreak(
+            f"The binlog sent GTID {gtid} at {file}:{pos}, but the GTIDs already read ({read}) contain it: "
+            "the binlog was reset (RESET MASTER), restored from a backup, or this is another server with "
+            f"another history (or, on MariaDB with gtid_strict_mode=OFF, a domain written out of order); {ADVICE}"
+        )
 
     def due(self) -> bool:
         return time.monotonic() >= self._next_check

@@ -367,6 +367,7 @@ class MySqlStreamingChangeEventSource:
         # Room for the largest burst one row can add (BEGIN, delete, tombstone, create).
         max_buffer = max(1, self.config.max_queue_size - 4)
         captures = self.captures_table
+        gtid_set = self.gtid_set
         decode_rows = self.row_decoders.rows
         change, buffer = dispatcher.change, dispatcher.buffer
         from_values, source_schema, row_index = Struct.from_values, source_info.schema, source_info.row_index
@@ -463,7 +464,8 @@ class MySqlStreamingChangeEventSource:
                         in_tx, events_in_tx = True, 0
                         tx_file, tx_pos = file, start_pos
                         tx_gtid = ev.gtid
-                        watch.gtid(tx_gtid, self.gtid_set, file, start_pos)
+                        if gtid_set.covers(tx_gtid):  # re-used: a reset or another history (lineage_watch)
+                            raise watch.reused(tx_gtid, gtid_set, file, start_pos)
                         skip_source = filter_dml and not self.gtid_filter(gtids.source_of(tx_gtid, self.is_mariadb))
                         tx_id, thread, query = tx_gtid, None, None
                         self._begin(tx_file, tx_pos)
