@@ -52,6 +52,9 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
             s.get("errors.deadletterqueue.context.headers.enable", False)
         ).lower()
     conf["truncate.enabled"] = str(s.get("truncate", "apply") == "apply").lower()
+    for key in ("apply.on", "buckets"):  # delta: where batches are applied, a new table's key buckets
+        if key in s:
+            conf[key] = str(s[key])
     placeholder = job.source.get("unavailable.value.placeholder")
     if placeholder is not None:  # the sink keeps the value wherever the connector put its placeholder
         conf["unavailable.value.placeholder"] = str(placeholder)

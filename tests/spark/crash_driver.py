@@ -1,11 +1,16 @@
-"""A Spark driver process for the crash test: `python -m tests.spark.crash_driver STATE LAKE CKPT MARKS MODE`.
+"""A Spark driver process for the crash test: `python -m tests.spark.crash_driver STATE LAKE CKPT MARKS MODE [CRASH]`.
 
 MODE=stream runs small micro-batches until killed, touching MARKS/started-<batch> as each
 batch begins; MODE=catchup restarts from the checkpoint with Trigger.AvailableNow.
+CRASH=<point>:<batch> makes the driver die (os._exit, as a kill would) inside the parallel
+Delta apply's commit protocol (delta_parallel.py) of that batch: `before-commit` after the
+tasks wrote their files and before any commit, `after-commit` right after the first table's
+commit (its tombstones not yet committed).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +20,27 @@ from cdc_spark.source import register
 from tests.spark.conftest import spark_builder
 
 
-def main(state: str, lake: str, ckpt: str, marks: str, mode: str) -> None:
+def crash_at(spec: str) -> None:
+    """Patch the commit of the parallel Delta apply to exit at `spec` (<point>:<batch>)."""
+    from cdc_spark.apply import delta_parallel
+
+    point, batch = spec.split(":")
+    original = delta_parallel.ParallelDelta._commit_one
+
+    def commit_one(self: Any, lay: Any, rows: Any, batch_id: int) -> int:
+        if batch_id == int(batch) and point == "before-commit":
+            os._exit(137)
+        done = original(self, lay, rows, batch_id)
+        if batch_id == int(batch) and point == "after-commit":
+            os._exit(137)
+        return done
+
+    delta_parallel.ParallelDelta._commit_one = commit_one  # type: ignore[method-assign]
+
+
+def main(state: str, lake: str, ckpt: str, marks: str, mode: str, crash: str = "") -> None:
+    if crash:
+        crash_at(crash)
     spark = spark_builder().getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
@@ -37,4 +62,4 @@ def main(state: str, lake: str, ckpt: str, marks: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

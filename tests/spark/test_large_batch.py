@@ -27,7 +27,8 @@ def test_too_large_batch_stops_with_advice_and_bounded_batches_apply(spark, tmp_
         events = [t.event("c", k, {"name": f"{k:05d}" + "x" * 2000, "qty": k}, k + 1) for k in range(ROWS)]
         produce(log, t.topic, events, partitions=2)
     source = {"state.dir": str(state), "topics": t.topic}
-    sink = {"target": "delta", "path": str(tmp_path / "lake")}
+    # The driver's MERGE (apply.on=driver) collects each batch's winners to the driver.
+    sink = {"target": "delta", "path": str(tmp_path / "lake"), "apply.on": "driver"}
 
     q = start_query(spark, source, sink, str(tmp_path / "ck1"), available_now=True)
     with pytest.raises(StreamingQueryException):
@@ -40,5 +41,23 @@ def test_too_large_batch_stops_with_advice_and_bounded_batches_apply(spark, tmp_
     q = start_query(spark, {**source, "maxEventsPerTrigger": "3000"}, sink, str(tmp_path / "ck2"), available_now=True)
     q.awaitTermination()
     assert [p["numInputRows"] for p in q.recentProgress] == [3000] * 4
+    rows = delta_rows(str(tmp_path / "lake" / "shop_inv_wide"))
+    assert sorted(r["qty"] for r in rows) == list(range(ROWS))
+
+
+def test_the_same_batch_applies_in_one_go_on_the_executors(spark, tmp_path: Path) -> None:
+    """What stopped the driver's MERGE above (the batch's rows exceed spark.driver.maxResultSize)
+    applies in one micro-batch when Spark's tasks apply it: only file actions reach the driver."""
+    t = Table("shop.inv.wide")
+    state = tmp_path / "state"
+    with EmbeddedLog(state) as log:
+        events = [t.event("c", k, {"name": f"{k:05d}" + "x" * 2000, "qty": k}, k + 1) for k in range(ROWS)]
+        produce(log, t.topic, events, partitions=2)
+    source = {"state.dir": str(state), "topics": t.topic}
+    sink = {"target": "delta", "path": str(tmp_path / "lake")}
+    q = start_query(spark, source, sink, str(tmp_path / "ck"), available_now=True)
+    q.awaitTermination()
+    assert q.exception() is None
+    assert [p["numInputRows"] for p in q.recentProgress] == [ROWS]
     rows = delta_rows(str(tmp_path / "lake" / "shop_inv_wide"))
     assert sorted(r["qty"] for r in rows) == list(range(ROWS))

@@ -62,7 +62,18 @@ def test_the_sinks_per_table_lines_name_their_table(spark: Any, tmp_path: Path, 
             assert r["table"] in r["message"]  # the field is the table the line is about
     batch = [r["message"] for r in lines if "applied to delta" in r["message"] and "table" not in r]
     assert batch, lines  # a batch line: no table
-    # ... saying where the batch's time went on the driver
+    # ... saying where the batch's time went: the history table's collect to the driver, the
+    # orders table's Spark tasks and commit (apply.on=executors)
+    assert re.search(r"\(events 1, collect [\d.]+s, .*tasks [\d.]+s, commit [\d.]+s, files 1\)", batch[0]), batch
+
+
+def test_the_driver_merge_says_where_its_time_went(spark: Any, tmp_path: Path, json_log: io.StringIO) -> None:
+    orders = Table("shop.inv.orders")
+    applier = ChangeApplier({"target": "delta", "path": str(tmp_path), "apply.on": "driver"})
+    frame = raw_frame(spark, orders.topic, [orders.event("c", 1, {"name": "a"}, 1), orders.event("c", 2, {}, 2)])
+    applier(frame, 0)
+    lines = [r for r in _lines(json_log) if r["logger"] == "cdc_spark.apply.engine"]
+    batch = [r["message"] for r in lines if "applied to delta" in r["message"] and "table" not in r]
     assert re.search(r"\(events 2, collect [\d.]+s, latest [\d.]+s, flatten [\d.]+s, write [\d.]+s\)", batch[0]), batch
 
 

@@ -46,6 +46,8 @@ KEYS = (
     "table.modes",
     "table.delete.modes",
     "unavailable.value.placeholder",
+    "apply.on",
+    "buckets",
     # postgres: libpq's TLS parameters (also possible inside dsn; these win over the dsn's)
     *libpq_tls.PARAMS,
 )
@@ -90,6 +92,11 @@ class SinkConfig:
     table_delete_modes: Mapping[str, str] = field(default_factory=dict)
     # The source connector's unavailable.value.placeholder: where it stands, the target keeps its value.
     unavailable_value_placeholder: str = unavailable.DEFAULT
+    # delta: where a batch's MERGE runs. executors: Spark tasks apply disjoint key buckets of each
+    # table (buckets.py) and the driver commits their files; driver: one delta-rs MERGE per table
+    # on the driver (the earlier layout; tables in it stay on the driver whatever this says).
+    apply_on: str = "executors"
+    buckets: int = 16  # delta, apply.on=executors: the key buckets of a table the sink creates
 
     @classmethod
     def parse(cls, conf: Mapping[str, Any]) -> SinkConfig:
@@ -190,6 +197,8 @@ class SinkConfig:
             table_modes=table_modes,
             table_delete_modes=table_delete_modes,
             unavailable_value_placeholder=_placeholder(c),
+            apply_on=_apply_on(c, target),
+            buckets=_int(c, "buckets", 16, 1, "1 to 10000 (key buckets of a new Delta table)", upper=10_000),
         )
 
     @property
@@ -216,6 +225,18 @@ class SinkConfig:
         """The table named for the topic in `table.names`, else `${topic}` (dots → underscores) or
         `${table}` (the topic's last segment)."""
         return _table_name(topic, self.table_names, self.table_name_format)
+
+
+def _apply_on(c: Mapping[str, Any], target: str) -> str:
+    value = str(c.get("apply.on", "executors")).strip().lower()
+    if value not in ("executors", "driver"):
+        raise SinkConfigError(
+            f"apply.on={value!r}: use executors (Spark tasks apply each table's key buckets in parallel) or "
+            "driver (one MERGE per table on the Spark driver)"
+        )
+    if "apply.on" in c and target != "delta":
+        raise SinkConfigError(f"apply.on is a setting of target=delta; drop it for target={target}")
+    return value
 
 
 def _table_name(topic: str, names: Mapping[str, str], name_format: str) -> str:
@@ -314,13 +335,13 @@ def _flag(c: Mapping[str, Any], key: str, default: bool | None) -> bool | None:
     return value == "true"
 
 
-def _int(c: Mapping[str, Any], key: str, default: int, minimum: int, allowed: str) -> int:
+def _int(c: Mapping[str, Any], key: str, default: int, minimum: int, allowed: str, upper: int | None = None) -> int:
     raw = c.get(key, default)
     try:
         value = int(str(raw).strip())
     except ValueError:
         raise SinkConfigError(f"{key}={raw!r} must be an integer, {allowed}") from None
-    if value < minimum:
+    if value < minimum or (upper is not None and value > upper):
         raise SinkConfigError(f"{key}={value} must be {allowed}")
     return value
 

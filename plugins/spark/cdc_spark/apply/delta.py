@@ -41,6 +41,13 @@ TOMBSTONE_SUFFIX = "__tombstones"
 TRUNCATES = "_cdc_truncates"
 
 
+def has_batch(dt: DeltaTable | None, app_id: str, batch_id: int) -> bool:
+    """Whether the table already holds micro-batch `batch_id` of query `app_id` (its commit
+    carried `Transaction(app_id, batch_id)`): a replay then writes nothing. Batch 0 counts."""
+    done = dt.transaction_version(app_id) if dt is not None else None
+    return done is not None and done >= batch_id
+
+
 def _open(path: str) -> DeltaTable | None:
     return DeltaTable(path) if DeltaTable.is_deltatable(path) else None
 
@@ -99,7 +106,7 @@ class DeltaTarget:
         return CommitProperties(app_transactions=[Transaction(self.config.app_id, batch_id)])
 
     def _done(self, dt: DeltaTable | None, batch_id: int) -> bool:
-        return dt is not None and (dt.transaction_version(self.config.app_id) or -1) >= batch_id
+        return has_batch(dt, self.config.app_id, batch_id)
 
     def truncate_marks(self) -> dict[str, bytes]:
         """table → the sequence of its last applied truncate (TRUNCATES)."""

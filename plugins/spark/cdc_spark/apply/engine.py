@@ -31,8 +31,8 @@ from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import BatchTooLargeError, Refused, SinkConfigError, driver_limit, naming_keys
 from cdc_spark.apply.latest import decode, latest_and_earlier, topic_marks, truncate_marks
 from cdc_spark.apply.metrics import process_metrics
-from cdc_spark.apply.refused import PARTITION_RESULT, blank, lake_cells, rows_left_out
-from cdc_spark.apply.unchanged import flatten_latest
+from cdc_spark.apply.refused import PARTITION_RESULT, screen_lake
+from cdc_spark.apply.unchanged import flatten_latest, warn_kept_rows
 from cdc_spark.decode import Deserializer, FlatBatch, JsonDeserializer, flatten
 from cdc_spark.decode.events import SNAPSHOT_END
 from cdc_spark.source.options import SourceOptions
@@ -72,6 +72,8 @@ class ChangeApplier:
         # Where this batch's time went (Delta/Iceberg, on the driver): phase → seconds, for its log line.
         self._phases: dict[str, float | int] = {}
         self.metrics = process_metrics()  # per-table figures (apply/metrics.py), read by `cdc run`
+        # Delta, apply.on=executors: the processes (host:pid) whose tasks applied the last batch.
+        self.apply_workers: frozenset[str] = frozenset()
 
     @property
     def target(self) -> Any:
@@ -97,8 +99,15 @@ class ChangeApplier:
         # The changelog keeps every event; the other targets need only each key's latest.
         if "__seq" not in raw.columns:  # raw records (the source did not decode them)
             raw = decode(raw, self.deserializer, self.config.keeps_only_latest, self.config.placeholder)
-        self._poison, self._parked, self._phases = None, [], {}
-        if self.config.target in ("delta", "iceberg"):  # scd1 and scd2 tables alike (mode_for)
+        self._poison, self._parked, self._phases, self._schemas = None, [], {}, {}
+        if self.config.target == "delta" and self.config.apply_on == "executors":
+            events = raw.persist()
+            try:
+                self._apply_lake(events, batch_id)
+                self._dead_letter(events, batch_id)
+            finally:
+                events.unpersist()
+        elif self.config.target in ("delta", "iceberg"):  # scd1 and scd2 tables alike (mode_for)
             self._apply_collected(raw, batch_id)
             self._dead_letter(raw, batch_id)
         else:
@@ -150,7 +159,7 @@ class ChangeApplier:
         if errors and self.config.errors_tolerance == "none":
             deadletter.stop_on_first(errors, self.config.table_for, failed)
         elif errors:
-            self._poison = failed()
+            self._poison = failed() if self._poison is None else self._poison.unionByName(failed())
             self.metrics.rejected(self.config.table_for(r["topic"]) for r in errors)
             log.debug("batch %d: %d poison events for the dead letters", batch_id, len(errors))
 
@@ -192,29 +201,16 @@ class ChangeApplier:
     def _screen_lake(
         self, table: str, rows: pa.Table, flat: FlatBatch, reflatten: Callable[[pa.Table], FlatBatch]
     ) -> FlatBatch:
-        """Under errors.tolerance=all, `flat` (one table's batch, row i from event i of `rows`) without
-        the rows the lake refuses for their values, whose events are parked, and with the refused
-        values of deletes' old rows left out; `reflatten` flattens the events kept."""
-        if not self._tolerant or flat.table.num_rows != rows.num_rows:
-            return flat  # the rows do not line up with their events: the error stops the query instead
-        cells = lake_cells(flat.table, table, flat.key_columns)
-        out = rows_left_out(flat.table, cells, flat.key_columns)
-        if out:
-            for row in out:
-                self._park(rows, Refused.of(row, next(c.error for c in cells if c.row == row)))
-            keep = pc.invert(pc.is_in(pa.array(range(rows.num_rows), pa.int64()), value_set=pa.array(out, pa.int64())))
-            rows = rows.filter(keep)
-            flat = reflatten(rows)
-            if flat.table.num_rows != rows.num_rows:
-                return flat
-            cells = lake_cells(flat.table, table, flat.key_columns)
-            if rows_left_out(flat.table, cells, flat.key_columns):
-                return flat  # not expected: the error stops the query
-        for c in cells:
-            log.warning(
-                "%s; the row is deleted, without that value of its old row", c.error.problem, extra={"table": table}
-            )
-        return FlatBatch(blank(flat.table, cells), flat.key_columns, flat.unchanged) if cells else flat
+        """Under errors.tolerance=all, `flat` without the rows the lake refuses (their events
+        parked for the dead letters) and with deletes' refused old values left out (refused.py)."""
+        if not self._tolerant:
+            return flat
+        screened = screen_lake(table, rows, flat, reflatten)
+        for refused in screened.refused:
+            self._park(rows, refused)
+        for problem in screened.blanked:
+            log.warning("%s; the row is deleted, without that value of its old row", problem, extra={"table": table})
+        return screened.flat
 
     def _apply_collected(self, events: DataFrame, batch_id: int) -> None:
         """Delta/Iceberg commit on the driver: one collect of the batch (the source tasks already
@@ -252,6 +248,51 @@ class ChangeApplier:
         winners = latest_and_earlier(changes, marks, self.config.placeholder)
         self._phases["latest"] = time.perf_counter() - t1
         self._apply_winners(*winners, batch_id)
+
+    def _apply_lake(self, events: DataFrame, batch_id: int) -> None:
+        """Delta with apply.on=executors: the tables in the bucketed layout are applied by Spark
+        tasks and committed here from their file actions (delta_parallel.py); the others (an
+        earlier layout, partition.by, scd2) by the driver's MERGE (_apply_collected)."""
+        from cdc_spark.apply.delta_parallel import ParallelDelta
+
+        t0 = time.perf_counter()
+        topics = [r["topic"] for r in events.select("topic").distinct().collect() if r["topic"] is not None]
+        mine, driver = ParallelDelta(self.config, self.target.path, events).split(sorted(topics), self._keeps_history)
+        if driver:
+            on_driver = F.col("topic").isin(driver)
+            if not mine:  # poison events without a topic go with the driver's share
+                on_driver = on_driver | F.col("topic").isNull()
+            self._apply_collected(events.filter(on_driver), batch_id)
+        if not mine:
+            return
+        mine_only = events.filter(F.col("topic").isin(mine) | (F.col("topic").isNull() if not driver else F.lit(False)))
+        if "value_schema" not in events.columns:  # decoded elsewhere: full values, no side channel
+            mine_only = mine_only.withColumn("schema_id", F.lit(None).cast("bigint"))
+            mine_only = mine_only.withColumn("value_schema", F.lit(None).cast("string"))
+        parallel = ParallelDelta(self.config, self.target.path, mine_only)
+        # Keyless rows (poison events, truncates, snapshot ends) and the value schemas the source
+        # cut off the records (decode/schemas.py): one small collect.
+        loose = mine_only.filter(F.col("key").isNull() | F.col("value_schema").isNotNull())
+        loose = loose.select(*_LOOSE_COLUMNS).collect()
+        self._schemas.update({r["schema_id"]: r["value_schema"] for r in loose if r["value_schema"] is not None})
+        self._handle_errors(loose, lambda: mine_only.filter(F.col("__error").isNotNull()), batch_id)
+        self._truncate(truncate_marks(loose, self.config.truncate_enabled), batch_id)
+        self._phases["plan"] = time.perf_counter() - t0
+        plan = parallel.plan(mine, batch_id, self._schemas, self._truncate_marks())
+        outcome = parallel.run(mine, plan, self._phases)
+        for table, (rows, newest) in sorted(outcome.applied.items()):
+            if rows == 0:
+                continue  # every row refused (errors.tolerance=all): not a batch of the table
+            self.metrics.applied(table, rows, newest_ms=newest)
+            self._tables.add(table)
+            log.debug("batch %d: %d rows applied to %s by Spark tasks", batch_id, rows, table, extra={"table": table})
+        self._parked.extend(outcome.parked)
+        for table, problem in outcome.blanked:
+            log.warning("%s; the row is deleted, without that value of its old row", problem, extra={"table": table})
+        for table, rows, columns in outcome.kept:
+            warn_kept_rows(table, rows, columns)
+        self._phases["files"] = outcome.files
+        self.apply_workers = frozenset(outcome.workers)
 
     def _keeps_history(self, topic: str) -> bool:
         return self.config.mode_for(self.config.table_for(topic)) == "scd2"

@@ -74,7 +74,12 @@ def batch_keys(table: pa.Table, key_columns: Sequence[str]) -> str:
     if not key_columns or any(k not in table.column_names for k in key_columns):
         return f"the batch's {n} rows"
     keys = _in_table_order(table, key_columns)
-    first = [key_text(r, keys) for r in table.slice(0, _FIRST_KEYS).select(keys).to_pylist()]
+    return keys_line(n, [key_text(r, keys) for r in table.slice(0, _FIRST_KEYS).select(keys).to_pylist()])
+
+
+def keys_line(n: int, first: Sequence[str]) -> str:
+    """`key id=1` for one key, else the count and the first few (`key_text`s) of the `n`."""
+    first = list(first)[:_FIRST_KEYS]
     if n == 1:
         return f"key {first[0]}"
     if n <= _FIRST_KEYS:
@@ -229,7 +234,7 @@ class TargetApplyError(RuntimeError):
         )
 
 
-def _ours(error: BaseException) -> bool:
+def ours(error: BaseException) -> bool:
     """cdc's and the sink's own errors already name the table and say what to do."""
     return type(error).__module__.split(".", 1)[0] in ("cdc", "cdc_spark")
 
@@ -245,7 +250,7 @@ def naming_keys(table: str, batch: FlatBatch) -> Iterator[None]:
         e.name_key(batch.key_columns)
         raise
     except Exception as e:
-        if _ours(e):
+        if ours(e):
             raise
         raise TargetApplyError(table, batch_keys(batch.table, batch.key_columns), e) from e
 

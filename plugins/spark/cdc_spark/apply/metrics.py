@@ -44,10 +44,11 @@ class SinkMetrics:
         self._batch: dict[str, int | None] = {}  # tables of the running batch → newest source ts (ms)
         self.batches = 0  # micro-batches applied, all tables
 
-    def applied(self, table: str, rows: int, events: pa.Table | None = None) -> None:
+    def applied(self, table: str, rows: int, events: pa.Table | None = None, newest_ms: int | None = None) -> None:
         """`rows` rows applied to `table` from `events` (whose `__source_ts_ms` is each event's
-        source commit time), or from events not at hand (the PostgreSQL target's partitions)."""
-        newest = _newest(events)
+        source commit time), or from events not at hand (the PostgreSQL target's partitions; the
+        Delta tasks, which report their events' newest commit time, `newest_ms`)."""
+        newest = _newest(events) if events is not None else newest_ms
         with self._lock:
             figures = self._tables.get(table, TableFigures())
             self._tables[table] = replace(figures, rows_applied=figures.rows_applied + int(rows))

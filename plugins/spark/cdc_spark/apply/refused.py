@@ -19,7 +19,7 @@ the row), so a delete whose image holds such a value is applied with that value 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from cdc_spark.apply.arrowutil import lake_type
 from cdc_spark.apply.errors import Refused, ValueOutOfRangeError
 from cdc_spark.apply.evolution import _LAKE_DAYS, _PER_DAY
+from cdc_spark.decode.flatbatch import FlatBatch
 
 # apply_partition's rows (PostgreSQL): per table a count, and per refused row its event's
 # position, problem and error class (`rows` null); `deleted`: a delete applied without the value.
@@ -147,3 +148,39 @@ def partition_rows(topics: list[str], counts: list[int], parked: list[tuple[str,
             ]
         ),
     )
+
+
+@dataclass(frozen=True)
+class Screened:
+    """One table's batch screened for the lake (`screen_lake`): the rows kept and their events."""
+
+    flat: FlatBatch
+    rows: pa.Table  # the events of `flat`'s rows (row i from event i when they line up)
+    refused: list[Refused]  # rows left out, by their row in the events given to screen_lake
+    blanked: list[str]  # deletes applied without a value of their old row: each one's problem
+
+
+def screen_lake(table: str, rows: pa.Table, flat: FlatBatch, reflatten: Callable[[pa.Table], FlatBatch]) -> Screened:
+    """Under errors.tolerance=all: `flat` (one table's batch, row i from event i of `rows`)
+    without the rows the lake refuses for their values, and with the refused values of deletes'
+    old rows left out; `reflatten` flattens the events kept. Where the rows do not line up with
+    their events, nothing is screened: the error stops the query instead."""
+    if flat.table.num_rows != rows.num_rows:
+        return Screened(flat, rows, [], [])
+    cells = lake_cells(flat.table, table, flat.key_columns)
+    out = rows_left_out(flat.table, cells, flat.key_columns)
+    refused: list[Refused] = []
+    if out:
+        refused = [Refused.of(row, next(c.error for c in cells if c.row == row)) for row in out]
+        keep = pc.invert(pc.is_in(pa.array(range(rows.num_rows), pa.int64()), value_set=pa.array(out, pa.int64())))
+        rows = rows.filter(keep)
+        flat = reflatten(rows)
+        if flat.table.num_rows != rows.num_rows:
+            return Screened(flat, rows, refused, [])
+        cells = lake_cells(flat.table, table, flat.key_columns)
+        if rows_left_out(flat.table, cells, flat.key_columns):
+            return Screened(flat, rows, refused, [])  # not expected: the error stops the query
+    blanked = [c.error.problem for c in cells]
+    if cells:
+        flat = FlatBatch(blank(flat.table, cells), flat.key_columns, flat.unchanged)
+    return Screened(flat, rows, refused, blanked)

@@ -19,7 +19,7 @@ from deltalake import CommitProperties, DeltaTable, Field, Transaction
 
 from cdc_spark.apply.arrowutil import delta_dataset, for_lake, rows_with_keys, same_as_previous
 from cdc_spark.apply.config import SinkConfig, partition_columns
-from cdc_spark.apply.delta import merge
+from cdc_spark.apply.delta import has_batch, merge
 from cdc_spark.apply.evolution import check_lake_range, conform
 from cdc_spark.apply.unchanged import fill_forward, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
@@ -62,7 +62,7 @@ class Scd2Delta:
                 mode="ignore",
                 partition_by=partition_columns(table, self.config.partition_by, new.schema.names),
             )
-        if (dt.transaction_version(self.config.app_id) or -1) >= batch_id:
+        if has_batch(dt, self.config.app_id, batch_id):
             return
         new, added = conform(table, pa.schema(dt.schema().to_arrow()), new)
         if added:

@@ -1,0 +1,151 @@
+"""The bucketed Delta layout: what lets Spark tasks apply a micro-batch in parallel.
+
+A table the sink creates is partitioned by one column, `__bucket`: each row's bucket is a
+hash of its key (the change event's canonical key text, decode/events.py) modulo the table's
+bucket count, kept in the table property `cdc.buckets` and fixed at creation. A key therefore
+lives in exactly one bucket directory, and the task that owns a bucket can read the bucket's
+files, apply the guarded changes and write their replacements without meeting another task's
+key; the driver only commits the tasks' file actions (delta_parallel.py).
+
+What a reader of the table sees: the row columns, the sink's `__seq`/`__op`/... columns, and
+the `__bucket` partition column (an int, 0 ≤ b < cdc.buckets); readers that filter by key
+may ignore it. OPTIMIZE (maintenance, or the user's own) compacts within a partition, so it
+keeps the layout; VACUUM removes files no version references, including those a killed batch
+wrote but never committed.
+
+A table written by an earlier sink (no `cdc.buckets`, or other partition columns) is left in
+its layout and applied on the driver as before (`layout_of` returns None); so are tables with
+`partition.by` set, scd2 history tables, and tables a job sets `apply.on: driver` for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+BUCKET = "__bucket"
+PROPERTY = "cdc.buckets"
+DEFAULT_BUCKETS = 16
+# Delta's string statistics are prefixes in practice; longer values get none (still correct:
+# a file without statistics for a column is never pruned by it).
+_STATS_STRING_MAX = 32
+
+
+def bucket_of(key: str, buckets: int) -> int:
+    """A canonical key text's bucket. CRC-32 (zlib) is fixed by its standard, so the same key
+    lands in the same bucket in every process, Python version and run (Python's hash() is
+    salted per process)."""
+    return zlib.crc32(key.encode()) % buckets
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One file of a bucket, as the table's log lists it, with the min/max statistics it has
+    (column → (min, max)), which the tasks prune files by."""
+
+    path: str  # relative to the table root, decoded
+    size: int
+    bounds: Mapping[str, tuple[object, object]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A bucketed table as of the version the batch reads (picklable: shipped to the tasks)."""
+
+    path: str  # the table root
+    buckets: int
+    exists: bool
+    version: int = -1
+    schema: pa.Schema | None = None  # the row columns (without `__bucket`); None: no table yet
+    files: dict[int, list[DataFile]] = field(default_factory=dict)  # bucket → its files
+
+    def in_bucket(self, bucket: int) -> list[DataFile]:
+        return self.files.get(bucket, [])
+
+
+def layout_of(path: str, default_buckets: int) -> Layout | None:
+    """The table at `path` in the bucketed layout, a new one (not created yet), or None for a
+    table in another layout (applied on the driver)."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return Layout(path, default_buckets, exists=False)
+    dt = DeltaTable(path)
+    count = dt.metadata().configuration.get(PROPERTY)
+    if count is None or list(dt.metadata().partition_columns) != [BUCKET]:
+        return None
+    schema = pa.schema([f for f in pa.schema(dt.schema().to_arrow()) if f.name != BUCKET])
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    files: dict[int, list[DataFile]] = {}
+    bounded = [c.removeprefix("min.") for c in actions.column_names if c.startswith("min.")]
+    bounded = [c for c in bounded if f"max.{c}" in actions.column_names]
+    for row in actions.to_pylist():
+        bucket = int(row[f"partition.{BUCKET}"])
+        bounds = {
+            c: (row[f"min.{c}"], row[f"max.{c}"])
+            for c in bounded
+            if row[f"min.{c}"] is not None and row[f"max.{c}"] is not None
+        }
+        files.setdefault(bucket, []).append(DataFile(unquote(row["path"]), int(row["size_bytes"]), bounds))
+    return Layout(path, int(count), exists=True, version=dt.version(), schema=schema, files=files)
+
+
+def create(path: str, schema: pa.Schema, buckets: int) -> None:
+    """The empty bucketed table (its files come in the batch's commit). delta-rs checks table
+    properties against Delta's own unless told not to; `cdc.buckets` is ours."""
+    from deltalake import DeltaTable
+
+    full = pa.schema([*schema, pa.field(BUCKET, pa.int32(), nullable=True)])
+    DeltaTable.create(
+        path,
+        schema=full,
+        mode="ignore",
+        partition_by=[BUCKET],
+        configuration={PROPERTY: str(buckets)},
+        raise_if_key_not_exists=False,
+    )
+
+
+def file_name(bucket: int, unique: str) -> str:
+    """A data file's path in the table, in the form Delta writers use."""
+    return f"{BUCKET}={bucket}/part-00000-{unique}-c000.snappy.parquet"
+
+
+def full_path(root: str, relative: str) -> str:
+    return os.path.join(root, relative)
+
+
+def stats_json(table: pa.Table) -> str:
+    """Delta's per-file statistics of `table` (numRecords, nullCount, and minValues/maxValues for
+    integer, date and short string columns: the ones readers and our tasks prune by). Written
+    here because deltalake 1.x writes statistics only for files it writes itself."""
+    mins: dict[str, object] = {}
+    maxs: dict[str, object] = {}
+    nulls: dict[str, int] = {}
+    for f in table.schema:
+        col = table.column(f.name)
+        if pa.types.is_nested(f.type):
+            continue
+        nulls[f.name] = col.null_count
+        if col.null_count == len(col):
+            continue
+        t = f.type
+        if pa.types.is_signed_integer(t):
+            lo, hi = pc.min_max(col).values()
+            mins[f.name], maxs[f.name] = lo.as_py(), hi.as_py()
+        elif pa.types.is_date32(t):
+            lo, hi = pc.min_max(col).values()
+            mins[f.name], maxs[f.name] = lo.as_py().isoformat(), hi.as_py().isoformat()
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            longest = pc.max(pc.utf8_length(col)).as_py() or 0
+            if longest <= _STATS_STRING_MAX:
+                lo, hi = pc.min_max(col).values()
+                mins[f.name], maxs[f.name] = lo.as_py(), hi.as_py()
+    return json.dumps({"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
