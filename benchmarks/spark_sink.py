@@ -40,6 +40,10 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
   0.97 of JSON). Without latestPerKey (scd2 tables, the Parquet changelog) every event's value
   is written as JsonConverter text: there the decode stage measured (CPU, 100k events) 2.3x
   the transcoding path but 0.36x JSON.
+- Executor-side apply (issue 32): the Delta sink runs twice on the same batch, with
+  `apply.on=executors` (the default: Spark tasks apply key buckets) and `apply.on=driver` (the
+  collect and one MERGE on the driver), each with the peak resident memory of the driver's
+  Python process, the driver JVM and the largest Python worker (RssWatch, from /proc).
 - Not measured: SparkSession start and a 2,000-event warm-up batch (Python worker start-up).
 - Time: about 3 minutes on 2 cores, 17-24 s of it producing the events and ~20 s writing
   the large table.
@@ -460,6 +464,92 @@ def _same_rows(*paths: str) -> None:
         raise RuntimeError(f"the Delta tables differ: {counts}")
 
 
+class RssWatch:
+    """Peak resident memory while a query runs, sampled from /proc every 50 ms: this process (the
+    driver's Python, where a collect lands), the driver's JVM (in local mode also the executors'
+    threads), and each Spark Python worker (where the tasks' Arrow work runs). Read from /proc
+    because psutil is not a dependency and only Linux is measured here."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.base = {"driver": self._rss(os.getpid()), "jvm": self._jvm_rss()}
+        self.peak = dict(self.base)
+        self.worker_peak = 0  # the largest Python worker, in bytes
+
+    @staticmethod
+    def _rss(pid: int) -> int:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    @staticmethod
+    def _family() -> dict[int, tuple[int, str]]:
+        """pid → (parent pid, command line) of every process."""
+        out = {}
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    out[int(d.name)] = (ppid, cmd)
+                except (OSError, IndexError, ValueError):
+                    continue
+        return out
+
+    def _descendants(self) -> list[tuple[int, str]]:
+        family = self._family()
+        mine, found = {os.getpid()}, []
+        changed = True
+        while changed:
+            changed = False
+            for pid, (ppid, cmd) in family.items():
+                if ppid in mine and pid not in mine:
+                    mine.add(pid)
+                    found.append((pid, cmd))
+                    changed = True
+        return found
+
+    def _jvm_rss(self) -> int:
+        return sum(self._rss(pid) for pid, cmd in self._descendants() if "java" in cmd.split(" ", 1)[0])
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak["driver"] = max(self.peak["driver"], self._rss(os.getpid()))
+            jvm, workers = 0, []
+            for pid, cmd in self._descendants():
+                if "java" in cmd.split(" ", 1)[0]:
+                    jvm += self._rss(pid)
+                elif "pyspark" in cmd:  # pyspark.daemon and the workers it forks
+                    workers.append(self._rss(pid))
+            self.peak["jvm"] = max(self.peak["jvm"], jvm)
+            self.worker_peak = max([self.worker_peak, *workers])
+
+    def __enter__(self) -> RssWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def growth(self, what: str) -> float:
+        return (self.peak[what] - self.base[what]) / 2**20
+
+
+def _memory(watch: RssWatch) -> str:
+    return (
+        f"driver Python RSS +{watch.growth('driver'):.0f} MB, driver JVM +{watch.growth('jvm'):.0f} MB, "
+        f"largest Python worker {watch.worker_peak / 2**20:.0f} MB"
+    )
+
+
 def ours(spark: object, state: Path, sink: dict, checkpoint: str) -> float:
     from cdc_spark.pipeline import start_query
 
@@ -522,8 +612,19 @@ def main() -> None:
                 lambda: bare_delta(final, str(work / f"bare_delta{next(rounds)}")),
             )
             note(f"bare delta-rs merge: {bare_d:.2f}s; the sink's Delta apply step alone, same batch: {apply_d:.2f}s")
-        ours_d = ours(spark, work / "state", {"target": "delta", "path": str(work / "lake")}, str(work / "ck_d"))
-        note(f"spark sink → delta: {ours_d:.2f}s")
+        with RssWatch() as mem_x:
+            ours_d = ours(spark, work / "state", {"target": "delta", "path": str(work / "lake")}, str(work / "ck_d"))
+        note(f"spark sink → delta (apply.on=executors): {ours_d:.2f}s; {_memory(mem_x)}")
+        # The same batch through the driver's MERGE (apply.on=driver): the collect path it replaces.
+        with RssWatch() as mem_d:
+            driver_d = ours(spark, work / "state", {"target": "delta", "path": str(work / "lake_driver"),
+                                                   "apply.on": "driver"}, str(work / "ck_dd"))  # fmt: skip
+        note(f"spark sink → delta (apply.on=driver): {driver_d:.2f}s; {_memory(mem_d)}")
+        _same_rows(str(work / "lake" / TABLE), str(work / "lake_driver" / TABLE))
+        emit("driver Python RSS growth applying the batch, apply.on=executors vs driver [lower is better]",
+             mem_x.growth("driver"), "MB", mem_d.growth("driver"))  # fmt: skip
+        emit_throughput(f"spark sink to Delta, apply.on=executors vs driver, {EVENTS} events in one batch", rows,
+                        ours_d, driver_d, unit="rows/s")  # fmt: skip
         if not AVRO_ONLY:
             emit_throughput(
                 f"spark sink to Delta, {EVENTS} events/{KEYS} keys, final rows applied",

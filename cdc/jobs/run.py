@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc.api.errors import ConfigException, ConnectException
+from cdc.jobs.batch_watch import DEFAULT_BATCH_TIMEOUT_MS, BatchWatch
 from cdc.jobs.formats import sink_source_options
 from cdc.jobs.incremental_status import queued_tables
 from cdc.jobs.lock import JobLock
@@ -434,11 +435,13 @@ class JobRunner:
                 name=self.job.name,
             )
             self.progress(f"sink query started: {sink['target']}, checkpoint {self._checkpoint()}")
+            stalled = self._batch_watch()
             try:
                 while not self.stop_requested.is_set():
                     if _terminated(query, 1):
                         break
                     self._check_source(worker, connector["name"])
+                    stalled.check(query)
             finally:
                 query.stop()  # before the session stops, else Spark's stream thread logs its own stack traces
             self._raise_if_failed(query)
@@ -457,6 +460,10 @@ class JobRunner:
             quiet_failure_traces(session)
         return session
 
+    def _batch_watch(self) -> BatchWatch:
+        timeout = (self.job.spark or {}).get("batchTimeoutMs", DEFAULT_BATCH_TIMEOUT_MS)
+        return BatchWatch(int(timeout))
+
     def _raise_if_failed(self, query: Any) -> None:
         """A failed sink query ends the run with one line (after its full trace with --verbose)."""
         error = query.exception()
@@ -470,8 +477,15 @@ class JobRunner:
         """Wait for the Trigger.AvailableNow query, reporting each micro-batch it applies: a
         backlog goes in maxEventsPerTrigger-sized batches and can take minutes."""
         reported, first_start = -1, None
+        stalled = self._batch_watch()
         while True:
             done = _terminated(query, 2)
+            if not done:
+                try:
+                    stalled.check(query)
+                except ConnectException:
+                    query.stop()
+                    raise
             for p in query.recentProgress:
                 if p["batchId"] <= reported or not p["sources"]:
                     continue
