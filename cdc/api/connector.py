@@ -133,13 +133,27 @@ class Connector(ABC):
         """
 
     def validate(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
-        """Per-key results; override to add cross-field checks (for example a live connection).
+        """Per-key results; override to add cross-field checks.
 
-        Called on a fresh instance by the validate endpoint and before a connector is created or
-        updated; any ConfigValue with errors refuses the config. Keep the default's results and
-        add errors to them rather than raising.
+        Called on a fresh instance by the validate endpoint, before a connector is created or
+        updated, and by offline checks (`cdc validate --offline`), so it must not connect
+        anywhere: a check against the live system goes in `validate_connection`. Any ConfigValue
+        with errors refuses the config. Keep the default's results and add errors to them rather
+        than raising.
         """
         return self.config().validate(connector_configs)
+
+    def validate_connection(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
+        """Per-key errors of reaching the system the config names (Debezium's `validateConnection`); none by default.
+
+        Called on a fresh instance only when `validate` found no error, for a config submitted over
+        REST (create, update, and the validate endpoint): an error refuses the create or update with
+        400, as Kafka Connect's herder does when Debezium's `validate` reports a failed login. The
+        REST call waits for it, so bound every wait to a few seconds, and change nothing on the
+        server (no slot, no replication stream, no lock). Put each error on the key to fix
+        (`database.hostname` when it could be any of them); never quote a secret.
+        """
+        return []
 
 
 def group_partitions(elements: Sequence[T], num_groups: int) -> list[list[T]]:

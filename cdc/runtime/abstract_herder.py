@@ -217,12 +217,17 @@ class AbstractHerder(ABC):
         return self._validate(config, None, trusted)
 
     def _validate(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> dict[str, Any]:
+        """Untrusted (REST) configs are also checked against the live source when every key is valid
+        (`Connector.validate_connection`): a wrong password or host is refused with 400 there, as
+        Kafka Connect refuses it through Debezium's `validate`, not accepted with 201 to fail in the
+        task. The operator's own files (`cdc standalone` arguments, `cdc run`) start without it:
+        their task reports such a failure in its status, and `cdc validate` checks a job beforehand."""
         if not trusted:
             self.policy.check_references(config, previous)
         resolved, secret_keys, secrets = self._transform(config)
         if not trusted:
             self.policy.check_paths(config, resolved, previous)
-        infos = self.worker.validate_infos(resolved, masked_keys=secret_keys)
+        infos = self.worker.validate_infos(resolved, masked_keys=secret_keys, connect=not trusted)
         return redact_infos(infos, secrets)  # `Invalid value <secret> for configuration ...`
 
     def _check_config(self, config: Mapping[str, str], previous: Mapping[str, str] | None, trusted: bool) -> None:

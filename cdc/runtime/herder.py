@@ -174,7 +174,8 @@ class Herder(Protocol):
     def validate_connector_config(self, config: Mapping[str, str], *, trusted: bool = False) -> dict[str, Any]:
         """`PUT /connector-plugins/{type}/config/validate`: Kafka's ConfigInfos, secrets masked.
 
-        Untrusted (REST) configs pass the worker's SubmittedConfigPolicy (providers, paths) first."""
+        Untrusted (REST) configs pass the worker's SubmittedConfigPolicy (providers, paths) first and,
+        when every key is valid, the connector's live check (`Connector.validate_connection`)."""
         ...
 
     # -- offsets (KIP-875) -------------------------------------------------------------------
@@ -203,7 +204,7 @@ class Herder(Protocol):
         """`PUT /connectors/{name}/config`: create or replace; True when it was created.
 
         A `[hidden]` value keeps the stored secret. `trusted` configs (the operator's own files,
-        not the REST API) skip SubmittedConfigPolicy."""
+        not the REST API) skip SubmittedConfigPolicy and the connector's live check."""
         ...
 
     def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:

@@ -36,6 +36,15 @@ def name_error(name: str) -> str | None:
     )
 
 
+def _merge(values: dict[str, ConfigValue], more: Iterable[ConfigValue]) -> None:
+    """Add `more`'s results to `values` (by key name), each error once."""
+    for v in more:
+        if v.name in values:
+            values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)
+        else:
+            values[v.name] = v
+
+
 class ConnectorValidator:
     def __init__(self, registry: PluginRegistry, override_policy: str = "All") -> None:
         self.registry = registry
@@ -49,13 +58,24 @@ class ConnectorValidator:
             )
         return self.registry.resolve(name, CONNECTOR_KINDS, "connector.class").cls
 
-    def validate(self, props: Mapping[str, str], secret_keys: Collection[str] = ()) -> list[ConfigValue]:
+    def validate(
+        self, props: Mapping[str, str], secret_keys: Collection[str] = (), *, connect: bool = False
+    ) -> list[ConfigValue]:
         """Every key's result: common keys, the connector's own keys, and each SMT's keys.
+
+        `connect`: when every key is valid, also the connector's check against the live system
+        (`Connector.validate_connection`), as Debezium's `validate` runs `validateConnection` only
+        on a config without errors. Off for offline checks (`cdc validate --offline`, a worker's
+        own files before it starts).
 
         Error messages never quote a secret: values of PASSWORD keys, of keys shaped like secrets
         (cdc.api.sensitive) and of `secret_keys` (e.g. provider-resolved ones) show as `[hidden]`.
         """
         values = self._validate(props)
+        if connect and not any(v.errors for v in values):
+            by_name = {v.name: v for v in values}
+            _merge(by_name, self.connector_class(props)().validate_connection(props))
+            values = list(by_name.values())
         secrets = self.secret_values(props, secret_keys)
         if secrets:
             for v in values:
@@ -78,23 +98,22 @@ class ConnectorValidator:
         self._check_converters(props, values)
         for key, error in override_errors(self.override_policy, props).items():
             values.setdefault(key, ConfigValue(key, props[key])).add_error_message(error)
-        for v in [*cls().validate(props), *validate_transformations(props, self.resolve_for_chain)]:
-            if v.name in values:
-                values[v.name].errors.extend(e for e in v.errors if e not in values[v.name].errors)
-            else:
-                values[v.name] = v
+        _merge(values, [*cls().validate(props), *validate_transformations(props, self.resolve_for_chain)])
         return list(values.values())
 
-    def validate_infos(self, props: Mapping[str, str], masked_keys: Iterable[str] = ()) -> dict[str, Any]:
+    def validate_infos(
+        self, props: Mapping[str, str], masked_keys: Iterable[str] = (), *, connect: bool = False
+    ) -> dict[str, Any]:
         """The body Kafka Connect's `PUT /connector-plugins/{type}/config/validate` returns, plus
         `warnings`: one `{"name", "message", "suggestion"}` per unknown key (see `unknown_keys`).
 
         Kafka's fields keep their shape and meaning (`error_count` counts errors only), so clients
-        written for Kafka Connect read the body unchanged; `warnings` is a cdc extension."""
+        written for Kafka Connect read the body unchanged; `warnings` is a cdc extension.
+        `connect`: as for `validate`."""
         cls = self.connector_class(props)
         masked = set(masked_keys)
         definition = self.definition(props)
-        values = self.validate(props, masked)
+        values = self.validate(props, masked, connect=connect)
         infos = config_infos(f"{cls.__module__}.{cls.__qualname__}", definition, values, masked_keys=masked)
         infos["warnings"] = [u.as_json() for u in self.unknown_keys(props, definition, values)]
         return infos

@@ -137,8 +137,10 @@ class Worker:
     def validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
         return self.validator.validate(props)
 
-    def validate_infos(self, props: Mapping[str, str], masked_keys: Iterable[str] = ()) -> dict[str, Any]:
-        return self.validator.validate_infos(props, masked_keys)
+    def validate_infos(
+        self, props: Mapping[str, str], masked_keys: Iterable[str] = (), *, connect: bool = False
+    ) -> dict[str, Any]:
+        return self.validator.validate_infos(props, masked_keys, connect=connect)
 
     def _resolve_for_chain(self, kind: str, name: str) -> type:
         return self.validator.resolve_for_chain(kind, name)

@@ -7,7 +7,7 @@ reader (MariaDB then refused its reconnect with error 4052 while the check's dum
 
 from __future__ import annotations
 
-from cdc_mysql.validation import validate_connection
+from cdc_mysql.validation import preflight
 from tests.mysql.harness import TaskRunner, connector_props, execute
 
 
@@ -18,7 +18,7 @@ def test_validate_in_a_loop_beside_a_streaming_task_disturbs_nothing(mariadb_db)
         run.wait_data(1)
         run.wait_streaming()
         for i in range(1, 11):
-            assert validate_connection(props) == [], "the job's own config validates"
+            assert preflight(props) == [], "the job's own config validates"
             execute(mariadb_db, f"INSERT INTO t VALUES ({i})")
             run.poll_once()
         records = run.wait_data(11, timeout=40)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc.api.errors import ConfigException
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
 from cdc.runtime.task import ConnectorTaskId
@@ -145,6 +146,17 @@ def _failed_trace(herder: StandaloneHerder) -> str:
     return status.get_task("pg", 0).trace
 
 
+def _refused_then_failed_trace(herder: StandaloneHerder, config: dict[str, str]) -> tuple[str, str]:
+    """A config the server refuses at login: submitted as over REST it is refused before anything is
+    created (the connector's live check, issue 31 item 8); from the operator's own files it starts, and
+    the task's start-up guard explains it in the trace. (The refusal's message, the trace.)"""
+    with pytest.raises(ConfigException) as refused:
+        herder.put_connector_config(config)
+    assert herder.connector_names() == []
+    herder.put_connector_config(config, trusted=True)
+    return str(refused.value), _failed_trace(herder)
+
+
 def test_table_without_primary_key_is_captured_and_explained(herder: StandaloneHerder, postgres_db, caplog) -> None:
     """As Debezium (issue 19): captured with a null key; the WARN says PostgreSQL refuses its updates and deletes."""
     sql = postgres_db.connect()
@@ -168,9 +180,9 @@ def test_missing_publication_with_autocreate_disabled(herder: StandaloneHerder, 
 def test_user_without_replication(herder: StandaloneHerder, postgres_db) -> None:
     sql = postgres_db.connect()
     sql.execute("DROP ROLE IF EXISTS norep; CREATE ROLE norep LOGIN")
-    herder.put_connector_config(connector(postgres_db, **{"database.user": "norep"}))
-    trace = _failed_trace(herder)
-    assert "'norep' lacks the REPLICATION attribute" in trace and "ALTER ROLE" in trace
+    refused, trace = _refused_then_failed_trace(herder, connector(postgres_db, **{"database.user": "norep"}))
+    for message in (refused, trace):
+        assert "'norep' lacks the REPLICATION attribute" in message and "ALTER ROLE" in message
 
 
 def test_missing_slot_with_stored_offset(herder: StandaloneHerder, postgres_db) -> None:
@@ -294,9 +306,9 @@ def test_wal_level_not_logical_is_explained(herder: StandaloneHerder) -> None:
     from tests.rig import postgres as pg_rig
 
     with pg_rig.provide({"wal_level": "replica"}) as server:
-        herder.put_connector_config(connector(server))
-        trace = _failed_trace(herder)
-    assert "wal_level is 'replica'" in trace and "ALTER SYSTEM SET wal_level = logical" in trace
+        refused, trace = _refused_then_failed_trace(herder, connector(server))
+    for message in (refused, trace):
+        assert "wal_level is 'replica'" in message and "ALTER SYSTEM SET wal_level = logical" in message
 
 
 def test_filtered_publication_and_filters(herder: StandaloneHerder, postgres_db) -> None:
@@ -359,9 +371,9 @@ def test_transaction_metadata(herder: StandaloneHerder, postgres_db) -> None:
 
 
 def test_unknown_database_names_database_dbname(herder: StandaloneHerder, postgres_db) -> None:
-    herder.put_connector_config(connector(postgres_db, **{"database.dbname": "no_such_db"}))
-    trace = _failed_trace(herder)
-    assert 'database "no_such_db" does not exist; check database.dbname' in trace
+    refused, trace = _refused_then_failed_trace(herder, connector(postgres_db, **{"database.dbname": "no_such_db"}))
+    for message in (refused, trace):
+        assert 'database "no_such_db" does not exist; check database.dbname' in message
 
 
 def test_slot_active_elsewhere_fails_with_advice(herder: StandaloneHerder, postgres_db) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 import psycopg
+from psycopg import sql
 
 from ._common import (
     Daemon,
@@ -269,6 +270,35 @@ def spawn_tls(pki: Pki, user: str = "cdc") -> Iterator[PostgresServer]:
     with _spawn(bindir, hba=TLS_HBA, pki=pki) as server:
         with server.connect() as conn:
             conn.execute(f'CREATE ROLE "{user}" LOGIN SUPERUSER REPLICATION')
+        yield server
+
+
+# Password logins over TCP for every user but the admin (postgres, trusted), as on a production
+# server (the session server trusts every local login, so a wrong password would pass there).
+PASSWORD_HBA = """\
+local   all         all                   trust
+local   replication all                   trust
+host    all         postgres 127.0.0.1/32 trust
+host    replication postgres 127.0.0.1/32 trust
+host    all         all      127.0.0.1/32 scram-sha-256
+host    replication all      127.0.0.1/32 scram-sha-256
+"""
+
+
+@contextmanager
+def spawn_password_auth(user: str, password: str) -> Iterator[PostgresServer]:
+    """A private PostgreSQL where the superuser `user` (REPLICATION) logs in over TCP with `password`
+    (scram-sha-256). The returned server's own connections are the admin's (postgres, trusted)."""
+    bindir = _bindir()
+    if not (bindir and (bindir / "postgres").exists()):
+        unavailable("PostgreSQL with password logins needs the initdb/postgres binaries (apt-get install postgresql)")
+    with _spawn(bindir, hba=PASSWORD_HBA) as server:
+        with server.connect() as conn:
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN SUPERUSER REPLICATION PASSWORD {}").format(
+                    sql.Identifier(user), sql.Literal(password)
+                )
+            )
         yield server
 
 

@@ -65,8 +65,9 @@ def debezium_source(job: dict[str, Any]) -> bool:
 
 
 def _live_connector(job: dict[str, Any], registry: Any) -> tuple[Any, dict[str, str]] | None:
-    """The source connector (a fresh instance) and its config, when it checks a live connection
-    (`validate_connection`, as Debezium's connectors do in Connector.validate); else None."""
+    """The source connector (a fresh instance) and its config, when it checks the live database
+    before a start (`preflight`: the login, as Debezium's connectors do in Connector.validate, and
+    the task's start-up guards); else None."""
     from cdc.runtime.plugins import CONNECTOR_KINDS
 
     spec = JobSpec(job["name"], job["source"], job.get("transforms") or [], job.get("transport") or {})
@@ -76,7 +77,7 @@ def _live_connector(job: dict[str, Any], registry: Any) -> tuple[Any, dict[str, 
     except ConfigException:
         return None  # check_source reported it
     connector = cls()
-    return (connector, config) if callable(getattr(connector, "validate_connection", None)) else None
+    return (connector, config) if callable(getattr(connector, "preflight", None)) else None
 
 
 def check_source_connection(job: dict[str, Any], out: Collector, registry: Any) -> bool:
@@ -92,7 +93,7 @@ def check_source_connection(job: dict[str, Any], out: Collector, registry: Any) 
     connector, config = found
     secrets = ConnectorValidator(registry).secret_values(config)
     clean = True
-    for value in connector.validate_connection(config):
+    for value in connector.preflight(config):
         for error in value.errors:
             out.add(("source", value.name), " ".join(redact(error, secrets).split()))
             clean = False

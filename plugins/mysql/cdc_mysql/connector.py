@@ -50,10 +50,16 @@ class MySqlConnector(SourceConnector):
         return cfg.validate(connector_configs)
 
     def validate_connection(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
-        """Debezium's validateConnection: log in and run the task's start-up guards (cdc_mysql.validation)."""
+        """Debezium's validateConnection: log in, within a few seconds, read-only (cdc_mysql.validation)."""
         from cdc_mysql.validation import validate_connection
 
         return validate_connection(connector_configs)
+
+    def preflight(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
+        """`cdc validate`'s live checks: log in and run the task's start-up guards (cdc_mysql.validation)."""
+        from cdc_mysql.validation import preflight
+
+        return preflight(connector_configs)
 
     def source_backlog(self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None) -> SourceBacklog:
         """The binlog bytes the server has written past the stored offset (cdc_mysql.validation)."""

@@ -1,13 +1,16 @@
 """The connector's checks against the live server, per config key, before anything runs.
 
-Mirrors Debezium's `BinlogConnector.validateConnection` (reached through Kafka Connect's
-`Connector.validate(config)`): a login with the connector's own settings (TLS included), then
-the guards the task runs at start (`MySqlConnection.check_binlog_settings` and
-`check_binlog_access`, the same code and messages; its dump with a throwaway server id, so a
-running job with the configured one is never disconnected), plus the snapshot's lock grants that the
-task would find wanting only once the snapshot starts. `cdc validate` calls it through
-`MySqlConnector.validate_connection`; the REST validate endpoint does not (it stays offline,
-as Kafka Connect's does for connectors without a connection check).
+Two depths, both reached without a running task:
+
+- `validate_connection`, Debezium's `BinlogConnector.validateConnection` (reached through Kafka
+  Connect's `Connector.validate(config)`): a login with the connector's own settings (TLS
+  included) and `SELECT 1`. The runtime runs it for a config submitted over REST, so a wrong
+  password or host is refused with 400; every wait is bounded (`CHECK_CONNECT_TIMEOUT_MS`).
+- `preflight`, for `cdc validate`: that login, then the guards the task runs at start
+  (`MySqlConnection.check_binlog_settings` and `check_binlog_access`, the same code and
+  messages; its dump with a throwaway server id, so a running job with the configured one is
+  never disconnected), plus the snapshot's lock grants that the task would find wanting only
+  once the snapshot starts.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import pymysql
 
 from cdc.api import ConfigException, ConfigValue, ConnectException, SourceBacklog
-from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.config import CONNECT_TIMEOUT_MS, MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection, login_key
 from cdc_mysql.lineage import position
 from cdc_mysql.snapshot import captured_tables
@@ -27,9 +30,46 @@ from cdc_mysql.snapshot import captured_tables
 SERVER_KEY = "database.hostname"
 # An inspection command waits this long for the server, not the task's connect.timeout.ms.
 BACKLOG_CONNECT_TIMEOUT_MS = 5000
+# A REST create, update or validate call waits for `validate_connection`: it gives the server this
+# long to connect, greet and answer unless the config sets connect.timeout.ms (whose 30 s default
+# suits a task that retries, not a request that someone waits on).
+CHECK_CONNECT_TIMEOUT_MS = 5000
+
+
+def _refused_login(config: MySqlConnectorConfig, e: ConnectException) -> tuple[str, str]:
+    """The key a refused login points at, and the message (which names the user, never the password)."""
+    cause = e.__cause__
+    return (login_key(config, cause) if isinstance(cause, pymysql.err.OperationalError) else SERVER_KEY), str(e)
 
 
 def validate_connection(props: Mapping[str, str]) -> list[ConfigValue]:
+    """The login's error on the key to fix; empty when the server accepts it.
+
+    Read-only and bounded: one plain connection (no binlog dump, no lock), `SELECT 1`, and every
+    wait (TCP connect, the server's greeting, the query) at most connect.timeout.ms when the
+    config sets it, else `CHECK_CONNECT_TIMEOUT_MS`, so an unreachable host is refused quickly."""
+    timeout_ms = props.get(CONNECT_TIMEOUT_MS) or str(CHECK_CONNECT_TIMEOUT_MS)
+    try:
+        config = MySqlConnectorConfig({**props, CONNECT_TIMEOUT_MS: timeout_ms})
+    except ConfigException:
+        return []  # the offline validation reports it, naming its key
+    wait_s = max(1.0, config.connect_timeout_s)  # as MySqlConnection.settings() rounds the connect timeout
+    try:
+        conn = MySqlConnection(config).connect(read_timeout=wait_s, write_timeout=wait_s)
+    except ConnectException as e:
+        key, message = _refused_login(config, e)
+        return [ConfigValue(key, props.get(key), errors=[message])]
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1")
+    except pymysql.err.MySQLError as e:
+        return [ConfigValue(SERVER_KEY, props.get(SERVER_KEY), errors=[f"the server failed a check query: {e}"])]
+    finally:
+        conn.close()
+    return []
+
+
+def preflight(props: Mapping[str, str]) -> list[ConfigValue]:
     """Per-key errors of logging in and of the start-up guards; empty when the task would start."""
     try:
         config = MySqlConnectorConfig(dict(props))
@@ -45,8 +85,7 @@ def validate_connection(props: Mapping[str, str]) -> list[ConfigValue]:
         try:
             connection.query("SELECT 1")  # the login
         except ConnectException as e:
-            cause = e.__cause__
-            add(login_key(config, cause) if isinstance(cause, pymysql.err.OperationalError) else SERVER_KEY, str(e))
+            add(*_refused_login(config, e))
             return list(values.values())
         try:
             connection.check_binlog_settings()

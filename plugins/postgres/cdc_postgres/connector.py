@@ -40,11 +40,18 @@ class PostgresConnector(SourceConnector):
         return validate(connector_configs)
 
     def validate_connection(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
-        """Debezium's validateConnection: log in, run the task's start-up guards, and look at the slot and
-        publication (cdc_postgres.validation)."""
+        """Debezium's validateConnection: log in, check wal_level and the REPLICATION attribute, within a few
+        seconds, read-only (cdc_postgres.validation)."""
         from cdc_postgres.validation import validate_connection
 
         return validate_connection(connector_configs)
+
+    def preflight(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
+        """`cdc validate`'s live checks: log in, run the task's start-up guards, and look at the slot and
+        publication (cdc_postgres.validation)."""
+        from cdc_postgres.validation import preflight
+
+        return preflight(connector_configs)
 
     def source_backlog(self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None) -> SourceBacklog:
         """The WAL bytes past the stored offset's LSN (cdc_postgres.validation)."""

@@ -1,12 +1,17 @@
 """The connector's checks against the live server, per config key, before anything runs.
 
-Mirrors Debezium's `PostgresConnector.validateConnection` (reached through Kafka Connect's
-`Connector.validate(config)`: a login, wal_level, the LOGIN/REPLICATION role), with the guards
-the task runs at start through the same `PostgresConnection` methods and messages, and the
-slot and publication state the task would meet: a slot another reader holds, no free
-`max_replication_slots` for a new one, a publication that is missing or lacks captured tables
-when `publication.autocreate.mode=disabled`. Nothing is created or changed. `cdc validate`
-calls it through `PostgresConnector.validate_connection`.
+Two depths, both through the `PostgresConnection` methods and messages the task uses at start:
+
+- `validate_connection`, Debezium's `PostgresConnector.validateConnection` (reached through
+  Kafka Connect's `Connector.validate(config)`): a login, wal_level, the LOGIN/REPLICATION role.
+  The runtime runs it for a config submitted over REST, so a wrong password or host is refused
+  with 400; the connection waits at most `CHECK_CONNECT_TIMEOUT_S`.
+- `preflight`, for `cdc validate`: the same, plus the slot and publication state the task
+  would meet: a slot another reader holds, no free `max_replication_slots` for a new one, a
+  publication that is missing or lacks captured tables when
+  `publication.autocreate.mode=disabled`.
+
+Both use a plain SQL connection: nothing is created or changed, no replication connection opened.
 """
 
 from __future__ import annotations
@@ -25,10 +30,13 @@ from cdc_postgres.snapshot import captured_tables
 # A guard's failure that names a server setting (wal_level) is reported on the server's key.
 SERVER_KEY = "database.hostname"
 CONNECT_TIMEOUT_S = 10
+# A REST create, update or validate call waits for `validate_connection`: libpq's connect_timeout
+# for it (Debezium's PostgreSQL connector has no key for the connect timeout).
+CHECK_CONNECT_TIMEOUT_S = 5
 
 
-def _open(config: PostgresConnectorConfig) -> PostgresConnection:
-    return PostgresConnection(config.dsn(), connect_timeout=CONNECT_TIMEOUT_S)
+def _open(config: PostgresConnectorConfig, connect_timeout: int = CONNECT_TIMEOUT_S) -> PostgresConnection:
+    return PostgresConnection(config.dsn(), connect_timeout=connect_timeout)
 
 
 def _table_filter(config: PostgresConnectorConfig) -> Callable[[str], bool]:
@@ -38,7 +46,16 @@ def _table_filter(config: PostgresConnectorConfig) -> Callable[[str], bool]:
 
 
 def validate_connection(props: Mapping[str, str]) -> list[ConfigValue]:
+    """Per-key errors of logging in, wal_level and the REPLICATION attribute; read-only, bounded."""
+    return _check(props, CHECK_CONNECT_TIMEOUT_S, slot_and_publication=False)
+
+
+def preflight(props: Mapping[str, str]) -> list[ConfigValue]:
     """Per-key errors of logging in, the start-up guards and the slot/publication state."""
+    return _check(props, CONNECT_TIMEOUT_S, slot_and_publication=True)
+
+
+def _check(props: Mapping[str, str], connect_timeout: int, slot_and_publication: bool) -> list[ConfigValue]:
     try:
         config = PostgresConnectorConfig.parse(dict(props))
     except ConfigException:
@@ -49,25 +66,28 @@ def validate_connection(props: Mapping[str, str]) -> list[ConfigValue]:
         values.setdefault(key, ConfigValue(key, props.get(key))).add_error_message(message)
 
     try:
-        admin = _open(config)
+        admin = _open(config, connect_timeout)
     except ConnectException as e:
         add(connect_cause(str(e.__cause__ or e))[0], str(e))
         return list(values.values())
     try:
-        tables = captured_tables(admin.conn, _table_filter(config))
         checks: list[tuple[str, Callable[[], None]]] = [
             (SERVER_KEY, admin.check_wal_level),
             ("database.user", admin.check_replication_privilege),
-            ("slot.name", lambda: admin.check_slot_available(config.slot_name)),
-            (
-                "publication.autocreate.mode",
-                lambda: admin.check_publication(
-                    config.publication_name, config.publication_autocreate_mode, [oid for oid, _, _ in tables]
-                ),
-            ),
         ]
-        if config.stream_in_progress_transactions:
-            checks.append(("stream.in.progress.transactions", admin.check_streaming_support))
+        if slot_and_publication:
+            tables = captured_tables(admin.conn, _table_filter(config))
+            checks.append(("slot.name", lambda: admin.check_slot_available(config.slot_name)))
+            checks.append(
+                (
+                    "publication.autocreate.mode",
+                    lambda: admin.check_publication(
+                        config.publication_name, config.publication_autocreate_mode, [oid for oid, _, _ in tables]
+                    ),
+                )
+            )
+            if config.stream_in_progress_transactions:
+                checks.append(("stream.in.progress.transactions", admin.check_streaming_support))
         for key, check in checks:
             try:
                 check()
