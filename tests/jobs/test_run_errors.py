@@ -52,6 +52,8 @@ class FailedQuery:
     def __init__(self, error: _Failed, polls: int) -> None:
         self.error, self.polls = error, polls
         self.recentProgress: list[dict[str, Any]] = []
+        self.lastProgress: dict[str, Any] | None = None  # StreamingQuery's: its first batch never finished
+        self.status = {"message": "Processing new data", "isDataAvailable": True, "isTriggerActive": True}
 
     def awaitTermination(self, timeout: float | None = None) -> bool:
         if self.polls > 0:
