@@ -1,5 +1,6 @@
 """Per-key ordering, property-based: random histories delivered out of order, split into
-batches, with re-deliveries and replayed batch ids; Delta, PostgreSQL and Iceberg must
+batches, with re-deliveries and replayed batch ids; Delta (applied by Spark tasks, and by the
+driver's MERGE), PostgreSQL and Iceberg must
 each end equal to the model (the last event by sequence; a delete beats older updates),
 and Delta SCD2 must hold every event once as a version, its current rows equal to the model."""
 
@@ -67,7 +68,8 @@ def test_targets_equal_the_model(spark: Any, postgres: Any, case: tuple[list[Eve
     root = Path(tempfile.mkdtemp(prefix="cdc-prop-"))
     catalog = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}"}
     appliers = [
-        ChangeApplier({"target": "delta", "path": str(root / "lake")}),
+        ChangeApplier({"target": "delta", "path": str(root / "lake"), "buckets": 3}),  # Spark tasks apply
+        ChangeApplier({"target": "delta", "path": str(root / "driver"), "apply.on": "driver"}),
         ChangeApplier({"target": "postgres", "dsn": postgres.dsn}),
         ChangeApplier({"target": "iceberg", "catalog": catalog, "namespace": "lake"}),
         ChangeApplier({"target": "delta", "path": str(root / "history"), "mode": "scd2"}),
@@ -82,7 +84,8 @@ def test_targets_equal_the_model(spark: Any, postgres: Any, case: tuple[list[Eve
         for applier in appliers:
             applier(frame, batch_id)
     expected = model(events)
-    assert _visible(delta_rows(str(root / "lake" / table))) == expected, "Delta"
+    assert _visible(delta_rows(str(root / "lake" / table))) == expected, "Delta (executors)"
+    assert _visible(delta_rows(str(root / "driver" / table))) == expected, "Delta (driver)"
     assert _visible(postgres_rows(postgres.dsn, table)) == expected, "PostgreSQL"
     assert _visible(iceberg_rows(catalog, "lake", table)) == expected, "Iceberg"
     history = delta_rows(str(root / "history" / table))
