@@ -102,7 +102,8 @@ class SourceOptions:
     max_events: int | None = None
     poll_timeout: float = 10.0  # first fetch of a partition (a broker may be slow to answer)
     idle_timeout: float = 1.0  # then: an empty poll this long ends a partition below its end mark
-    probe_end_offsets: bool = False  # read past the reported end (brokers with a wrong high watermark)
+    # correct the reported ends by one bounded read (brokers with a wrong high watermark, e.g. Tansu 0.6; not Kafka)
+    probe_end_offsets: bool = False
     decode: str = "none"  # "debezium-json"/"debezium-avro": emit decoded change rows (DECODED_SCHEMA), not raw records
     latest_per_key: bool = False  # with decode: only each key's latest event per partition and batch
     # with latestPerKey: a key whose latest event carries it keeps its earlier events (they hold the value)

@@ -8,6 +8,7 @@ read with assign/seek and no consumer group, like Spark's own Kafka source.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +37,8 @@ ARROW_SCHEMA = pa.schema(
 HEADERS_SCHEMA = "headers array<struct<key:string,value:binary>>"
 HEADERS_ARROW = pa.field("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
 _BATCH = 10_000
+_PROBE_MAX_RECORDS = 100_000  # an end-offset probe reads at most this many records
+_PROBE_POLL = 0.05  # seconds: the probe's polls, short so that it stops as soon as all have answered
 
 
 @dataclass(frozen=True)
@@ -88,25 +91,19 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p in range(d.partitions)
         ]
 
-    def _end_offsets(self, tps: list[TopicPartition]) -> off.Offsets:
-        """The log's end offsets; with probeEndOffsets=true, checked by reading past them.
+    def _end_offsets(self, tps: list[TopicPartition], floor: off.Offsets | None = None) -> off.Offsets:
+        """The log's end offsets; with probeEndOffsets=true, corrected by one bounded read.
 
-        Real Kafka's high watermark is exact. Tansu 0.6 reports the base offset of the last
-        batch + 1, which would make Trigger.AvailableNow stop short of the real end.
+        Apache Kafka's high watermark (ListOffsets latest) is exact: leave the probe off there.
+        Tansu 0.6 reports the base offset of the last record batch + 1, so the rest of that
+        batch is missing, and Trigger.AvailableNow would stop short of the real end. The probe
+        (`probe_end_offsets`) corrects that known error; `floor` is the query's position (a
+        checkpointed end, which the log held when it was planned).
         """
         ends = self.log.end_offsets(tps)
         if not self.options.probe_end_offsets or not tps:
             return ends
-        reader = self.log.reader()
-        try:
-            reader.assign(dict(ends))
-            while records := reader.poll(10_000, self.options.idle_timeout):
-                for r in records:
-                    tp = TopicPartition(r.topic, r.partition)
-                    ends[tp] = max(ends[tp], r.offset + 1)
-        finally:
-            reader.close()
-        return ends
+        return probe_end_offsets(self.log, ends, floor or {}, self.options.idle_timeout)
 
     def initialOffset(self) -> dict:
         tps = self._partitions()
@@ -125,7 +122,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = off.from_json(start)
         tps = self._partitions()
-        end = self._target if self._target is not None else self._end_offsets(tps)
+        end = self._target if self._target is not None else self._end_offsets(tps, begin)
         new = [tp for tp in end if tp not in begin]
         if new:
             begin.update(self.log.beginning_offsets(new))
@@ -176,6 +173,64 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def probe_end_offsets(
+    log: TopicLog,
+    reported: off.Offsets,
+    floor: off.Offsets,
+    within: float,
+    max_records: int = _PROBE_MAX_RECORDS,
+) -> off.Offsets:
+    """End offsets past a high watermark that stops inside the last record batch (Tansu 0.6).
+
+    One pass, never chasing writes that arrive meanwhile: each partition is read from the
+    record before its known end (the reported end, or `floor` if that is further), so that
+    its first fetch answers with at least that record and the whole batch holding it (a
+    broker returns batches whole). The read stops once every partition has answered, after
+    `max_records` records, or at the deadline `within` seconds away, whichever comes first.
+    An end moves only past records that were read, so it never lies beyond records that
+    exist. A partition that did not answer in time keeps max(reported, floor): the floor is
+    an end the log held, and reading on would not confirm a rewind faster than the next
+    trigger does. A partition whose record before the end was deleted (retention) or is a
+    transaction marker only answers with later records, or not before the deadline.
+    """
+    ends = dict(reported)
+    starts = {tp: max(end, floor.get(tp, 0)) - 1 for tp, end in reported.items()}
+    pending = {tp for tp, start in starts.items() if start >= 0}  # an empty partition has no batch to finish
+    if not pending:
+        return ends
+    deadline = time.monotonic() + within
+    reader = log.reader()
+    read = 0
+    try:
+        reader.assign({tp: starts[tp] for tp in pending})
+        full = False
+        # A poll that came back full may have left the rest of a batch in the client's queue.
+        while (pending or full) and read < max_records:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            want = min(_BATCH, max_records - read)
+            # Short polls: librdkafka's consume() waits for the full count or the timeout.
+            records = reader.poll(want, min(left, _PROBE_POLL))
+            read += len(records)
+            full = len(records) == want
+            for r in records:
+                tp = TopicPartition(r.topic, r.partition)
+                ends[tp] = max(ends[tp], r.offset + 1)
+                pending.discard(tp)
+    finally:
+        reader.close()
+    for tp in pending:
+        ends[tp] = max(ends[tp], floor.get(tp, 0))
+    if pending:
+        logger.info(
+            "end-offset probe: no answer within %.1fs from %s; their ends stay as reported (or the query's position)",
+            within,
+            ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(pending)),
+        )
+    return ends
 
 
 def read_range(r: TopicPartitionRange) -> Iterator[pa.RecordBatch]:
