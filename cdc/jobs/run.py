@@ -349,7 +349,8 @@ class JobRunner:
             src["state.dir"] = os.path.abspath(worker["state.dir"])
         else:
             src["bootstrap.servers"] = worker["bootstrap.servers"]
-            src["probeEndOffsets"] = "true"
+            # Tansu's high watermark is short by its last batch's tail (issue 40); Apache Kafka's is exact.
+            src["probeEndOffsets"] = str(bool(self.job.transport.get("probe.end.offsets", True))).lower()
             # The Spark source's consumers reach the brokers as the worker's clients do.
             src.update({f"kafka.{k}": v for k, v in WorkerConfig(worker).kafka_common().items()})
         src.update(sink_source_options(self.job.transport, self.job.source))  # format: avro

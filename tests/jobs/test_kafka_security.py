@@ -64,3 +64,13 @@ def test_validate_names_a_truststore_librdkafka_cannot_read(tmp_path: Path) -> N
     line = one_error(tmp_path, text, "--offline")
     assert "transport['ssl.truststore.location']: librdkafka reads CA certificates" in line
     assert "ssl.truststore.type=PEM" in line
+
+
+def test_the_end_offset_probe_is_on_for_kafka_unless_the_transport_turns_it_off() -> None:
+    """probe.end.offsets: Tansu's short high watermark needs the probe (the default); Apache
+    Kafka's is exact, and `false` spares a fetch per trigger (issue 40)."""
+    assert JobRunner(_job())._source()["probeEndOffsets"] == "true"
+    off = JobSpec("shop", {"connector.class": "mysql", "topic.prefix": "shop"}, [],
+                  {**TRANSPORT, "probe.end.offsets": False}, {"type": "delta", "path": "lake"}, {})  # fmt: skip
+    assert JobRunner(off)._source()["probeEndOffsets"] == "false"
+    assert "probe.end.offsets" not in off.worker_config()  # not a client setting: librdkafka would refuse it
