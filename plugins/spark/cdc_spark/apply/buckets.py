@@ -25,10 +25,14 @@ import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 BUCKET = "__bucket"
 PROPERTY = "cdc.buckets"
@@ -39,10 +43,24 @@ _STATS_STRING_MAX = 32
 
 
 def bucket_of(key: str, buckets: int) -> int:
-    """A canonical key text's bucket. CRC-32 (zlib) is fixed by its standard, so the same key
-    lands in the same bucket in every process, Python version and run (Python's hash() is
-    salted per process)."""
+    """A canonical key text's bucket: CRC-32 of its UTF-8 bytes modulo the bucket count. CRC-32
+    is fixed by its standard, so the same key lands in the same bucket in every process and run
+    (Python's hash() is salted per process). The sink computes it in Spark (`bucket_column`);
+    this is the same rule for tools and readers asking which bucket holds a key."""
     return zlib.crc32(key.encode()) % buckets
+
+
+def bucket_column(counts: Mapping[str, int]) -> Column:
+    """`bucket_of` as a Spark column over the events' `topic` and canonical `key` (Spark's crc32
+    is the standard CRC-32, as zlib's), with each topic's table's bucket count (`counts`)."""
+    from pyspark.sql import functions as F
+
+    sizes = set(counts.values())
+    if len(sizes) == 1:
+        n = F.lit(sizes.pop())
+    else:
+        n = F.create_map(*[F.lit(x) for pair in sorted(counts.items()) for x in pair])[F.col("topic")]
+    return F.pmod(F.crc32(F.col("key").cast("binary")), n.cast("bigint")).cast("int")
 
 
 @dataclass(frozen=True)

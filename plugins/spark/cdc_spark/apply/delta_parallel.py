@@ -169,9 +169,8 @@ class ParallelDelta:
             changes = changes.withColumn("schema_id", F.lit(None).cast("bigint"))
         changes = changes.select(*_EVENT_COLUMNS, "partition", "offset")
         counts = {topic: plan.tables[self.config.table_for(topic)].main.buckets for topic in topics}
-        bucketed = changes.mapInArrow(
-            partial(with_buckets, counts=counts), f"{', '.join(_spark_fields(changes))}, `{buckets.BUCKET}` int"
-        )
+        # In the JVM: no pass of the events through Python before the shuffle.
+        bucketed = changes.withColumn(buckets.BUCKET, buckets.bucket_column(counts))
         shuffled = bucketed.repartition("topic", buckets.BUCKET)
         reports = shuffled.mapInArrow(partial(apply_buckets, plan=plan), _REPORT_SCHEMA).toArrow()
         phases["tasks"] = time.perf_counter() - t0
@@ -243,21 +242,6 @@ class ParallelDelta:
             commit_properties=CommitProperties(app_transactions=[Transaction(self.config.app_id, batch_id)]),
         )
         return len(out)
-
-
-def _spark_fields(frame: DataFrame) -> list[str]:
-    return [f"`{f.name}` {f.dataType.simpleString()}" for f in frame.schema.fields]
-
-
-def with_buckets(batches: Any, counts: Mapping[str, int]) -> Any:
-    """mapInArrow: each event's bucket, from its canonical key text and its table's bucket count."""
-    for batch in batches:
-        topics = batch.column("topic").to_pylist()
-        keys = batch.column("key").to_pylist()
-        out = [buckets.bucket_of(k, counts[t]) for t, k in zip(topics, keys, strict=True)]
-        yield pa.RecordBatch.from_arrays(
-            [*batch.columns, pa.array(out, pa.int32())], [*batch.schema.names, buckets.BUCKET]
-        )
 
 
 def _widened(table: str, existing: pa.Schema | None, files: list[pa.Schema]) -> pa.Schema:
