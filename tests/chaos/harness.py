@@ -17,6 +17,13 @@ One run, for one variant (mariadb-delta, mariadb-postgres or postgres-delta):
 4. The writer stops; one `cdc run --until-caught-up`; then every source table is compared
    with its target row by row (compare.py), and `cdc verify` must agree.
 
+Transport: the embedded log (`state.dir`, default) or Kafka (`transport="kafka"`): a Tansu broker
+the rig spawns for the run (tests/rig/kafka.py), holding the topics and the stored source
+offsets; state.dir then keeps only the job lock and the Spark checkpoint. (The MySQL schema
+history is then in memory only, as the job names no history topic: on Kafka the worker keeps
+none itself, and decoding does not need it.) The run's progress (records in the log, the stored
+offset, the snapshotted keys) is then read from the broker (KafkaJobState) instead of cdc.db.
+
 Determinism: the seed fixes the data, the writer's sequence of operations, the kill schedule
 (kinds, delays, the snapshot share) and which snapshotted keys are deleted. Wall-clock timing
 does not repeat: where a kill lands relative to the writer's progress, and so the exact
@@ -41,16 +48,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
+
+from cdc.log.base import LogError, LogReader, TopicDescription, TopicPartition
+from cdc.log.kafka import KafkaLog
+from cdc.storage.offsets import read_topic
 from tests.chaos.compare import TableDiff, compare_all, delta_rows, warehouse_rows
 from tests.chaos.db import SourceDb
-from tests.chaos.schema import BY_NAME, TABLES
+from tests.chaos.schema import BY_NAME, TABLES, Table
 from tests.chaos.writer import Writer, populate
 from tests.rig import MariaDbServer, PostgresServer
+from tests.rig import kafka as kafka_rig
 from tests.rig import mariadb as mariadb_rig
 from tests.rig import postgres as postgres_rig
+from tests.rig.kafka import KafkaBroker
 from tests.support.proc import REPO, cdc_argv
 
 VARIANTS = ("mariadb-delta", "mariadb-postgres", "postgres-delta")
+TRANSPORTS = ("embedded", "kafka")
 JOB = "chaos"
 PREFIX = "chaos"
 DB_NAME = "chaos"
@@ -72,6 +87,7 @@ class ChaosConfig:
     duration: float = 0.0  # the kill phase lasts at least this many seconds
     catch_up_timeout: float = 900.0
     pace: float = 0.06  # seconds the writer rests between transactions
+    transport: str = "embedded"  # or "kafka": a Tansu broker spawned for the run
     # Run `cdc` from another checkout (a git worktree of an older commit, say, to see whether the
     # run catches a defect fixed since); None: this one.
     repo: Path | None = None
@@ -93,7 +109,7 @@ class KillRecord:
     index: int
     kind: str
     at_s: float  # seconds after that run started
-    in_snapshot: bool = False  # the stored source offset still said "snapshot"
+    in_snapshot: bool = False  # the stored source offset still said "snapshot" (Kafka: or none was stored yet)
     in_batch: bool = False  # a micro-batch was planned but not committed
     sink_started: bool = False  # the run's Spark query had started
     batch: int = -1  # the micro-batch in flight (in_batch) or the last one planned
@@ -143,6 +159,7 @@ class ChaosResult:
         return {
             "seed": self.config.seed,
             "variant": self.config.variant,
+            "transport": self.config.transport,
             "kills": len(self.kills),
             "db_kills": self.db_kills,
             "source_rows": sum(d.source_rows for d in self.diffs),
@@ -157,7 +174,9 @@ class ChaosResult:
 
     def report(self) -> list[str]:
         c = self.config
-        lines = [f"chaos {c.variant} seed {c.seed} (replay: --seed {c.seed} / CDC_CHAOS_SEED={c.seed})"]
+        lines = [
+            f"chaos {c.variant} over {c.transport} seed {c.seed} (replay: --seed {c.seed} / CDC_CHAOS_SEED={c.seed})"
+        ]
         lines += ["  " + k.describe() for k in self.kills]
         for d in self.diffs:
             lines += d.lines()
@@ -206,14 +225,26 @@ def special_cycles(kills: int) -> dict[str, int]:
 class Servers:
     source: SourceDb
     target: PostgresServer | None  # the warehouse variant's PostgreSQL
+    kafka: KafkaBroker | None = None  # transport kafka: the run's broker
 
 
 @contextlib.contextmanager
-def private_servers(variant: str) -> Iterator[Servers]:
-    """The variant's private servers, spawned by the test rig (kill() and restart() work on them)."""
+def private_servers(variant: str, transport: str = "embedded") -> Iterator[Servers]:
+    """The variant's private servers, spawned by the test rig (kill() and restart() work on them),
+    and with transport kafka a Tansu broker, stopped (SIGINT) when the run ends."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    if transport not in TRANSPORTS:
+        raise ValueError(f"unknown transport {transport!r}; choose one of {', '.join(TRANSPORTS)}")
     with contextlib.ExitStack() as stack:
+        # Tansu (v0.6, memory storage) stands in for Kafka: no log compaction (the offsets topic
+        # keeps every value), transactions only half work (records of aborted ones reach
+        # read_committed readers; cdc's at-least-once source does not use them), and its high
+        # watermark is the base offset of the last batch + 1, not the log's end (cdc's Spark
+        # source reads past it, probeEndOffsets; KafkaJobState counts records it read). With
+        # CDC_TEST_KAFKA_BOOTSTRAP set the rig hands out that (real, shared) cluster instead: a
+        # second run there would find the first one's topics, so give each its own broker.
+        kafka = stack.enter_context(kafka_rig.provide_tansu()) if transport == "kafka" else None
         if variant.startswith("mariadb"):
             server: MariaDbServer | PostgresServer = stack.enter_context(mariadb_rig.spawn_local())
             with server.connect() as conn, conn.cursor() as cur:
@@ -222,7 +253,7 @@ def private_servers(variant: str) -> Iterator[Servers]:
         else:
             server = stack.enter_context(postgres_rig.spawn_local())
         target = stack.enter_context(postgres_rig.spawn_local()) if variant.endswith("postgres") else None
-        yield Servers(SourceDb(server), target)
+        yield Servers(SourceDb(server), target, kafka)
 
 
 def write_job(path: Path, servers: Servers, workdir: Path, seed: int) -> tuple[Path, str]:
@@ -262,12 +293,25 @@ def write_job(path: Path, servers: Servers, workdir: Path, seed: int) -> tuple[P
     else:
         sink = f"  type: postgres\n  dsn: {servers.target.dsn}\n  schema: {WAREHOUSE_SCHEMA}\n"
     tables = "".join(f"    {schema}.{t.name}: {{target: {t.name}}}\n" for t in TABLES)
+    # state.dir stays with Kafka too: the job lock and the Spark checkpoint live there.
+    transport = f"  state.dir: {workdir / 'state'}\n"
+    flush = 0
+    if servers.kafka is not None:
+        # On Kafka the source's offsets are stored every offset.flush.interval.ms, not with each
+        # batch as on the embedded log, and a kill replays what came after them. Not the 60 s
+        # default: every run here is killed within a minute, so none would ever store an offset,
+        # each restart would snapshot again and no change (the large transaction neither) would
+        # ever be streamed. Seeded, 1 or 5 s of changes to replay after a kill.
+        flush = rng.choice([1000, 5000])
+        transport = (
+            f"  type: kafka\n  bootstrap.servers: {servers.kafka.bootstrap}\n{transport}"
+            f"  offset.flush.interval.ms: {flush}\n"
+        )
     path.write_text(
         f"""name: {JOB}
 source:
 {source}transport:
-  state.dir: {workdir / "state"}
-sink:
+{transport}sink:
 {sink}  tables:
 {tables}spark:
   master: local[2]
@@ -278,10 +322,25 @@ sink:
     chosen = f"maxEventsPerTrigger {max_events}"
     if isinstance(s, MariaDbServer):
         chosen += f", snapshot.locking.mode {locking}"
+    if flush:
+        chosen += f", offset.flush.interval.ms {flush}"
     return path, chosen
 
 
 # -- watching a run --------------------------------------------------------------------------------
+def _snapshot_read_keys(table: Table, values: list[Any]) -> list[tuple[Any, ...]]:
+    """Keys of the `r` (snapshot read) records among JSON record values."""
+    keys = []
+    for raw in values:
+        if raw is None:
+            continue
+        doc = json.loads(raw)
+        payload = doc["payload"] if isinstance(doc, dict) and "payload" in doc and "schema" in doc else doc
+        if payload.get("op") == "r" and payload.get("after"):
+            keys.append(tuple(payload["after"][k] for k in table.key))
+    return keys
+
+
 class JobState:
     """What a run has done so far, read from its state directory (never from the process)."""
 
@@ -304,6 +363,9 @@ class JobState:
     def data_topics(self) -> list[str]:
         pattern = re.compile(re.escape(PREFIX) + r"\.[^.]+\.[^.]+$")
         return [t for (t,) in self._query("SELECT name FROM topics") if pattern.match(t)]
+
+    def close(self) -> None:
+        """Nothing held open here (each query opens the file read-only)."""
 
     def data_records(self) -> int:
         rows = self._query("SELECT topic, next_offset FROM partitions")
@@ -329,15 +391,7 @@ class JobState:
             if table is None:
                 continue
             rows = self._query("SELECT value FROM records WHERE topic = ? ORDER BY offset LIMIT ?", (topic, limit))
-            keys = []
-            for (raw,) in rows:
-                if raw is None:
-                    continue
-                doc = json.loads(raw)
-                payload = doc["payload"] if isinstance(doc, dict) and "payload" in doc and "schema" in doc else doc
-                if payload.get("op") == "r" and payload.get("after"):
-                    keys.append(tuple(payload["after"][k] for k in table.key))
-            out[table.name] = keys
+            out[table.name] = _snapshot_read_keys(table, [raw for (raw,) in rows])
         return out
 
     def _max_batch(self, sub: str) -> int:
@@ -358,6 +412,98 @@ class JobState:
     def in_batch(self) -> bool:
         """Spark wrote offsets/N (the batch is planned) but not commits/N (not done)."""
         return self._max_batch("offsets") > self._max_batch("commits")
+
+
+class KafkaJobState(JobState):
+    """JobState on the Kafka transport: the log and the stored source offsets are topics of the
+    broker (read with cdc's own Kafka client); the Spark checkpoint is still under state.dir."""
+
+    def __init__(self, state_dir: Path, bootstrap: str) -> None:
+        super().__init__(state_dir)
+        self.log = KafkaLog(bootstrap, request_timeout=10.0)
+        self.offsets_topic = f"{JOB}-offsets"  # the job's offset.storage.topic (cdc/jobs/spec.py)
+        self._pattern = re.compile(re.escape(PREFIX) + r"\.[^.]+\.[^.]+$")
+        self._counter: LogReader | None = None  # data_records: reads on from where it was
+        self._counted: dict[TopicPartition, int] = {}
+        self._records = 0
+        self._listed = 0.0
+
+    def close(self) -> None:
+        if self._counter is not None:
+            self._counter.close()
+            self._counter = None
+
+    def _topics(self) -> dict[str, TopicDescription]:
+        try:
+            return self.log.list_topics()
+        except (LogError, KafkaException):
+            return {}  # the broker did not answer in time: ask again
+
+    def data_topics(self) -> list[str]:
+        return sorted(t for t in self._topics() if self._pattern.match(t))
+
+    def data_records(self) -> int:
+        """Records read so far from the data topics. Not their end offsets: Tansu's high watermark
+        lags the log's end by up to a whole produced batch (thousands of snapshot rows)."""
+        try:
+            if time.monotonic() - self._listed > 0.5:  # new topics (tables) join
+                self._listed = time.monotonic()
+                tps = [TopicPartition(t, p) for t, d in self._topics().items() if self._pattern.match(t)
+                       for p in range(d.partitions)]  # fmt: skip
+                new = [tp for tp in tps if tp not in self._counted]
+                if new:
+                    if self._counter is None:
+                        self._counter = self.log.reader()
+                    self._counted.update({tp: self._counter.position(tp) for tp in self._counter.assignment()})
+                    self._counted.update(self.log.beginning_offsets(new))
+                    self._counter.assign(self._counted)
+            if self._counter is not None:
+                while batch := self._counter.poll(5000, 0.05):
+                    self._records += len(batch)
+        except (LogError, KafkaException):
+            pass  # the broker did not answer in time: count on at the next call
+        return self._records
+
+    def last_offset(self) -> dict[str, Any] | None:
+        if self.offsets_topic not in self._topics():
+            return None
+        try:
+            stored = [r for r in read_topic(self.log, self.offsets_topic) if r.value is not None]
+        except (LogError, KafkaException):
+            return None
+        # One connector, one source partition: one key, so one partition of the offsets topic.
+        return json.loads(max(stored, key=lambda r: (r.timestamp, r.offset)).value) if stored else None
+
+    def in_snapshot(self) -> bool:
+        """Also when no offset was stored yet but the snapshot had sent records: the restart
+        then takes the snapshot again from its start (offsets are stored every
+        offset.flush.interval.ms here, not with each batch as on the embedded log)."""
+        offset = self.last_offset()
+        if offset is None:
+            return self.data_records() > 0
+        snap = offset.get("snapshot")
+        return snap not in (None, False, "false", "FALSE") and not offset.get("snapshot_completed")
+
+    def snapshot_keys(self, limit: int) -> dict[str, list[tuple[Any, ...]]]:
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        for topic in self.data_topics():
+            table = BY_NAME.get(topic.rsplit(".", 1)[-1])
+            if table is None:
+                continue
+            values: list[bytes | None] = []
+            try:
+                tps = self.log.partitions(topic)
+                reader = self.log.reader()
+                try:
+                    reader.assign(self.log.beginning_offsets(tps))
+                    while len(values) < limit and (batch := reader.poll(5000, 1.0)):
+                        values += [r.value for r in batch]
+                finally:
+                    reader.close()
+            except (LogError, KafkaException):
+                pass
+            out[table.name] = _snapshot_read_keys(table, values[:limit])
+        return out
 
 
 def cdc_env(repo: Path | None) -> tuple[Path, dict[str, str] | None]:
@@ -446,11 +592,14 @@ class Chaos:
 
     def run(self) -> ChaosResult:
         c = self.config
-        self.note(f"variant {c.variant}, seed {c.seed}, {c.kills} kills, db kill {c.db_kill}, workdir {self.workdir}")
+        self.note(
+            f"variant {c.variant}, transport {c.transport}, seed {c.seed}, {c.kills} kills, "
+            f"db kill {c.db_kill}, workdir {self.workdir}"
+        )
         if c.repo is not None:
             self.note(f"cdc runs from {c.repo}")
         try:
-            with private_servers(c.variant) as servers:
+            with private_servers(c.variant, c.transport) as servers:
                 self._run(servers)
         except Exception as e:  # the harness itself failed: report it, do not hide it
             self.result.errors.append(f"harness: {type(e).__name__}: {e}")
@@ -464,7 +613,10 @@ class Chaos:
         self.note(f"source populated: {c.sizes}")
         job, chosen = write_job(self.workdir / "job.yaml", servers, self.workdir, c.seed)
         self.note(f"job {job}: {chosen}")
-        state = JobState(self.workdir / "state")
+        if servers.kafka is None:
+            state = JobState(self.workdir / "state")
+        else:
+            state = KafkaJobState(self.workdir / "state", servers.kafka.bootstrap)
         runs = self.workdir / "runs"
         runs.mkdir(exist_ok=True)
         writer = Writer(db, c.seed, self.note, pace=c.pace)
@@ -498,6 +650,7 @@ class Chaos:
             if run is not None:
                 run.kill()
             writer.stop()
+            state.close()
         res.writer = {"transactions": writer.stats.transactions, "rows": writer.stats.rows,
                       "reconnects": writer.stats.reconnects, "conflicts": writer.stats.conflicts}  # fmt: skip
         if writer.failure is not None:
