@@ -100,6 +100,7 @@ def test_kill9_embedded_no_loss_no_duplicates(plugin_path: Path, tmp_path: Path)
     worker = {
         "transport": "embedded",
         "state.dir": state,
+        "listeners": "http://127.0.0.1:0",  # a free port: tests run side by side
         "plugin.path": plugin_path,
         "value.converter": STRING,
         "key.converter": STRING,
@@ -119,6 +120,7 @@ def test_kill9_kafka_duplicates_only_after_stored_offset(plugin_path: Path, tmp_
     worker = {
         "transport": "kafka",
         "bootstrap.servers": tansu.bootstrap,
+        "listeners": "http://127.0.0.1:0",  # a free port: tests run side by side
         "plugin.path": plugin_path,
         "value.converter": STRING,
         "key.converter": STRING,

@@ -86,6 +86,7 @@ def test_standalone_embedded(plugin_path: Path, tmp_path: Path) -> None:
     worker = {
         "transport": "embedded",
         "state.dir": state,
+        "listeners": "http://127.0.0.1:0",  # a free port: tests run side by side
         "plugin.path": plugin_path,
         "value.converter": STRING,
         "key.converter": STRING,
@@ -130,6 +131,7 @@ def test_standalone_kafka(plugin_path: Path, tmp_path: Path, tansu) -> None:
     worker = {
         "transport": "kafka",
         "bootstrap.servers": tansu.bootstrap,
+        "listeners": "http://127.0.0.1:0",  # a free port: tests run side by side
         "plugin.path": plugin_path,
         "value.converter": STRING,
         "key.converter": STRING,

@@ -45,7 +45,13 @@ def test_kill9_mid_transaction_resumes_without_loss_or_duplicates(mariadb_db, tm
     state.mkdir()
     worker = write_props(
         tmp_path / "worker.properties",
-        {"transport": "embedded", "state.dir": state, "key.converter": JSON, "value.converter": JSON},
+        {
+            "transport": "embedded",
+            "state.dir": state,
+            "key.converter": JSON,
+            "value.converter": JSON,
+            "listeners": "http://127.0.0.1:0",
+        },
     )
     props = connector_props(mariadb_db, name="mysql", max__batch__size=500, max__queue__size=2000)
     props["schema.history.internal.file.filename"] = str(tmp_path / "history.jsonl")

@@ -24,6 +24,7 @@ def test_kill9_mid_stream_then_resume(postgres_db, tmp_path: Path) -> None:
         {
             "transport": "embedded",
             "state.dir": state,
+            "listeners": "http://127.0.0.1:0",  # a free port: tests run side by side
             "key.converter.schemas.enable": "false",
             "value.converter.schemas.enable": "false",
         },
