@@ -34,12 +34,14 @@ def _driver(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def test_kill_9_mid_batch_then_restart(tmp_path: Path) -> None:
-    rng = random.Random(7)
+History = list[tuple[int, int, str, int]]  # (seq, key, op, qty)
+
+
+def _history_in_log(tmp_path: Path, rng: random.Random, keys: int) -> tuple[History, list[str]]:
+    """400 seeded changes to `keys` keys in a 2-partition topic of the embedded log; the
+    driver's arguments (state, lake, checkpoint, marks directories)."""
     t = Table("shop.inv.items")
-    history: list[tuple[int, int, str, int]] = []  # (seq, key, op, qty)
-    for seq in range(1, 401):
-        history.append((seq, rng.randrange(60), rng.choice("ccuuud"), rng.randrange(1000)))
+    history = [(seq, rng.randrange(keys), rng.choice("ccuuud"), rng.randrange(1000)) for seq in range(1, 401)]
     state = tmp_path / "state"
     with EmbeddedLog(state) as log:
         produce(
@@ -48,9 +50,23 @@ def test_kill_9_mid_batch_then_restart(tmp_path: Path) -> None:
             [t.event(op, k, {"name": f"s{seq}", "qty": q}, seq) for seq, k, op, q in history],
             partitions=2,
         )
-    lake, ckpt, marks = tmp_path / "lake", tmp_path / "ckpt", tmp_path / "marks"
-    marks.mkdir()
-    args = [str(state), str(lake), str(ckpt), str(marks)]
+    (tmp_path / "marks").mkdir()
+    return history, [str(state), str(tmp_path / "lake"), str(tmp_path / "ckpt"), str(tmp_path / "marks")]
+
+
+def _expected(history: History) -> dict[int, tuple[str, int]]:
+    expected: dict[int, tuple[str, int]] = {}
+    for seq, k, op, q in history:  # source order = sequence order
+        if op == "d":
+            expected.pop(k, None)
+        else:
+            expected[k] = (f"s{seq}", q)
+    return expected
+
+
+def test_kill_9_mid_batch_then_restart(tmp_path: Path) -> None:
+    history, args = _history_in_log(tmp_path, random.Random(7), keys=60)
+    lake, marks = tmp_path / "lake", tmp_path / "marks"
 
     proc = _driver([*args, "stream"], tmp_path / "stream.log")
     try:
@@ -67,26 +83,10 @@ def test_kill_9_mid_batch_then_restart(tmp_path: Path) -> None:
     proc = _driver([*args, "catchup"], tmp_path / "catchup.log")
     assert proc.wait(180) == 0, (tmp_path / "catchup.log").read_text()[-3000:]
 
-    expected: dict[int, tuple[str, int]] = {}
-    for seq, k, op, q in history:  # source order = sequence order
-        if op == "d":
-            expected.pop(k, None)
-        else:
-            expected[k] = (f"s{seq}", q)
     rows = delta_rows(str(lake / "shop_inv_items"))
     ids = [r["id"] for r in rows]
     assert len(ids) == len(set(ids)), "duplicate keys in the Delta table"
-    assert {r["id"]: (r["name"], r["qty"]) for r in rows} == expected
-
-
-def _expected(history: list[tuple[int, int, str, int]]) -> dict[int, tuple[str, int]]:
-    expected: dict[int, tuple[str, int]] = {}
-    for seq, k, op, q in history:  # source order = sequence order
-        if op == "d":
-            expected.pop(k, None)
-        else:
-            expected[k] = (f"s{seq}", q)
-    return expected
+    assert {r["id"]: (r["name"], r["qty"]) for r in rows} == _expected(history)
 
 
 def _log_actions(table: Path) -> list[list[dict]]:
@@ -107,19 +107,8 @@ def test_kills_inside_the_parallel_delta_commit_protocol(tmp_path: Path, seed: i
     from deltalake import DeltaTable
 
     rng = random.Random(seed)
-    t = Table("shop.inv.items")
-    history = [(seq, rng.randrange(50), rng.choice("ccuuud"), rng.randrange(1000)) for seq in range(1, 401)]
-    state = tmp_path / "state"
-    with EmbeddedLog(state) as log:
-        produce(
-            log,
-            t.topic,
-            [t.event(op, k, {"name": f"s{seq}", "qty": q}, seq) for seq, k, op, q in history],
-            partitions=2,
-        )
-    lake, ckpt, marks = tmp_path / "lake", tmp_path / "ckpt", tmp_path / "marks"
-    marks.mkdir()
-    args = [str(state), str(lake), str(ckpt), str(marks)]
+    history, args = _history_in_log(tmp_path, rng, keys=50)
+    lake, marks = tmp_path / "lake", tmp_path / "marks"
     first = rng.randrange(1, 4)
     for n, crash in enumerate([f"before-commit:{first}", f"after-commit:{first + rng.randrange(0, 3)}"]):
         proc = _driver([*args, "stream", crash], tmp_path / f"crash{n}.log")

@@ -20,13 +20,18 @@ from tests.spark.helpers import delta_rows
 ROWS = 12_000
 
 
-def test_too_large_batch_stops_with_advice_and_bounded_batches_apply(spark, tmp_path: Path) -> None:
+def _wide_rows(tmp_path: Path) -> dict[str, str]:
+    """ROWS creates of 2 KB rows (24 MB) in the embedded log; the stream's source options."""
     t = Table("shop.inv.wide")
     state = tmp_path / "state"
     with EmbeddedLog(state) as log:
         events = [t.event("c", k, {"name": f"{k:05d}" + "x" * 2000, "qty": k}, k + 1) for k in range(ROWS)]
         produce(log, t.topic, events, partitions=2)
-    source = {"state.dir": str(state), "topics": t.topic}
+    return {"state.dir": str(state), "topics": t.topic}
+
+
+def test_too_large_batch_stops_with_advice_and_bounded_batches_apply(spark, tmp_path: Path) -> None:
+    source = _wide_rows(tmp_path)
     # The driver's MERGE (apply.on=driver) collects each batch's winners to the driver.
     sink = {"target": "delta", "path": str(tmp_path / "lake"), "apply.on": "driver"}
 
@@ -48,12 +53,7 @@ def test_too_large_batch_stops_with_advice_and_bounded_batches_apply(spark, tmp_
 def test_the_same_batch_applies_in_one_go_on_the_executors(spark, tmp_path: Path) -> None:
     """What stopped the driver's MERGE above (the batch's rows exceed spark.driver.maxResultSize)
     applies in one micro-batch when Spark's tasks apply it: only file actions reach the driver."""
-    t = Table("shop.inv.wide")
-    state = tmp_path / "state"
-    with EmbeddedLog(state) as log:
-        events = [t.event("c", k, {"name": f"{k:05d}" + "x" * 2000, "qty": k}, k + 1) for k in range(ROWS)]
-        produce(log, t.topic, events, partitions=2)
-    source = {"state.dir": str(state), "topics": t.topic}
+    source = _wide_rows(tmp_path)
     sink = {"target": "delta", "path": str(tmp_path / "lake")}
     q = start_query(spark, source, sink, str(tmp_path / "ck"), available_now=True)
     q.awaitTermination()
