@@ -380,8 +380,7 @@ class JobState:
         offset = self.last_offset()
         if offset is None:
             return False  # nothing stored yet: the snapshot had not written anything
-        snap = offset.get("snapshot")
-        return snap not in (None, False, "false", "FALSE") and not offset.get("snapshot_completed")
+        return _snapshot_running(offset)
 
     def snapshot_keys(self, limit: int) -> dict[str, list[tuple[Any, ...]]]:
         """Keys of `r` (snapshot read) records among the first `limit` of each data topic."""
@@ -481,8 +480,7 @@ class KafkaJobState(JobState):
         offset = self.last_offset()
         if offset is None:
             return self.data_records() > 0
-        snap = offset.get("snapshot")
-        return snap not in (None, False, "false", "FALSE") and not offset.get("snapshot_completed")
+        return _snapshot_running(offset)
 
     def snapshot_keys(self, limit: int) -> dict[str, list[tuple[Any, ...]]]:
         out: dict[str, list[tuple[Any, ...]]] = {}
@@ -790,3 +788,9 @@ class Chaos:
                     f"cdc verify disagrees on {d.table}: it counts (missing, extra, changed) {theirs}, "
                     f"the row-by-row comparison {ours}"
                 )
+
+
+def _snapshot_running(offset: dict[str, Any]) -> bool:
+    """A stored source offset taken inside a snapshot that has not completed."""
+    snap = offset.get("snapshot")
+    return snap not in (None, False, "false", "FALSE") and not offset.get("snapshot_completed")

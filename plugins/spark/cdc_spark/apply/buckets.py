@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
+    from deltalake import DeltaTable
     from pyspark.sql import Column
 
 BUCKET = "__bucket"
@@ -96,9 +97,9 @@ def layout_of(path: str, default_buckets: int) -> Layout | None:
     if not DeltaTable.is_deltatable(path):
         return Layout(path, default_buckets, exists=False)
     dt = DeltaTable(path)
-    count = dt.metadata().configuration.get(PROPERTY)
-    if count is None or list(dt.metadata().partition_columns) != [BUCKET]:
+    if not _bucketed(dt):
         return None
+    count = dt.metadata().configuration[PROPERTY]
     schema = pa.schema([f for f in pa.schema(dt.schema().to_arrow()) if f.name != BUCKET])
     actions = pa.table(dt.get_add_actions(flatten=True))
     files: dict[int, list[DataFile]] = {}
@@ -113,6 +114,19 @@ def layout_of(path: str, default_buckets: int) -> Layout | None:
         }
         files.setdefault(bucket, []).append(DataFile(unquote(row["path"]), int(row["size_bytes"]), bounds))
     return Layout(path, int(count), exists=True, version=dt.version(), schema=schema, files=files)
+
+
+def in_layout(path: str) -> bool:
+    """Whether the table at `path` is bucketed, or not there yet (the sink will create it so):
+    the table's metadata only, not its files."""
+    from deltalake import DeltaTable
+
+    return not DeltaTable.is_deltatable(path) or _bucketed(DeltaTable(path, without_files=True))
+
+
+def _bucketed(dt: DeltaTable) -> bool:
+    meta = dt.metadata()
+    return meta.configuration.get(PROPERTY) is not None and list(meta.partition_columns) == [BUCKET]
 
 
 def create(path: str, schema: pa.Schema, buckets: int) -> None:

@@ -106,8 +106,8 @@ class ParallelDelta:
                 bucketed = (
                     not keeps_history(topic)
                     and not self.config.partition_by.get(table)
-                    and buckets.layout_of(self.path(table), self.config.buckets) is not None
-                    and buckets.layout_of(self.path(table + TOMBSTONE_SUFFIX), self.config.buckets) is not None
+                    and buckets.in_layout(self.path(table))
+                    and buckets.in_layout(self.path(table + TOMBSTONE_SUFFIX))
                 )
             (tasks if bucketed else driver).append(topic)
         return tasks, driver
