@@ -69,6 +69,12 @@ _CAUSES: tuple[tuple[tuple[str, ...], str], ...] = (
         "or verify-full",
     ),
     (
+        ("server requested a cleartext password",),
+        "the server asked for the password in clear text, which is sent only over a TLS connection whose "
+        "certificate is checked: set {p}sslmode=verify-ca or verify-full (with {p}sslrootcert), or have the server "
+        "log this user in with scram-sha-256 (pg_hba.conf)",
+    ),
+    (
         ("requires a valid client certificate",),
         "the server authenticates this user by client certificate: set {p}sslcert and {p}sslkey",
     ),

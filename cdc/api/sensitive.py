@@ -25,7 +25,13 @@ and Confluent's (`basic.auth.user.info`, `bearer.auth.token`, `*.secret*`, `*cre
 Such values show as `[hidden]` in REST bodies and validate results (`mask_config`), and,
 through `secret_values` and cdc.runtime.traces.redact, in error messages, status traces, the
 worker log and `cdc status`; a `${provider:path:key}` reference is not the secret and shows
-as written. PUTting `[hidden]` back keeps the stored value (see `keep_hidden`).
+as written. PUTting `[hidden]` back keeps the stored value (see `keep_hidden`), but only to
+the destination it was stored with: a stored secret is bound to the host, port, user, URL and
+TLS keys of its client (the keys sharing its first name part: `database.password` goes with
+`database.hostname`, `database.port`, `database.user`, `database.ssl.mode`, ...), and an update
+that changes one of them without giving the secret again is refused. Otherwise anyone who may
+PUT a config could point `database.hostname` at their own server and receive the password
+(secret redirection, as in Kafka Connect's and Debezium's advisories).
 """
 
 from __future__ import annotations
@@ -34,8 +40,11 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from cdc.api.errors import ConfigException
+
 __all__ = [
     "HIDDEN",
+    "is_destination",
     "is_sensitive",
     "keep_hidden",
     "mask_config",
@@ -118,7 +127,49 @@ def secret_values(config: Mapping[str, Any], declared: Collection[str] = ()) -> 
     )
 
 
+# Keys that say where a client connects and as whom, judged by name: what a secret is bound to.
+_DESTINATION = re.compile(
+    r"(^|[._-])(hostname|host|hosts|port|user|username|url|urls|uri|endpoint|servers|connect\.string)$"
+    r"|(^|[._-])(ssl|tls)|security\.protocol$|sasl\.mechanisms?$",
+    re.IGNORECASE,
+)
+
+
+def is_destination(key: str) -> bool:
+    """True when `key` names where a client connects, as whom or how it checks the server: a host,
+    port, user, URL, bootstrap servers, or a TLS/SASL setting (and is not itself a secret)."""
+    return bool(_DESTINATION.search(key)) and not is_sensitive(key)
+
+
+def _client_of(key: str) -> str:
+    """The group a key belongs to: its first name part (`database`, `producer`, `schema`, ...)."""
+    return key.split(".", 1)[0] if "." in key else ""
+
+
+def moved_destinations(old: Mapping[str, str], new: Mapping[str, str], secret: str) -> list[str]:
+    """The destination keys of `secret`'s client that differ (changed, added or removed) between
+    the stored config `old` and `new`; every key when the secret's name has no dot."""
+    client = _client_of(secret)
+    keys = {k for k in (*old, *new) if is_destination(k) and (not client or _client_of(k) == client)}
+    return sorted(k for k in keys if old.get(k) != new.get(k))
+
+
 def keep_hidden(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
     """`new` with every `[hidden]` value replaced by the stored one: GET shows secrets as `[hidden]`,
-    and PUTting that config back (any key: declared PASSWORD or secret by its name) must keep them."""
-    return {k: old[k] if v == HIDDEN and k in old else v for k, v in new.items()}
+    and PUTting that config back (any key: declared PASSWORD or secret by its name) must keep them.
+
+    A secret is kept only for the destination it was stored with: when `new` changes a host, port,
+    user, URL or TLS key of the secret's client (`moved_destinations`) and gives `[hidden]` for the
+    secret, ConfigException names the key to send again, so no caller can have the worker send a
+    stored password to a server of their choosing."""
+    kept = sorted(k for k, v in new.items() if v == HIDDEN and k in old)
+    for secret in kept:
+        if moved := moved_destinations(old, new, secret):
+            raise ConfigException(
+                f"{secret}: the stored secret is not sent to a changed {', '.join(moved)}; give {secret} again in "
+                "this request (a stored secret stays bound to the host, port, user and TLS settings it was "
+                "stored with)",
+                secret,
+                HIDDEN,
+            )
+    return {k: old[k] if k in kept else v for k, v in new.items()}

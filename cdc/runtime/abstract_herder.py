@@ -258,7 +258,9 @@ class AbstractHerder(ABC):
         """KIP-477: merge `patch` into the config; a null value deletes the key."""
         with self._rest_lock():
             self._require_leader()
-            merged = dict(self._config(name))
+            # From the masked config, so a stored secret the patch does not give again reaches
+            # put_connector_config as `[hidden]` and stays bound to its destination (keep_hidden).
+            merged = self._masked(self._config(name))
             for k, v in patch.items():
                 if v is None:
                     merged.pop(k, None)

@@ -286,13 +286,14 @@ host    replication all      127.0.0.1/32 scram-sha-256
 
 
 @contextmanager
-def spawn_password_auth(user: str, password: str) -> Iterator[PostgresServer]:
+def spawn_password_auth(user: str, password: str, method: str = "scram-sha-256") -> Iterator[PostgresServer]:
     """A private PostgreSQL where the superuser `user` (REPLICATION) logs in over TCP with `password`
-    (scram-sha-256). The returned server's own connections are the admin's (postgres, trusted)."""
+    (`method`: scram-sha-256, md5, or `password`, which sends it in clear text). The returned
+    server's own connections are the admin's (postgres, trusted)."""
     bindir = _bindir()
     if not (bindir and (bindir / "postgres").exists()):
         unavailable("PostgreSQL with password logins needs the initdb/postgres binaries (apt-get install postgresql)")
-    with _spawn(bindir, hba=PASSWORD_HBA) as server:
+    with _spawn(bindir, hba=PASSWORD_HBA.replace("scram-sha-256", method)) as server:
         with server.connect() as conn:
             conn.execute(
                 sql.SQL("CREATE ROLE {} LOGIN SUPERUSER REPLICATION PASSWORD {}").format(

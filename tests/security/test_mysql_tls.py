@@ -97,6 +97,9 @@ def test_each_mode_gives_pymysql_its_semantics(pki: Pki, mode: str, cased: bool,
             props.pop(key, None)
     props[tls.SSL_MODE] = mode.upper() if cased else mode
     kwargs = tls.MySqlTls.from_props(props).pymysql_kwargs()
+    # Cleartext login plugins are refused unless the server's certificate is verified.
+    guard = kwargs.pop("auth_plugin_map", None)
+    assert guard == (None if mode in tls.VERIFYING else tls.CLEARTEXT_REFUSED)
     if mode == "disabled":
         assert kwargs == {"ssl_disabled": True}
         return

@@ -210,11 +210,12 @@ class MySqlTls:
         A context given to PyMySQL makes TLS required: a server that offers none is refused with
         "SSL is required but the server doesn't support it" (PyMySQL 1.2+).
         """
+        guard = {} if self.mode in VERIFYING else {"auth_plugin_map": CLEARTEXT_REFUSED}
         if self.mode == "disabled":
-            return {"ssl_disabled": True}
+            return {"ssl_disabled": True, **guard}
         if self.mode == "preferred" and not self.client_identity:
-            return {}  # PyMySQL 1.2+: TLS if offered, certificate unchecked, else plain
-        return {"ssl": self.context()}
+            return guard  # PyMySQL 1.2+: TLS if offered, certificate unchecked, else plain
+        return {"ssl": self.context(), **guard}
 
     def context(self) -> ssl.SSLContext:
         """The SSLContext of this mode, with its trust anchors and client certificate loaded."""
@@ -256,6 +257,13 @@ class MySqlTls:
                 f"the CA certificate that issued the server's certificate, or set {SSL_MODE}=required to encrypt "
                 "without checking it"
             )
+        if CLEARTEXT_MARK in text:
+            return (
+                f"the server asked for the password in clear text, which is sent only over a TLS connection whose "
+                f"certificate is checked: set {SSL_MODE}=verify_ca or verify_identity (with {TRUSTSTORE} or {CA}), "
+                "or give database.user an account that logs in with mysql_native_password, caching_sha2_password "
+                "or ed25519"
+            )
         if "ssl is required but the server doesn't support it" in text:
             return (
                 f"the server offers no TLS but {SSL_MODE}={self.mode} requires it: enable TLS on the server "
@@ -278,6 +286,32 @@ class MySqlTls:
         if not self.client_identity:
             return f"; a user created REQUIRE X509 also needs a client certificate: set {KEYSTORE} (or {CERT}/{KEY})"
         return ""
+
+
+CLEARTEXT_MARK = "password in clear text"
+
+
+class _CleartextRefused:
+    """PyMySQL's handler for `mysql_clear_password` and `dialog` (PAM): both send the password as it
+    is, so a server that asks for them (or one that impersonates the configured host) would read it.
+    As the MySQL client refuses the cleartext plugin unless told otherwise, this refuses it unless
+    the server's TLS certificate was verified (`database.ssl.mode=verify_ca`/`verify_identity`,
+    where the handler is not installed)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def authenticate(self, packet: Any) -> Any:
+        import pymysql
+
+        raise pymysql.err.OperationalError(
+            2061,  # CR_AUTH_PLUGIN_ERR
+            f"{self.connection.host}:{self.connection.port} asked for the {CLEARTEXT_MARK} over a connection "
+            "whose TLS certificate is not verified; refused",
+        )
+
+
+CLEARTEXT_REFUSED = {"mysql_clear_password": _CleartextRefused, "dialog": _CleartextRefused}
 
 
 def short_reason(message: str) -> str:

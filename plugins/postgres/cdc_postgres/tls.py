@@ -79,8 +79,23 @@ def define(d: ConfigDef, prefix: str = "database.") -> ConfigDef:
 
 def libpq_params(props: Mapping[str, Any]) -> dict[str, str]:
     """The connector's set TLS keys as libpq parameters (`sslmode`, `sslrootcert`, ...); an unknown
-    sslmode is refused naming its key."""
-    return libpq_tls.params(props, "database.")
+    sslmode is refused naming its key.
+
+    Unless the server's certificate is verified (verify-ca/verify-full), libpq 16+ is told to
+    refuse the `password` method (`require_auth=!password`): it sends the password as it is, so a
+    server that asks for it, or one impersonating the configured host, would read it. scram, md5,
+    trust and certificate logins are unaffected."""
+    out = libpq_tls.params(props, "database.")
+    if out.get("sslmode", DEFAULT_MODE) not in ("verify-ca", "verify-full") and _libpq_has_require_auth():
+        out["require_auth"] = "!password"
+    return out
+
+
+def _libpq_has_require_auth() -> bool:
+    """libpq 16 added `require_auth`; an older system libpq (psycopg's python build) would refuse it."""
+    import psycopg
+
+    return psycopg.pq.version() >= 160000
 
 
 def advice(message: str) -> str | None:
