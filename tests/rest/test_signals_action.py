@@ -82,7 +82,7 @@ def _stopped(server: MariaDbServer, name: str, **extra: str) -> dict[str, Any]:
 
 
 def test_file_channel_appends_debeziums_json_line(rest: Rest, mariadb_db: MariaDbServer, tmp_path: Path) -> None:
-    path = tmp_path / "state" / "signals.jsonl"
+    path = tmp_path / "state" / "connectors" / "f" / "signals.jsonl"
     config = _stopped(mariadb_db, "f", signal__enabled__channels="file", signal__file=str(path))
     created = rest.http.post("/connectors", json=config)
     assert created.status_code == 201, created.text
@@ -150,7 +150,7 @@ def test_a_bad_body_is_a_400_naming_its_field(shared_rest: Rest, which: tuple[st
 def test_signals_sit_behind_basic_auth_and_the_host_guard(mariadb_db: MariaDbServer, tmp_path: Path) -> None:
     creds = tmp_path / "credentials.properties"
     creds.write_text("admin=s3cret-22\n")
-    path = tmp_path / "state" / "signals.jsonl"
+    path = tmp_path / "state" / "connectors" / "g" / "signals.jsonl"
     r = Rest(tmp_path, **{"rest.basic.auth.credentials.file": str(creds)})
     try:
         auth = ("admin", "s3cret-22")

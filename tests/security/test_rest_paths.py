@@ -1,6 +1,10 @@
-"""Issue 17, deliverable 6: file-valued keys of REST-submitted configs stay under rest.allowed.paths
-(default: the worker's state.dir), so a REST caller cannot make a connector write, or read,
-anywhere the worker can. On the main before the fix each REST create here was accepted.
+"""Issue 17, deliverable 6, and issue 33 item 2: file-valued keys of REST-submitted configs stay in
+the connector's own directory, state.dir/connectors/<name>/ (or under rest.allowed.paths when the
+operator sets it), never the worker's own files or another connector's, never through a symbolic
+or hard link; so a REST caller cannot make a connector write, or read, anywhere the worker can.
+Before issue 17 each REST create here was accepted; before issue 33 a connector could name
+another connector's schema history as its signal.file (the channel emptied it) or the embedded
+log's cdc.db as its history file.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ def test_schema_history_file_outside_state_dir_is_refused_and_nothing_is_written
             message = r.json()["message"]
             assert "\n" not in message
             assert f"filename: {target} is outside the directories" in message, message
-            assert f"state.dir: {tmp_path / 'state'}" in message and "rest.allowed.paths" in message
+            own = tmp_path / "state" / "connectors"  # .../m; the validate call names no connector
+            assert f"the connector's own directory: {own}" in message and "rest.allowed.paths" in message
         assert rest.http.get("/connectors").json() == []
     assert not outside.exists()
 
@@ -91,9 +96,12 @@ def test_paths_under_state_dir_or_rest_allowed_paths_are_accepted(tmp_path: Path
     allowed = tmp_path / "allowed"
     allowed.mkdir()
     with secure_rest(tmp_path) as rest:
-        inside = tmp_path / "state" / "." / "h.jsonl"
+        inside = tmp_path / "state" / "connectors" / "q" / "." / "h.jsonl"
         assert rest.http.post("/connectors", json=quoting("q", **{"history.file": str(inside)})).status_code == 201
-        wait_until(lambda: (tmp_path / "state" / "h.jsonl").exists(), what="the task wrote its file")
+        wait_until(lambda: (tmp_path / "state" / "connectors" / "q" / "h.jsonl").exists(), what="the task's file")
+        for elsewhere in (tmp_path / "state" / "h.jsonl", tmp_path / "state" / "connectors" / "x" / "h.jsonl"):
+            r = rest.http.post("/connectors", json=quoting("x2", **{"history.file": str(elsewhere)}))
+            assert r.status_code == 400, r.text  # state.dir itself, another connector's directory
         r = rest.http.post("/connectors", json=quoting("a", **{"history.file": str(allowed / "h.jsonl")}))
         assert r.status_code == 400  # not allowed until the worker says so
     with secure_rest(tmp_path, **{"rest.allowed.paths": f"{allowed}, {tmp_path}/other"}) as rest:
@@ -155,12 +163,14 @@ def test_an_admitted_path_never_leads_out_of_the_root(tmp_path: Path, parts: lis
     for name, target in (("link-out", tmp_path / "elsewhere"), ("link-in", root / "sub")):
         if not (root / name).is_symlink():
             os.symlink(target, root / name)
-    policy = SubmittedConfigPolicy.from_worker_config({"state.dir": str(root)})
+    policy = SubmittedConfigPolicy.from_worker_config(
+        {"rest.allowed.paths": str(root), "state.dir": str(tmp_path / "w")}
+    )
     path = os.path.join(str(tmp_path), *parts, "f")
     real_inside = os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
     written_inside = os.path.normpath(path).startswith(str(root) + os.sep)
     try:
-        policy.check_paths({"x.file": path})
+        policy.check_paths({"x.file": path, "name": "n"})
         admitted = True
     except ConfigException:
         admitted = False

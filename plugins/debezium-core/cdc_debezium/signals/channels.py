@@ -6,8 +6,10 @@ connector's own binlog/WAL stream hands over (see each connector's incremental m
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from typing import Any
 
 from cdc.api.signals import SignalLog, signal_log
@@ -18,35 +20,72 @@ log = logging.getLogger(__name__)
 
 
 class FileSignalChannel:
-    """`signal.file`: one `{"id","type","data"}` JSON document per line; the file is emptied once read."""
+    """`signal.file`: one `{"id","type","data"}` JSON document per line; the file is emptied once read.
+
+    Emptying is what makes the channel dangerous when `signal.file` names someone else's file (a
+    REST caller pointing it at another connector's schema history emptied it, and each line went
+    to the log as a bad signal). So the channel empties only a signal file: a regular file, not
+    a symbolic link (opened with O_NOFOLLOW) nor one with other hard links, with at least one line
+    that is a signal document. A file that is not one is left as it is, its content never logged,
+    with one warning until it becomes one; lines that are not signals are reported by number only."""
 
     name = "file"
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._refused: str | None = None  # why the file is left alone, warned once
 
     def read(self) -> list[SignalRecord]:
         try:
-            with open(self.path, "r+", encoding="utf-8") as f:
-                text = f.read()
-                if not text:
-                    return []
-                f.seek(0)
-                f.truncate()
+            fd = os.open(self.path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
         except FileNotFoundError:
             return []
         except OSError as e:
-            log.warning("signal.file %s cannot be read or emptied (%s); its signals wait", self.path, e)
-            return []
-        out = []
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            try:
-                out.append(SignalRecord.from_json(line, self.name))
-            except SignalError as e:
-                log.warning("%s", e)
+            reason = "it is a symbolic link" if e.errno == errno.ELOOP else f"it cannot be opened ({e.strerror})"
+            return self._leave(reason)
+        with os.fdopen(fd, "r+", encoding="utf-8", errors="replace") as f:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return self._leave("it is not a regular file")
+            if info.st_nlink > 1:
+                return self._leave(f"it has {info.st_nlink} hard links (another name for the same file)")
+            text = f.read()
+            if not text:
+                self._refused = None
+                return []
+            out: list[SignalRecord] = []
+            bad: list[int] = []
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    out.append(SignalRecord.from_json(line, self.name))
+                except SignalError:
+                    bad.append(number)
+            if not out:
+                return self._leave(f"no line of it is a signal document (line {bad[0]} is not)")
+            f.seek(0)
+            f.truncate()
+        self._refused = None
+        if bad:
+            # Line numbers only: a line that is not a signal may hold anything, secrets included.
+            log.warning(
+                'signal.file %s: line(s) %s are not signal JSON documents ({"id", "type", "data"}); ignored',
+                self.path,
+                ", ".join(map(str, bad[:20])) + (" …" if len(bad) > 20 else ""),
+            )
         return out
+
+    def _leave(self, reason: str) -> list[SignalRecord]:
+        if reason != self._refused:
+            log.warning(
+                "signal.file %s is not a signal file (%s): it is neither read nor emptied; point signal.file at "
+                "a file of its own holding one signal JSON document per line",
+                self.path,
+                reason,
+            )
+            self._refused = reason
+        return []
 
 
 class KafkaSignalChannel:
