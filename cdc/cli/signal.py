@@ -2,7 +2,8 @@
 
 A `cdc.commands` entry point of the job layer, like `cdc run`. The signal goes to the channel
 the job's source enables (cdc/jobs/signals.py): the signal table, `signal.file`, or the
-`signal.kafka.topic` of the job's transport.
+`signal.kafka.topic` of the job's transport. `--channel` picks among those the source enables
+(`signal.enabled.channels`); another is refused in one line, nothing written.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ require_extra("jobs")
 )  # fmt: skip
 @click.option("--filter", "condition", default=None, help="execute-snapshot: a WHERE condition for the rows to read.")
 @click.option("--message", default=None, help="log: the message ({} becomes the connector's offset).")
-@click.option("--id", "signal_id", default=None, help="The signal's id (default: a new UUID).")
+@click.option("--id", "signal_id", default=None, help="The signal's id, at most 42 characters (default: a new UUID).")
 @click.option("--channel", type=click.Choice(["source", "file", "kafka"]), default=None,
-              help="Override the channel picked from the job's source settings.")  # fmt: skip
+              help="Override the channel picked from the job's source settings (one it enables).")  # fmt: skip
 def signal(
     job_file: str,
     signal_type: str,

@@ -3,13 +3,24 @@
 The `cdc signal` command's side of cdc.runtime.signal_delivery (which the REST action
 `POST /connectors/{name}/signals` shares): the job's connector config picks the channel, the
 signal table is written by the source plugin's `cdc.signal_tables` writer, and the kafka channel
-goes to `signal.kafka.topic` in the job's transport keyed by `topic.prefix`.
+goes to `signal.kafka.topic` in the job's transport keyed by `topic.prefix`. A `--channel` the
+job's source does not read, or a signal that does not fit Debezium's signal table, is refused
+before anything is written (cdc.runtime.signal_delivery). A relative `signal.file` is the job's
+own choice, read from where the job runs: it is written from the current directory.
 """
 
 from __future__ import annotations
 
 from cdc.jobs.spec import JobSpec
-from cdc.runtime.signal_delivery import SNAPSHOT_TYPES, Signal, channel_of, deliver, execute_snapshot, table_writer_for
+from cdc.runtime.signal_delivery import (
+    SNAPSHOT_TYPES,
+    Signal,
+    channel_of,
+    check_channel,
+    deliver,
+    execute_snapshot,
+    table_writer_for,
+)
 
 __all__ = ["SNAPSHOT_TYPES", "Signal", "channel_of", "execute_snapshot", "send"]
 
@@ -21,6 +32,9 @@ def send(job: JobSpec, signal: Signal, channel: str | None = None) -> str:
     from cdc.runtime.worker_config import WorkerConfig
 
     config = job.connector_config()
+    signal.check()
+    if channel is not None:
+        check_channel(config, channel)
     writer = None
     if (channel or channel_of(config)) == "source":
         cls = PluginRegistry.discover().resolve(config["connector.class"], [PluginKind.SOURCE], "connector.class").cls
@@ -31,4 +45,5 @@ def send(job: JobSpec, signal: Signal, channel: str | None = None) -> str:
         channel=channel,
         table_writer=writer,
         topic_log=lambda: open_log(WorkerConfig(job.worker_config())),
+        relative_file=True,
     )

@@ -6,6 +6,7 @@ CORS headers). They are what a REST API on a developer's machine needs against a
   127.0.0.1 sends `Host: evil.example`. Only the listeners' hosts, `rest.advertised.host.name`,
   localhost / 127.0.0.1 / ::1, `rest.allowed.hosts` and, for a wildcard listener (0.0.0.0, ::),
   the machine's names and the address the client connected to are answered; others get 421.
+  The rule is cdc.runtime.host_policy's, which the `metrics.port` listener applies too.
 - **Cross-site writes** (CSRF): browsers send a "simple" POST (no preflight) to any site; a
   body-less `POST /connectors/x/restart` needs nothing more. A write (POST, PUT, PATCH, DELETE)
   whose `Origin` (or `Sec-Fetch-Site`) says another site is refused with 403 unless CORS
@@ -16,19 +17,23 @@ CORS headers). They are what a REST API on a developer's machine needs against a
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
-import socket
-from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cdc.rest.errors import error_response
+from cdc.runtime.host_policy import HostPolicy, host_refusal, split_authority
 
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+__all__ = [
+    "BodyLimitMiddleware",
+    "CorsPolicy",
+    "CrossSiteWriteMiddleware",
+    "HostAllowListMiddleware",
+    "HostPolicy",
+]
+
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _DEFAULT_CORS_METHODS = ("GET", "POST", "HEAD")  # Jetty CrossOriginFilter's default
 
@@ -38,78 +43,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
-
-
-def _normal(host: str) -> str:
-    return host.strip().strip("[]").rstrip(".").lower()
-
-
-def _split_authority(value: str) -> tuple[str | None, str]:
-    """(host, port text) of `name`, `name:port` or `[v6]:port`; host None if malformed."""
-    value = value.strip()
-    if value.startswith("["):
-        end = value.find("]")
-        rest = value[end + 1 :] if end >= 0 else "x"
-        if end < 0 or (rest and not re.fullmatch(r":\d*", rest)):
-            return None, ""
-        return _normal(value[1:end]) or None, rest[1:]
-    name, _, port = value.partition(":")
-    if (port and not port.isdigit()) or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
-        return None, ""
-    return _normal(name), port
-
-
-def host_of(value: str) -> str | None:
-    """The host part of a Host header (`name`, `name:port`, `[v6]:port`); None if malformed."""
-    return _split_authority(value)[0]
-
-
-def machine_names() -> set[str]:
-    """This machine's host names and their addresses, for a wildcard listener."""
-    names = {_normal(socket.gethostname()), _normal(socket.getfqdn())}
-    for name in list(names):
-        try:
-            for info in socket.getaddrinfo(name, None):
-                names.add(_normal(str(info[4][0])))
-        except OSError:
-            continue
-    return {n for n in names if n}
-
-
-@dataclass(frozen=True)
-class HostPolicy:
-    """Which Host header names the API answers."""
-
-    names: frozenset[str]
-    patterns: tuple[str, ...] = ()  # `*.example.com`: any subdomain
-    any_host: bool = False
-    wildcard_listener: bool = False
-
-    @classmethod
-    def build(cls, listener_hosts: Iterable[str], advertised: str | None, extra: Iterable[str]) -> HostPolicy:
-        hosts = [_normal(h) for h in listener_hosts]
-        names = set(LOOPBACK_NAMES) | {h for h in hosts if h not in WILDCARD_HOSTS}
-        wildcard = any(h in WILDCARD_HOSTS for h in hosts)
-        if advertised:
-            names.add(_normal(advertised))
-        if wildcard:
-            names |= machine_names()
-        extra = [_normal(e) for e in extra if e.strip()]
-        patterns = tuple(e[1:] for e in extra if e.startswith("*.") and len(e) > 2)
-        names |= {e for e in extra if not e.startswith("*")}
-        return cls(frozenset(names), patterns, "*" in extra, wildcard)
-
-    def allows(self, host: str, local_address: str | None) -> bool:
-        if self.any_host or host in self.names or any(host.endswith(p) for p in self.patterns):
-            return True
-        if local_address is None:
-            return False
-        # The address the client connected to is this machine's, whichever interface it is on
-        # (a name could be an attacker's; an IP literal cannot be re-pointed by DNS).
-        try:
-            return ipaddress.ip_address(host) == ipaddress.ip_address(_normal(local_address))
-        except ValueError:
-            return False
 
 
 class HostAllowListMiddleware:
@@ -123,21 +56,17 @@ class HostAllowListMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        value = _header(scope, b"host")
-        if value is not None:  # HTTP/1.0 may omit it; browsers always send it
-            host = host_of(value)
-            server = scope.get("server")
-            local = str(server[0]) if server else None
-            if host is None:
-                await error_response(400, f"Malformed Host header {value!r}")(scope, receive, send)
-                return
-            if not self.policy.allows(host, local):
-                message = (
-                    f"Host {host!r} is not a name of this worker (DNS rebinding protection): call it by a "
-                    "listeners host, rest.advertised.host.name or localhost, or add the name to rest.allowed.hosts"
-                )
-                await error_response(421, message)(scope, receive, send)
-                return
+        server = scope.get("server")
+        refusal = host_refusal(
+            self.policy,
+            _header(scope, b"host"),
+            str(server[0]) if server else None,
+            "call it by a listeners host, rest.advertised.host.name or localhost, "
+            "or add the name to rest.allowed.hosts",
+        )
+        if refusal is not None:
+            await error_response(*refusal)(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 
@@ -177,8 +106,8 @@ def _same_origin(origin: str, scope: Scope) -> bool:
     if parts.scheme.lower() != scheme or not parts.netloc or host is None:
         return False
     default = "443" if scheme == "https" else "80"
-    origin_host, origin_port = _split_authority(parts.netloc)
-    own_host, own_port = _split_authority(host)
+    origin_host, origin_port = split_authority(parts.netloc)
+    own_host, own_port = split_authority(host)
     return origin_host is not None and (origin_host, origin_port or default) == (own_host, own_port or default)
 
 

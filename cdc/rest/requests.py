@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from cdc.rest.errors import RestError
 from cdc.rest.http_compat import check_json_content_type
+from cdc.runtime.logging_context import escape_controls
 from cdc.runtime.task import ConnectorTaskId
 
 T = TypeVar("T")
@@ -112,7 +113,44 @@ async def json_body(request: Request) -> Any:
         raise RestError(400, f"Malformed JSON in the request body: {e}") from e
     if depth_exceeds(body, MAX_JSON_DEPTH):
         raise RestError(400, too_deep)
+    where = lone_surrogate_at(body)
+    if where is not None:
+        raise RestError(
+            400,
+            f"The request body has a lone UTF-16 surrogate in {where}: text must be valid Unicode "
+            "(\\ud800-\\udfff escapes only as high-low pairs); fix that key or value",
+        )
     return body
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
+def lone_surrogate_at(value: Any) -> str | None:
+    """Where `value` (parsed JSON) holds a lone surrogate, as `the key 'a' > 'b\\udc80'` or `the value
+    of 'config' > 'x'` (escaped, so the message can be sent and logged), or None.
+
+    JSON's `\\ud800` escape decodes to a lone surrogate that no UTF-8 writer accepts: stored in a
+    config, a log line or a signal table it fails far from here, as a 500. Refused on arrival."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _has_surrogate(item):
+                return "the value " + (f"of {_path(path)}" if path else "(the whole body)")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if _has_surrogate(key):
+                    return f"the key {_path((*path, key))}"
+                stack.append((child, (*path, key)))
+        elif isinstance(item, list):
+            stack.extend((child, (*path, i)) for i, child in enumerate(item))
+    return None
+
+
+def _path(parts: tuple[str | int, ...]) -> str:
+    return " > ".join(f"'{escape_controls(p)}'" if isinstance(p, str) else f"[{p}]" for p in parts)
 
 
 def string_map(value: Any, what: str, allow_null: bool = False) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The connector, task and table a log line was written for, and the JSON log format.
+r"""The connector, task and table a log line was written for, and the JSON log format.
 
 Kafka Connect's `LoggingContext` puts `connector.context` in log4j's MDC while a connector
 or task runs (`[name|worker] `, `[name|task-0] `, `[name|task-0|offsets] `), and its default
@@ -12,6 +12,17 @@ thread logs, whichever library logs it. `ConnectorContextFilter` copies it onto 
 
 A table is added with `table_context` (or `extra={"table": …}` on a single call). python-json-logger
 was looked at for the JSON lines; a 20-line formatter over `json.dumps` needs no dependency.
+
+Both formats are structured against log injection (issue 33): much of what is logged comes from
+outside (config keys and values, connector names, REST paths, a driver's error text), and a key
+such as `"x\n[2024-01-01 00:00:00,000] ERROR [shop|task-0] Task shop-0 failed"` would otherwise
+forge a whole line. So every field of a text line, after `%` formatting, has its control
+characters escaped (`escape_controls`): `\n` `\r` `\t` as those two characters, the others as
+`\xNN` / `\uNNNN`, with lone surrogates (which cannot be written as UTF-8 at all) and the
+Unicode line separators and bidi overrides too. A traceback appended for `exc_info` keeps its own
+line breaks, the ones the traceback module writes; the parts of it a caller controls (each
+exception's message and notes, a SyntaxError's text) are escaped first, so they cannot start a
+line. A JSON line escapes what `json.dumps` leaves raw the same way, as `\uNNNN`.
 """
 
 from __future__ import annotations
@@ -19,8 +30,10 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +41,34 @@ from typing import Any
 
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "[%(asctime)s] %(levelname)s %(connector_context)s%(message)s (%(name)s)"
+
+# What a log line must not carry raw: C0 controls and DEL (line breaks, NUL, terminal escapes), C1
+# controls (NEL, CSI), the Unicode line and paragraph separators, the bidi embeddings, overrides
+# and isolates (text shown in another order than it is written: "Trojan Source"), and UTF-16
+# surrogates (never valid in UTF-8: the write would fail).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    r"""`text` with every character a log line must not carry raw written as an escape (`\n`,
+    `\x00`, `\x1b`, `\u2028`, `\udc80`): one line, printable, encodable as UTF-8. Text without
+    such characters comes back unchanged (the common case costs one regex search)."""
+    return _UNSAFE.sub(_escape_one, text) if _UNSAFE.search(text) else text
+
+
+def _escape_lines(text: str) -> str:
+    """Each line of `text` escaped, its line breaks kept: for a block the formatter builds itself."""
+    return "\n".join(escape_controls(line) for line in text.split("\n"))
 
 
 @dataclass(frozen=True)
@@ -93,6 +134,81 @@ class ConnectorContextFilter(logging.Filter):
         return True
 
 
+def _escape_traceback(te: traceback.TracebackException) -> None:
+    """Escapes, in place, what the raiser controls in `te` and the exceptions chained to it: each
+    message, its notes, a SyntaxError's text and message. The frames come from source files."""
+    seen: set[int] = set()
+    pending = [te]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        message = getattr(node, "_str", None)  # what str(exception) gave (CPython 3.10 to 3.13)
+        if isinstance(message, str):
+            node._str = escape_controls(message)
+        notes = getattr(node, "__notes__", None)
+        if isinstance(notes, list):
+            node.__notes__ = [escape_controls(n) if isinstance(n, str) else n for n in notes]
+        for attr in ("msg", "text", "filename"):
+            value = getattr(node, attr, None)
+            if isinstance(value, str):
+                setattr(node, attr, escape_controls(value))
+        pending += [n for n in (node.__cause__, node.__context__) if n is not None]
+        pending += list(getattr(node, "exceptions", None) or ())
+
+
+def format_exception_safely(exc_info: Any) -> str:
+    """The traceback of `exc_info` as the traceback module writes it, without a line that the
+    exception's message (or anything else its raiser chose) started."""
+    te = traceback.TracebackException(*exc_info)
+    _escape_traceback(te)
+    return _escape_lines("".join(te.format()).rstrip("\n"))
+
+
+class TextFormatter(logging.Formatter):
+    """Kafka Connect's text pattern (TEXT_FORMAT), one line per record: every field escaped
+    (`escape_controls`) after the message's `%` formatting; an `exc_info` traceback follows on
+    lines of its own that the exception cannot forge (`format_exception_safely`)."""
+
+    def __init__(self, fmt: str = TEXT_FORMAT, datefmt: str | None = None) -> None:
+        super().__init__(fmt, datefmt)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        # A copy, so that other handlers of the same record see its fields as they were.
+        escaped = logging.makeLogRecord(
+            {k: escape_controls(v) if isinstance(v, str) else v for k, v in record.__dict__.items()}
+        )
+        return super().formatMessage(escaped)
+
+    def formatException(self, ei: Any) -> str:
+        return format_exception_safely(ei)
+
+    def formatStack(self, stack_info: str) -> str:
+        return _escape_lines(stack_info)
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        out = self.formatMessage(record)
+        # Never the cached `record.exc_text`: another handler's formatter may have left it raw.
+        if record.exc_info:
+            out += "\n" + self.formatException(record.exc_info)
+        elif record.exc_text:
+            out += "\n" + _escape_lines(record.exc_text)
+        if record.stack_info:
+            out += "\n" + self.formatStack(record.stack_info)
+        return out
+
+
+def _escape_json(line: str) -> str:
+    r"""A `json.dumps` line with what it leaves raw (DEL, C1, U+2028, bidi controls, surrogates) as
+    `\uNNNN`: the same value to a JSON reader, one safe line to everyone else. C0 controls are
+    already escaped by json.dumps; outside strings a JSON line is ASCII."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line) if _UNSAFE.search(line) else line
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time (ISO 8601, UTC), level, logger, thread, message, the
     connector context fields that are set, and the exception's trace when there is one."""
@@ -113,10 +229,10 @@ class JsonFormatter(logging.Formatter):
         if context:
             out["connector.context"] = context.strip()
         if record.exc_info:
-            out["exception"] = self.formatException(record.exc_info)
+            out["exception"] = format_exception_safely(record.exc_info)
         elif record.stack_info:
             out["stack"] = record.stack_info
-        return json.dumps(out, ensure_ascii=False, default=str)
+        return _escape_json(json.dumps(out, ensure_ascii=False, default=str))
 
 
 def configure(level: str | int | None, fmt: str = "text", stream: Any = None) -> None:
@@ -125,7 +241,7 @@ def configure(level: str | int | None, fmt: str = "text", stream: Any = None) ->
         raise ValueError(f"log.format={fmt!r}: use text or json")
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.addFilter(ConnectorContextFilter())
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_cdc_handler", False)]:
         root.removeHandler(old)

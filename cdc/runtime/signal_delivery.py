@@ -12,11 +12,24 @@ registers a writer under the `cdc.signal_tables` entry point group, named by its
 class (`cdc_mysql.connector.MySqlConnector`), a callable `(config, schema, table, (id, type,
 data)) -> None`. The core never imports a plugin; a connector without a writer cannot take
 signals through the source channel from here (the file and kafka channels still work).
+
+What is refused before anything is written (issue 33), as one line naming the field:
+- a signal that does not fit Debezium's signal table (`id VARCHAR(42)`, `type VARCHAR(32)`,
+  `data VARCHAR(2048)`, the JSON text of `data`), or whose id holds a control character, whatever
+  the channel: the same signal must fit whichever channel carries it, and the database's own
+  "data too long" would otherwise come back as a grants problem;
+- a channel the connector does not read (`signal.enabled.channels`, default `source`): written
+  anyway, the signal would sit where nothing reads it;
+- the file channel without an absolute `signal.file` in a worker (the REST action): the
+  connector's default `file-signals.txt` and any relative name are the worker's working
+  directory, which is nobody's signal file. `cdc signal` may name a relative one (the job runs
+  where its user starts it), and says which absolute path it wrote.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -29,7 +42,10 @@ from cdc.api.errors import ConfigException, ConnectException
 
 SIGNAL_TYPES = ("execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot", "log")
 SNAPSHOT_TYPES = ("incremental", "blocking")
+CHANNELS = ("source", "file", "kafka")  # the ones a signal can be sent through from here
 WRITER_GROUP = "cdc.signal_tables"
+# Debezium's signal table: id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL.
+SIGNAL_COLUMN_LIMITS = {"id": 42, "type": 32, "data": 2048}
 
 TableWriter = Callable[[Mapping[str, str], str, str, tuple[Any, ...]], None]
 
@@ -46,6 +62,28 @@ class Signal:
     def document(self) -> bytes:
         return json.dumps({"id": self.id, "type": self.type, "data": self.data}).encode()
 
+    def problem(self) -> tuple[str, str] | None:
+        """(field, why) when this signal does not fit Debezium's signal table (SIGNAL_COLUMN_LIMITS)
+        or its id holds a control character; None when it can be sent."""
+        for field, text in (("id", self.id), ("type", self.type), ("data", self.data_text() or "")):
+            limit = SIGNAL_COLUMN_LIMITS[field]
+            if len(text) > limit:
+                what = "the JSON text of 'data'" if field == "data" else f"'{field}'"
+                return field, (
+                    f"{what} is {len(text)} characters; Debezium's signal table holds at most {limit} "
+                    f"({field} VARCHAR({limit})): send a shorter one"
+                )
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xDFFF for c in self.id):
+            return "id", "'id' holds a control character or a lone surrogate: use printable text"
+        return None
+
+    def check(self) -> None:
+        """ConfigException naming the field when the signal cannot be sent (`problem`)."""
+        problem = self.problem()
+        if problem is not None:
+            field, why = problem
+            raise ConfigException(f"Signal {why}", field)
+
 
 def execute_snapshot(
     tables: list[str], kind: str = "incremental", condition: str | None = None, signal_id: str | None = None
@@ -61,10 +99,33 @@ def execute_snapshot(
     return Signal(signal_id or str(uuid.uuid4()), "execute-snapshot", data)
 
 
+def enabled_channels(config: Mapping[str, str]) -> list[str]:
+    """The connector's `signal.enabled.channels` (Debezium's default: source), lower case."""
+    raw = config.get("signal.enabled.channels") or "source"
+    return [c.strip().lower() for c in raw.split(",") if c.strip()]
+
+
+def check_channel(config: Mapping[str, str], channel: str) -> None:
+    """ConfigException naming the connector's channels unless it reads signals from `channel`."""
+    if channel not in CHANNELS:
+        raise ConfigException(f"channel {channel!r}: use source, file or kafka", "channel", channel)
+    channels = enabled_channels(config)
+    if channel not in channels:
+        name = config.get("name")
+        who = f"Connector {name!r}" if name else "The connector"
+        raise ConfigException(
+            f"{who} does not read signals from the {channel} channel: its signal.enabled.channels is "
+            f"{','.join(channels)}; send the signal through one of those (or leave the channel out), or add "
+            f"{channel} to signal.enabled.channels",
+            "channel",
+            channel,
+        )
+
+
 def channel_of(config: Mapping[str, str]) -> str:
     """The channel a signal for this connector config goes to: source, then file, then kafka (with
     read.only=true file or kafka first: the database is not written while another channel is on)."""
-    channels = [c.strip().lower() for c in (config.get("signal.enabled.channels") or "source").split(",")]
+    channels = enabled_channels(config)
     read_only = str(config.get("read.only") or "").strip().lower() == "true"
     if read_only and ("file" in channels or "kafka" in channels):
         channels = [c for c in channels if c != "source"]
@@ -97,22 +158,62 @@ def deliver(
     channel: str | None = None,
     table_writer: TableWriter | None,
     topic_log: Callable[[], AbstractContextManager[Any]],
+    relative_file: bool = False,
 ) -> str:
-    """Writes `signal` to the connector's channel (or `channel`); returns where it went, for the user.
+    """Writes `signal` to the connector's channel (or `channel`, which the connector must read);
+    returns where it went, for the user. Nothing is written when the signal or channel is refused.
 
     `topic_log` returns a context manager over the worker's TopicLog (`open_log(...)` for a tool,
-    `nullcontext(worker.log)` in a worker); it is called only for the kafka channel."""
+    `nullcontext(worker.log)` in a worker); it is called only for the kafka channel.
+    `relative_file`: whether a relative `signal.file` may be written (from the current directory);
+    a worker passes False, its working directory being no connector's signal file."""
+    signal.check()
+    if channel is not None:
+        check_channel(config, channel)
     channel = channel or channel_of(config)
     if channel == "source":
         return _to_table(config, signal, table_writer)
     if channel == "file":
-        path = Path(config.get("signal.file") or "file-signals.txt").expanduser()
-        with path.open("a", encoding="utf-8") as f:
-            f.write(signal.document().decode() + "\n")
-        return f"file {path}"
+        return _to_file(config, signal, relative_file)
     if channel == "kafka":
         return _to_topic(config, signal, topic_log)
     raise ConfigException(f"channel {channel}: use source, file or kafka", "channel", channel)
+
+
+def _to_file(config: Mapping[str, str], signal: Signal, relative_file: bool) -> str:
+    """One JSON line appended to `signal.file` (created owner-only when missing)."""
+    name = config.get("signal.file")
+    if not name or not name.strip():
+        raise ConfigException(
+            "signal.file is not set, so the connector reads file-signals.txt in its working directory: set "
+            "signal.file to an absolute path (under the worker's state.dir) to send signals through the file channel",
+            "signal.file",
+        )
+    path = Path(name).expanduser()
+    if not path.is_absolute():
+        if not relative_file:
+            raise ConfigException(
+                f"signal.file={name} is relative: the worker would write it into its working directory; set "
+                "signal.file to an absolute path (under the worker's state.dir)",
+                "signal.file",
+                name,
+            )
+        path = path.absolute()
+    line = signal.document() + b"\n"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise ConfigException(
+            f"signal.file={path}: cannot append the signal ({e.strerror or type(e).__name__}): create its "
+            "directory, or point signal.file at a writable file",
+            "signal.file",
+            str(path),
+        ) from None
+    return f"file {path}"
 
 
 def _to_table(config: Mapping[str, str], signal: Signal, writer: TableWriter | None) -> str:
@@ -164,8 +265,11 @@ def deliver_to_connector(herder: Any, name: str, signal: Signal, channel: str | 
     the worker's own log. Returns (channel, where). Raises the herder's NotFoundError for an unknown name."""
     from contextlib import nullcontext
 
+    signal.check()
     with herder._rest_lock():  # the running config (secrets resolved, not masked), read as the offsets calls do
         config = herder._resolve(herder._config(name))
+    if channel is not None:
+        check_channel(config, channel)
     chosen = channel or channel_of(config)
     writer = table_writer_for(herder.worker.connector_class(config)) if chosen == "source" else None
     where = deliver(

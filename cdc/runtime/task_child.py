@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Any
 
+from cdc.runtime.logging_context import TextFormatter
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.task import ConnectorTaskId
 from cdc.runtime.task_process import FAILED_EXIT
@@ -49,7 +50,10 @@ class _SilentListener:
 
 def main() -> None:
     """Child side: build a worker from the spec and run exactly one task in-process."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s (%(name)s)")
+    # The worker copies these lines into its own stderr: escaped as its own are (no forged lines).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TextFormatter("%(levelname)s %(message)s (%(name)s)"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     spec = json.loads(sys.stdin.read())
     config = WorkerConfig({**spec["worker"], "task.isolation": "thread"})
     registry = PluginRegistry.discover(config.get("plugin.path"))

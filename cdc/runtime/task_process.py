@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from cdc.runtime.logging_context import escape_controls
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,8 @@ class ProcessWorkerTask(WorkerTask):
             if callable(redact):
                 line = redact(self.id, line)
             self._stderr.append(line)
-            sys.stderr.write(f"[task {self.id}] {line}")
+            # One line of the child's is one line here: no raw control character (\r, ESC, NUL) in it.
+            sys.stderr.write(f"[task {self.id}] {escape_controls(line.rstrip(chr(10)))}\n")
 
     def _forward_metrics(self, fd: int) -> None:
         """The child's metrics, one JSON object a line, to this task's listener (the status store)."""

@@ -72,8 +72,10 @@ def test_streaming_metrics_move_with_the_wal(postgres_db, tmp_path: Path) -> Non
         assert (
             value(s, "kafka_connect_source_task_source_record_poll_total", connector="pg", task="0") >= rows + inserted
         )
-        # Any path answers, as the JMX exporter agent does; and no REST auth is asked for on this port.
-        assert http.get("/").status_code == 200
+        # Only /metrics answers (issue 33: not every path, as prometheus_client's server did); no REST
+        # auth is asked for on this port, but the REST API's Host rule applies.
+        assert http.get("/").status_code == 404
+        assert http.get("/metrics", headers={"Host": "evil.example"}).status_code == 421
     finally:
         http.close()
         metrics.stop()

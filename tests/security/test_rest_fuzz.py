@@ -130,6 +130,8 @@ ROUTES = [
     ("PUT", "/connector-plugins/{n}/config/validate"),
     ("GET", "/connector-plugins/{n}/config"),
     ("PUT", "/admin/loggers/{n}"),
+    ("POST", "/connectors/{n}/signals"),
+    ("GET", "/metrics"),
 ]
 routes = st.one_of(
     st.sampled_from(ROUTES),
@@ -144,6 +146,8 @@ segment = st.one_of(
         lambda s: quote(s, safe="")
     ),
 )
+# The keys the routes read: connectors, offsets, loggers, signals.
+BODY_KEYS = ["name", "config", "offsets", "level", "initial_state", "id", "type", "data", "channel"]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
@@ -153,9 +157,7 @@ bodies = st.one_of(
     st.none(),
     st.binary(max_size=200),
     json_values.map(lambda v: json.dumps(v).encode()),
-    st.dictionaries(st.sampled_from(["name", "config", "offsets", "level", "initial_state"]), json_values).map(
-        lambda v: json.dumps(v).encode()
-    ),
+    st.dictionaries(st.sampled_from(BODY_KEYS), json_values).map(lambda v: json.dumps(v).encode()),
     st.sampled_from([10, 64, 65, 999, 3000, 100_000]).map(lambda d: ("[" * d + "]" * d).encode()),
     st.sampled_from([64, 65, 999, 3000]).map(lambda d: ('{"name": "n", "config": ' + "[" * d + "]" * d + "}").encode()),
 )

@@ -11,9 +11,12 @@ signal table has them:
 `data` is a JSON object or null (a JSON text is parsed). The signal is delivered the way
 `cdc signal` does (cdc.runtime.signal_delivery): a row of the connector's signal table, else a
 line of `signal.file`, else a record on `signal.kafka.topic` in this worker's log; `channel`
-(source, file, kafka) overrides that choice. Answers 202 with
-`{"id", "type", "data", "channel", "destination"}`: the connector acts on it when it reads it.
-A bad body is a 400 naming the field; an unknown connector a 404.
+(source, file, kafka) overrides that choice, among the channels the connector reads
+(`signal.enabled.channels`). Answers 202 with `{"id", "type", "data", "channel", "destination"}`:
+the connector acts on it when it reads it. A bad body is a 400 naming the field (an `id` over 42
+characters, a `data` whose JSON text is over 2048: Debezium's signal table columns); a channel
+the connector does not read, or a file channel without an absolute `signal.file`, a 400 that
+names the connector's channels or the key to set; an unknown connector a 404.
 """
 
 from __future__ import annotations
@@ -29,17 +32,24 @@ from fastapi.responses import JSONResponse
 from cdc.rest.errors import RestError
 from cdc.rest.requests import call, json_body, openapi_body
 from cdc.runtime.herder import Herder
-from cdc.runtime.signal_delivery import SIGNAL_TYPES, SNAPSHOT_TYPES, Signal, deliver_to_connector
+from cdc.runtime.signal_delivery import (
+    CHANNELS,
+    SIGNAL_COLUMN_LIMITS,
+    SIGNAL_TYPES,
+    SNAPSHOT_TYPES,
+    Signal,
+    deliver_to_connector,
+)
 
 SIGNAL_BODY = openapi_body(
     {
         "type": "object",
         "required": ["type"],
         "properties": {
-            "id": {"type": "string"},
+            "id": {"type": "string", "maxLength": SIGNAL_COLUMN_LIMITS["id"]},
             "type": {"type": "string", "enum": list(SIGNAL_TYPES)},
             "data": {"type": ["object", "null"]},
-            "channel": {"type": "string", "enum": ["source", "file", "kafka"]},
+            "channel": {"type": "string", "enum": list(CHANNELS)},
         },
     }
 )
@@ -73,9 +83,13 @@ def parse_signal(body: Any) -> tuple[Signal, str | None]:
         raise RestError(400, f"Field 'data' must be a JSON object or null, not {type(data).__name__}")
     _check_data(kind, data)
     channel = body.get("channel")
-    if channel is not None and channel not in ("source", "file", "kafka"):
+    if channel is not None and channel not in CHANNELS:
         raise RestError(400, f"Field 'channel' is {channel!r}: use source, file or kafka (or leave it out)")
-    return Signal(signal_id, kind, dict(data) if data is not None else None), channel
+    signal = Signal(signal_id, kind, dict(data) if data is not None else None)
+    problem = signal.problem()
+    if problem is not None:
+        raise RestError(400, f"Field '{problem[0]}': {problem[1]}")
+    return signal, channel
 
 
 def _check_data(kind: str, data: Mapping[str, Any] | None) -> None:
