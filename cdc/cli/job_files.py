@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from cdc.cli.extras import require_extra
 from cdc.jobs.load import load_job
-from cdc.jobs.lock import JobLock
 from cdc.jobs.spec import JobSpec
+from cdc.runtime.state_lock import StateDirLock
 from cdc.runtime.worker_config import WorkerConfig
 
 # The job layer imports its libraries where it uses them: without the `jobs` extra, loading
@@ -29,9 +29,10 @@ class InspectedJob:
     def worker_config(self) -> dict[str, str]:
         return self.spec.worker_config()
 
-    def lock(self, action: str) -> JobLock:
-        """The job's lock, acquired (refused while `cdc run` holds it); release it with `with`."""
-        return JobLock(WorkerConfig(self.worker_config()).get("state.dir"), self.name).acquire(action)
+    def lock(self, action: str) -> StateDirLock:
+        """The lock of the job's state.dir, acquired (refused while `cdc run` or another writer
+        holds it); release it with `with`."""
+        return StateDirLock.for_job(WorkerConfig(self.worker_config()).get("state.dir"), self.name).acquire(action)
 
 
 def open_job_file(path: str) -> InspectedJob:

@@ -40,6 +40,7 @@ from cdc.rest.server import RestBindError, RestServer
 from cdc.runtime.plugins import PluginKind, PluginRegistry
 from cdc.runtime.prometheus.server import start_metrics_server
 from cdc.runtime.standalone import StandaloneHerder
+from cdc.runtime.state_lock import hold_state_dir
 from cdc.runtime.traces import redact
 from cdc.runtime.transport import cluster_id, open_log, open_offset_store, open_status_store
 from cdc.runtime.worker import Worker
@@ -92,8 +93,10 @@ def standalone(worker_properties: str, connector_configs: tuple[str, ...]) -> No
     connectors can also be created, paused, restarted and deleted over HTTP.
     Stops gracefully on Ctrl-C or SIGTERM.
     """
-    with friendly_errors():
+    with friendly_errors(), contextlib.ExitStack() as held:
         config, transformer = load_worker(worker_properties)
+        # One writer per state.dir: a second standalone there is refused with the first's pid.
+        held.enter_context(hold_state_dir(config, "cdc standalone"))
         connectors = [load_connector_config(p) for p in connector_configs]
         registry = PluginRegistry.discover(config.get("plugin.path"))
         log_ = open_log(config)
@@ -152,8 +155,9 @@ def worker_command(worker_properties: str) -> None:
     """
     from cdc.runtime.distributed.herder import DistributedHerder
 
-    with friendly_errors():
+    with friendly_errors(), contextlib.ExitStack() as held:
         config, transformer = load_worker(worker_properties, distributed=True)
+        held.enter_context(hold_state_dir(config, "cdc worker"))  # the same rule as standalone's
         registry = PluginRegistry.discover(config.get("plugin.path"))
         log_ = open_log(config)
         worker = Worker(

@@ -20,6 +20,7 @@ from cdc.jobs.validation.environment import (
     check_reachable,
     check_state_dir,
 )
+from cdc.jobs.validation.keys import check_table_keys
 from cdc.jobs.validation.problems import Collector, JobError, JobProblem
 from cdc.jobs.validation.providers import resolve_references
 from cdc.jobs.validation.registry import check_registry, check_registry_reachable
@@ -33,6 +34,7 @@ from cdc.jobs.validation.source import (
     check_source_name,
     debezium_source,
 )
+from cdc.jobs.validation.text_values import check_text_values
 from cdc.jobs.validation.transforms import check_transform_shapes
 from cdc.jobs.validation.yaml_text import parse_job_yaml, read_job_text
 
@@ -56,6 +58,9 @@ def validate_job_text(
     if data is None:
         return None, stop
     out = Collector(lines)
+    check_text_values(data, out)  # a NUL would reach open() and the drivers as a traceback: stop here
+    if out.problems:
+        return None, out.problems
     data = resolve_references(data, out, lenient=inspect_only)
     check_schema(data, out)
     check_dsn(data, out)
@@ -83,6 +88,8 @@ def validate_job_text(
             check_source_connection(data, out, registry)
             if not out.problems and (captured := captured_tables(data, registry)) is not None:
                 check_sink_tables(data, captured, out)
+            if not out.problems:
+                check_table_keys(data, out)  # a keyless table, keys naming no column
         check_kafka_reachable(data, out)
         check_registry_reachable(data, out)
         if not inspect_only:

@@ -25,7 +25,6 @@ from cdc.api.errors import ConfigException, ConnectException
 from cdc.jobs.batch_watch import DEFAULT_BATCH_TIMEOUT_MS, BatchWatch
 from cdc.jobs.formats import sink_source_options
 from cdc.jobs.incremental_status import queued_tables
-from cdc.jobs.lock import JobLock
 from cdc.jobs.sink_config import sink_config
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import JobSpec, source_family
@@ -35,6 +34,7 @@ from cdc.jobs.watch import Watch
 from cdc.log.private_files import make_private_dir
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
+from cdc.runtime.state_lock import StateDirLock
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
 from cdc.runtime.worker import Worker
 from cdc.runtime.worker_config import WorkerConfig
@@ -364,7 +364,7 @@ class JobRunner:
     def run(self) -> int:
         connector = self._connector_config()
         sink = sink_config(self.job, captured=tables_to_name(self.job))
-        with JobLock(self.job.worker_config()["state.dir"], self.job.name).acquire("start it again"):
+        with StateDirLock.for_job(self.job.worker_config()["state.dir"], self.job.name).acquire("start it again"):
             make_private_checkpoint_dir(self.job)
             return self._run(connector, sink)
 

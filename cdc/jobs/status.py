@@ -3,7 +3,8 @@
 Everything comes from what the job persists, so it works while `cdc run` runs, after it
 stopped, or after it was killed:
 
-- the job lock (running or not, and the pid);
+- the lock of the job's state.dir (running or not, and the pid), read without taking it:
+  `cdc status` writes nothing, not even its own pid;
 - the status topic: the source task's state and its latest metrics (snapshot progress per
   table, events seen, how far behind the database it is);
 - the offset topic: the source position stored last;
@@ -25,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from cdc.jobs import incremental_status
-from cdc.jobs.lock import JobLock, JobRunningError
 from cdc.jobs.run import checkpoint_dir
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import data_topic_pattern, topic_prefix
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, LogRecord, TopicLog, TopicPartition
+from cdc.runtime.state_lock import job_role, lock_holder
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import describe_offsets
@@ -163,13 +164,10 @@ def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     config = WorkerConfig(job.worker_config())
     status = JobStatus(job.name, config.transport, running=False)
-    try:
-        if Path(config.get("state.dir")).exists():  # none: the job never ran, and status creates nothing
-            JobLock(config.get("state.dir"), job.name).acquire().release()
-    except JobRunningError as e:
-        status.running = True
-        m = re.search(r"pid (\d+)", str(e))
-        status.pid = int(m.group(1)) if m else None
+    # Read, never taken: taking it would write this process's pid into the running job's lock.
+    holder = lock_holder(config.get("state.dir"), "transport.state.dir")
+    if holder is not None and holder.role in (job_role(job.name), ""):  # "": a lock written by an older cdc
+        status.running, status.pid = True, holder.pid
 
     if config.transport == "embedded" and not (Path(config.get("state.dir")) / "cdc.db").exists():
         return status  # never ran: no log to open (and opening would create one)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from cdc.api.errors import ConfigException, ConnectException
 from cdc.cli.main import cli
 from cdc.jobs import run as job_run
-from cdc.jobs.lock import JobLock
+from cdc.runtime.state_lock import StateDirLock
 
 
 def _job(tmp_path: Path, state_dir: Path) -> Path:
@@ -57,16 +57,16 @@ def test_status_with_a_state_dir_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "state").write_text("")
     code, lines = _cdc("status", str(_job(tmp_path, tmp_path / "state")))
     assert code == 2, lines
-    assert lines == [
-        f"error: cannot create the job lock {tmp_path}/state/shop.lock (a file is in the way); "
-        "set transport.state.dir to a writable directory"
+    assert lines == [  # status only reads: it names the setting to fix, and creates no lock
+        f"error: transport.state.dir {tmp_path}/state is a file, not a directory; set transport.state.dir to a "
+        "directory"
     ]
 
 
 def test_job_lock_in_a_directory_that_cannot_be_created(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    with pytest.raises(ConfigException, match=r"cannot create the job lock .*; set transport.state.dir") as e:
-        JobLock(tmp_path / "file" / "state", "shop").acquire()
+    with pytest.raises(ConfigException, match=r"cannot create the lock .*; set transport.state.dir") as e:
+        StateDirLock.for_job(tmp_path / "file" / "state", "shop").acquire()
     assert e.value.name == "transport.state.dir"
 
 

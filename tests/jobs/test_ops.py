@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cdc.jobs.load import load_job
-from cdc.jobs.lock import JobLock
 from cdc.jobs.status import collect, committed_offsets, render
 from cdc.log.base import TopicSpec
+from cdc.runtime.state_lock import StateDirLock
 from cdc.runtime.transport import open_log, open_offset_store
 from cdc.runtime.worker_config import WorkerConfig
 from cdc.storage.offsets import offset_key, offset_value
@@ -82,7 +82,7 @@ def test_offsets_show_and_reset(tmp_path: Path) -> None:
     assert row["connector"] == "ops" and row["partition"] == {"server": "srv"} and row["offset"] == OFFSET
 
     # While the job runs (it holds the lock), a reset refuses and names the pid.
-    with JobLock(tmp_path / "state", "ops").acquire():
+    with StateDirLock.for_job(tmp_path / "state", "ops").acquire():
         res = run_cdc("offsets", "reset", str(job), "--yes")
         assert res.returncode == 1
         assert "job 'ops' is running (pid" in res.stderr and "Traceback" not in res.stderr
@@ -129,7 +129,7 @@ def test_status_reads_log_offsets_and_checkpoint(tmp_path: Path) -> None:
     text = "\n".join(render(status))
     assert "job ops: stopped" in text and "last committed batch 1" in text and "7.0 s" in text
 
-    with JobLock(tmp_path / "state", "ops").acquire():
+    with StateDirLock.for_job(tmp_path / "state", "ops").acquire():
         res = run_cdc("status", str(job_file), "--json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)

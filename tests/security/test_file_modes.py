@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from cdc.jobs.load import load_job
-from cdc.jobs.lock import JobLock
 from cdc.jobs.run import checkpoint_dir, make_private_checkpoint_dir
 from cdc.log.base import TopicSpec
 from cdc.log.embedded import EmbeddedLog
+from cdc.runtime.state_lock import LOCK_FILE, StateDirLock
 from cdc.storage.offsets import FileOffsetBackingStore
 from tests.rest.conftest import wait_until
 from tests.security.provider_rig import quoting, secure_rest
@@ -81,12 +81,12 @@ def test_an_older_log_is_tightened_on_open_and_its_directory_left_alone(tmp_path
 
 def test_job_lock_and_its_state_dir(tmp_path: Path, umask: int) -> None:
     state = tmp_path / "state"
-    with JobLock(state, "orders").acquire():
+    with StateDirLock.for_job(state, "orders").acquire():
         assert mode(state) == 0o700
-        assert mode(state / "orders.lock") == 0o600
-    os.chmod(state / "orders.lock", 0o666)
-    with JobLock(state, "orders").acquire():
-        assert mode(state / "orders.lock") == 0o600
+        assert mode(state / LOCK_FILE) == 0o600
+    os.chmod(state / LOCK_FILE, 0o666)
+    with StateDirLock.for_job(state, "orders").acquire():
+        assert mode(state / LOCK_FILE) == 0o600
 
 
 def test_offsets_file_and_its_directory(tmp_path: Path, umask: int) -> None:
@@ -129,6 +129,9 @@ def test_a_worker_behind_the_rest_api(tmp_path: Path, umask: int) -> None:
         wait_until(lambda: rest.state("m")["tasks"], what="the task")
         state = tmp_path / "state"
         assert mode(state) == 0o700
-        names = {p.name for p in state.iterdir()}
+        names = {p.name for p in state.iterdir() if p.is_file()}
         assert "cdc.db" in names
-        assert {p.name: oct(mode(p)) for p in state.iterdir()} == {n: "0o600" for n in names}
+        assert {p.name: oct(mode(p)) for p in state.iterdir() if p.is_file()} == {n: "0o600" for n in names}
+        # The REST connector's own directory (issue 33): owner-only, whatever the umask.
+        for directory in (state / "connectors", state / "connectors" / "m"):
+            assert mode(directory) == 0o700, directory

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from cdc.api.sensitive import HIDDEN, is_sensitive, keep_hidden, mask_config
 from cdc.cli.jobs import status as status_command
 from cdc.jobs.load import load_job
-from cdc.jobs.lock import JobLock
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.plugins import PluginRegistry
 from cdc.runtime.standalone import StandaloneHerder
+from cdc.runtime.state_lock import StateDirLock
 from cdc.runtime.transport import open_log, open_offset_store, open_status_store
 from cdc.runtime.worker import Worker
 from cdc.runtime.worker_config import WorkerConfig
@@ -240,7 +240,7 @@ def test_cdc_status_hides_a_secret_the_failed_task_quoted(tmp_path: Path) -> Non
         assert value not in (status.get_task("shop", 0).trace or "")
     finally:
         herder.stop()
-    with JobLock(tmp_path / "state", "shop"):  # as if `cdc run` were still running
+    with StateDirLock.for_job(tmp_path / "state", "shop"):  # as if `cdc run` were still running
         res = CliRunner().invoke(status_command, [str(path)], catch_exceptions=False)
         as_json = CliRunner().invoke(status_command, [str(path), "--json"], catch_exceptions=False)
     assert "source task: FAILED" in res.output, res.output

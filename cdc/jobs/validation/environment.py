@@ -104,9 +104,26 @@ def check_kafka_clients(job: dict[str, Any], out: Collector) -> None:
         out.add(path if name else ("transport",), str(e).removeprefix(f"{name}: "))
 
 
+# Kernel file systems: a directory there holds no files of the user's (/proc, /sys), or only
+# devices (/dev), so a state.dir there fails at the first write of `cdc run`, not here.
+_KERNEL_DIRS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
 def check_state_dir(job: dict[str, Any], out: Collector) -> None:
     """`cdc run` creates state.dir and its lock there: say now when it cannot, not at start."""
     state_dir = Path(str((job.get("transport") or {}).get("state.dir", ".cdc")))
+    try:
+        real = Path(os.path.realpath(state_dir))  # a symbolic link into /proc counts as /proc
+    except (OSError, ValueError):
+        real = state_dir.absolute()
+    for kernel in _KERNEL_DIRS:
+        if real == kernel or kernel in real.parents:
+            out.add(
+                ("transport", "state.dir"),
+                f"cannot use {str(state_dir)!r} as state.dir: it is under {kernel}, a kernel file system that "
+                "holds no files of yours; choose a directory on a disk (e.g. .cdc next to the job file)",
+            )
+            return
     existing = state_dir.absolute()
     while not existing.exists():
         existing = existing.parent

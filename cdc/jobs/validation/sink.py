@@ -35,11 +35,16 @@ _ROUTERS = ("RegexRouter", "ContentBasedRouter", "ByLogicalTableRouter", "Timest
 _LISTED = 12  # captured tables named in the message; the rest are counted
 
 
+def routes_topics(job: dict[str, Any]) -> bool:
+    """A transform renames topics: sink.tables is then keyed by the routed names, not the source's."""
+    return any(str(t.get("type", "")).rsplit(".", 1)[-1] in _ROUTERS for t in job.get("transforms") or [])
+
+
 def check_sink_tables(job: dict[str, Any], captured: list[str], out: Collector) -> None:
     """Each sink.tables entry names a table the source captures: an entry for a table it does not
     (a typo, a table outside table.include.list) would configure nothing and never get a row."""
     tables = (job.get("sink") or {}).get("tables") or {}
-    if not tables or any(str(t.get("type", "")).rsplit(".", 1)[-1] in _ROUTERS for t in job.get("transforms") or []):
+    if not tables or routes_topics(job):
         return
     known = {c.lower(): c for c in captured}
     listed = ", ".join(captured[:_LISTED]) + (f" and {len(captured) - _LISTED} more" if len(captured) > _LISTED else "")

@@ -52,12 +52,98 @@ def _lines(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str | i
             _lines(item, (*path, i), out)
 
 
+# A job file is a few dozen keys a handful of levels deep. Aliases (`*name`) copy their anchor's
+# value, aliases inside it included, so nine lines of nested aliases ("billion laughs") stand
+# for 10^9 values, and every check that walks the job would walk them all. The composed node
+# graph shares each anchored node, so its expanded size is counted in time linear in the file
+# before anything walks it.
+MAX_ALIAS_EXPANSION = 10_000  # values that aliases may add to the job, nested aliases counted each time
+MAX_DEPTH = 64  # nesting of mappings and sequences
+
+
+class YamlLimitError(yaml.YAMLError):
+    """A job file YAML can read, but that is not a job file: aliases that expand without bound,
+    an alias inside its own anchor, nesting deeper than any job."""
+
+    def __init__(self, problem: str, line: int | None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Raise YamlLimitError when aliases make the job larger than MAX_ALIAS_EXPANSION values
+    beyond what the file writes out, when an alias refers to a value it is inside of (PyYAML
+    builds a cycle), or when the nesting is deeper than MAX_DEPTH."""
+    sizes: dict[int, int] = {}  # node id -> values in its expanded tree (itself included)
+    heights: dict[int, int] = {}  # node id -> levels of its expanded tree
+    open_: set[int] = set()  # nodes on the current path: an edge back to one is a cycle
+    distinct = 0
+    # Iterative post-order walk, each node once: a deep file must not hit Python's recursion limit here.
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            children = _children(node)
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            heights[id(node)] = 1 + max((heights[id(c)] for c in children), default=0)
+            open_.discard(id(node))
+            continue
+        if id(node) in sizes:
+            continue
+        distinct += 1
+        open_.add(id(node))
+        stack.append((node, True))
+        for child in reversed(_children(node)):
+            if id(child) in open_:
+                raise YamlLimitError(
+                    "an alias refers to the value it is part of (a recursive anchor); write the value out instead",
+                    child.start_mark.line + 1,
+                )
+            stack.append((child, False))
+    if heights[id(root)] > MAX_DEPTH:
+        raise YamlLimitError(
+            f"the YAML is nested more than {MAX_DEPTH} levels deep (aliases included); a job file needs a handful",
+            None,
+        )
+    if sizes[id(root)] - distinct > MAX_ALIAS_EXPANSION:
+        raise YamlLimitError(
+            f"aliases (*name) expand the job by more than {MAX_ALIAS_EXPANSION} values (nested aliases count each "
+            f"time they are copied: {sizes[id(root)]} values in all); write the repeated values out, or use "
+            "fewer nested aliases",
+            None,
+        )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
 def parse(text: str) -> tuple[Any, dict[tuple[str | int, ...], int], yaml.Node | None]:
+    """The loaded job, the line of each path and the composed node tree, from one parse.
+
+    Raises yaml.YAMLError (YamlLimitError for the limits above) before anything walks the
+    aliases' expansion."""
     lines: dict[tuple[str | int, ...], int] = {}
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    if node is not None:
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:  # PyYAML composes recursively: deep nesting ends here first
+            raise YamlLimitError(
+                f"the YAML is nested more than {MAX_DEPTH} levels deep; a job file needs a handful", None
+            ) from None
+        if node is None:
+            return None, lines, None
+        _check_expansion(node)
         _lines(node, (), lines)
-    return yaml.safe_load(text), lines, node
+        return loader.construct_document(node), lines, node
+    finally:
+        loader.dispose()
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -106,6 +192,8 @@ def parse_job_yaml(text: str) -> tuple[dict[str, Any] | None, dict[tuple[str | i
     any further check (invalid YAML, not a mapping, a repeated or non-string key)."""
     try:
         data, lines, node = parse(text)
+    except YamlLimitError as e:
+        return None, {}, [JobProblem((), f"YAML refused: {e.problem}", e.line)]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else None
