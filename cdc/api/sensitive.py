@@ -48,6 +48,7 @@ __all__ = [
     "is_sensitive",
     "keep_hidden",
     "mask_config",
+    "moved_destinations",
     "secret_keys",
     "secret_values",
 ]

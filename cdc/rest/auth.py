@@ -35,7 +35,8 @@ class Credentials:
     """Users and passwords, and which settings they came from (named in the 401 message)."""
 
     users: Mapping[str, str]
-    source: str
+    source: str  # the settings and files, for the worker's own log
+    kinds: str = "this worker's basic auth users"  # the settings only, for the 401 body
 
 
 def load_credentials(path: str, key: str = CREDENTIALS_KEY) -> dict[str, str]:
@@ -72,6 +73,7 @@ def resolve_credentials(
     """The users basic auth checks, or None when basic auth is off."""
     users: dict[str, str] = {}
     sources: list[str] = []
+    kinds: list[str] = []
     if _extensions(extension_classes):
         path = jaas.jaas_path(jaas_config, environ)
         if not path:
@@ -83,10 +85,12 @@ def resolve_credentials(
             )
         users.update(load_credentials(jaas.credentials_file(path), f"the JAAS file {path}'s file option"))
         sources.append(f"the JAAS file {path}")
+        kinds.append(f"the {jaas.JAAS_KEY} JAAS file")
     if credentials_file:
         users.update(load_credentials(credentials_file))
         sources.append(CREDENTIALS_KEY)
-    return Credentials(users, " or ".join(sources)) if sources else None
+        kinds.append(CREDENTIALS_KEY)
+    return Credentials(users, " or ".join(sources), " or ".join(kinds)) if sources else None
 
 
 class BasicAuthMiddleware:
@@ -107,7 +111,8 @@ class BasicAuthMiddleware:
             return
         response = error_response(
             401,
-            f"Credentials are required: send HTTP basic auth for a user of {self.credentials.source}",
+            # Which settings, not which files: the 401 answers callers who have not logged in.
+            f"Credentials are required: send HTTP basic auth for a user of {self.credentials.kinds}",
             {"WWW-Authenticate": 'Basic realm="cdc-connect"'},
         )
         await response(scope, receive, send)

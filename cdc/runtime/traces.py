@@ -111,12 +111,27 @@ def _worker_roots() -> list[str]:
     if isinstance(user_site, str):
         candidates.add(user_site)
     candidates.update(p or os.getcwd() for p in sys.path)
+    candidates.update(_package_parents())
     roots = set()
     for candidate in candidates:
         path = os.path.normpath(os.path.abspath(candidate))
         if os.path.dirname(path) != path and os.path.isdir(path):  # never the filesystem root itself
             roots.add(path.rstrip(os.sep) + os.sep)
     return sorted(roots, key=len, reverse=True)
+
+
+def _package_parents() -> set[str]:
+    """The directory holding each loaded top-level module or package: an editable install (a
+    source checkout, `pip install -e`) is reached through an import hook, not a `sys.path` entry,
+    so its checkout's path would otherwise show in traces."""
+    out = set()
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if "." in name or not isinstance(file, str):
+            continue
+        here = os.path.dirname(os.path.abspath(file))
+        out.add(os.path.dirname(here) if os.path.basename(file).startswith("__init__.") else here)
+    return out
 
 
 def strip_worker_paths(text: str) -> str:

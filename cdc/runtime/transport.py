@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
+import os
 
 from cdc.log.base import TopicLog
 from cdc.runtime.worker_config import WorkerConfig
@@ -64,7 +67,7 @@ def open_status_store(config: WorkerConfig, log_: TopicLog) -> StatusBackingStor
 
 
 def cluster_id(log_: TopicLog) -> str:
-    """`kafka_cluster_id` for `GET /`: the broker's cluster id, or the embedded log's location."""
+    """`kafka_cluster_id` for `GET /`: the broker's cluster id, or a stable id of the embedded log."""
     admin = getattr(log_, "_admin", None)
     if admin is not None:
         try:
@@ -72,4 +75,6 @@ def cluster_id(log_: TopicLog) -> str:
         except Exception as e:  # the API still starts; only the id is missing
             log.warning("could not read the Kafka cluster id: %s", e)
             return ""
-    return f"embedded:{getattr(log_, 'path', '')}"
+    # Named by a digest of its location, not the location: GET / answers any caller.
+    location = os.path.realpath(str(getattr(log_, "path", "")))
+    return "embedded-" + base64.urlsafe_b64encode(hashlib.sha256(location.encode()).digest()[:16]).decode().rstrip("=")

@@ -45,6 +45,7 @@ def assert_basic_auth(api: Api) -> None:
         denied = http.get("/connectors")
         assert denied.status_code == 401 and denied.headers["www-authenticate"].startswith("Basic")
         assert "JAAS file" in error(denied)
+        assert "/" not in error(denied), "the 401 names the setting, never the file's path (issue 33 item 11)"
         assert http.get("/connectors", auth=("admin", "wrong")).status_code == 401
         assert http.get("/connectors", auth=("nobody", "s3cret")).status_code == 401
         assert http.post("/connectors/x/restart").status_code == 401
