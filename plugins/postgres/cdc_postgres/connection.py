@@ -62,6 +62,13 @@ def missing_publication(name: str) -> str:
     )
 
 
+def streaming_application_name(slot: str) -> str:
+    """The application_name of the connector's streaming connection (pg_stat_activity /
+    pg_stat_replication show it): names the slot, so `cdc validate` can tell the job's own reader
+    from another client's, and a DBA sees which connector reads. PostgreSQL keeps 63 bytes."""
+    return f"cdc streaming {slot}"[:63]
+
+
 class PostgresConnection:
     def __init__(self, dsn: dict[str, Any], connect_timeout: int = 30) -> None:
         try:
@@ -98,10 +105,21 @@ class PostgresConnection:
                 "or connect as a role that has it"
             )
 
-    def check_slot_available(self, name: str) -> None:
-        """The slot is free to read, or there is room to create it (max_replication_slots)."""
+    def check_slot_available(self, name: str, *, own_reader_ok: bool = False) -> None:
+        """The slot is free to read, or there is room to create it (max_replication_slots).
+
+        `own_reader_ok` (`cdc validate` of a job that may be running): a slot read by a cdc
+        streaming connection of this slot (its application_name, `streaming_application_name`)
+        is the job's own reader, not a conflict."""
         slot = self.slot(name)
         if slot is not None:
+            if (
+                slot[1]
+                and own_reader_ok
+                and slot[3]
+                and self._application_name(slot[3]) == streaming_application_name(name)
+            ):
+                return
             if slot[1]:
                 holder = f"process {slot[3]}" if slot[3] else "another connection"
                 raise PostgresConnectorError(
@@ -143,6 +161,10 @@ class PostgresConnection:
                 f"stream.in.progress.transactions needs PostgreSQL 14 or later (pgoutput proto 2 streaming); "
                 f"the server is {version // 10000}. Set stream.in.progress.transactions=false"
             )
+
+    def _application_name(self, pid: int) -> str | None:
+        row = self.conn.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+        return row[0] if row else None
 
     def slot(self, name: str) -> tuple[int | None, bool, str | None, int | None] | None:
         """(confirmed_flush_lsn, active, wal_status, active_pid) of an existing slot, or None."""

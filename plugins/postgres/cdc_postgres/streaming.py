@@ -30,6 +30,7 @@ from cdc_debezium.heartbeat import Heartbeat
 from cdc_debezium.queue import ChangeEventQueue
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_postgres.change_records import PostgresChangeRecordEmitter
+from cdc_postgres.connection import streaming_application_name
 from cdc_postgres.pgoutput import (
     Begin,
     Commit,
@@ -143,7 +144,10 @@ class PostgresStreamingChangeEventSource:
             self._confirm_lsn = max(self._confirm_lsn, lsn)
 
     def run(self, start_lsn: int, resume: Position, stop: threading.Event) -> None:
-        rc = ReplicationConnection(self.dsn)
+        dsn = self.dsn
+        if isinstance(dsn, dict):  # named for the slot it reads (cdc validate tells its own reader so)
+            dsn = {**dsn, "application_name": streaming_application_name(self.slot)}
+        rc = ReplicationConnection(dsn)
         streaming = self.stream_spill_bytes is not None
         # After a reconnect the server sends open transactions again from their start.
         self._streams = StreamedTransactions(self.stream_spill_bytes or 0)

@@ -77,7 +77,7 @@ def _check(props: Mapping[str, str], connect_timeout: int, slot_and_publication:
         ]
         if slot_and_publication:
             tables = captured_tables(admin.conn, _table_filter(config))
-            checks.append(("slot.name", lambda: admin.check_slot_available(config.slot_name)))
+            checks.append(("slot.name", lambda: admin.check_slot_available(config.slot_name, own_reader_ok=True)))
             checks.append(
                 (
                     "publication.autocreate.mode",
