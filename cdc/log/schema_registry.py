@@ -29,6 +29,18 @@ next id and version are read and written in one write transaction. Layout versio
 these tables stays readable by a cdc that does not know them; a file whose registry tables are
 newer than this code is refused). The tables are created by the first write, so opening the
 store (`cdc status`, a Spark executor) takes no write lock.
+
+Bounds (issue 33): a schema is untrusted input (anyone with the REST API may post one), so
+`RegistryLimits` bound what one request may cost before any of it is parsed: its text size
+(413), its JSON nesting depth (the Avro parser and checker recurse, so a deep schema would
+otherwise end in RecursionError), its record fields and enum symbols (the parser's duplicate
+check is quadratic in them), and the compatibility check's time (a check of two unions of
+thousands of records is a cross product). Each refusal is one line naming the worker key
+that raises the limit. The compatibility check runs outside the store's lock and outside any
+SQLite transaction: the registration is then committed only if the subject's live versions
+and level are still those it was checked against (else it is checked again), so a long check
+never holds the log's write lock, and `close()` cancels a check in flight (503), so a
+stopping worker does not wait for one.
 """
 
 from __future__ import annotations
@@ -39,13 +51,14 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import avro.errors
+import avro.name
 import avro.schema
 
 from cdc.log.base import LogError, TopicLog
-from cdc.log.schema_compatibility import DEFAULT_LEVEL, LEVELS, check
+from cdc.log.schema_compatibility import DEFAULT_LEVEL, LEVELS, CheckAborted, Deadline, Incompatibility, check
 
 if TYPE_CHECKING:
     from cdc.log.embedded import EmbeddedLog
@@ -70,14 +83,65 @@ _TABLES = (
 )
 
 
+# The worker keys of the bounds (declared in cdc.runtime.worker_config, same defaults).
+MAX_BYTES_KEY = "schema.registry.schema.max.bytes"
+MAX_DEPTH_KEY = "schema.registry.schema.max.depth"
+MAX_FIELDS_KEY = "schema.registry.schema.max.fields"
+CHECK_TIMEOUT_KEY = "schema.registry.compatibility.timeout.ms"
+
+_MESSAGE_MAX_CHARS = 500  # of a parser's reason quoted in an error (avro's may quote the whole schema)
+_DETAILS_MAX = 20  # incompatibilities listed in one 409 or verbose compatibility answer
+
+
+@dataclass(frozen=True)
+class RegistryLimits:
+    """What one schema may cost the registry. Defaults: Confluent's registry keeps a schema in one
+    `_schemas` record, so 1 MiB (Kafka's default message.max.bytes) is its practical size; 64
+    levels of JSON nesting, as the REST API allows in a request body (about 20 nested optional
+    records; Python's recursion, not Jackson's 1000, is the ceiling here); 10,000 record fields
+    and enum symbols (a Debezium envelope of MySQL's widest table, 4096 columns, has about 4,100);
+    and 5 s for a compatibility check, task.shutdown.graceful.timeout.ms's default, so a check in
+    flight never holds a stopping worker longer than a stopping task may."""
+
+    max_bytes: int = 1_048_576
+    max_depth: int = 64
+    max_fields: int = 10_000
+    check_timeout_ms: int = 5_000
+
+    @classmethod
+    def from_config(cls, config: Any) -> RegistryLimits:
+        """The limits of a WorkerConfig (whose ConfigDef declares the keys, validated), or of a
+        plain mapping of them; the defaults for keys a mapping lacks."""
+        default = cls()
+
+        def get(key: str, fallback: int) -> int:
+            value = config.get(key)
+            return fallback if value is None else int(value)
+
+        return cls(
+            get(MAX_BYTES_KEY, default.max_bytes),
+            get(MAX_DEPTH_KEY, default.max_depth),
+            get(MAX_FIELDS_KEY, default.max_fields),
+            get(CHECK_TIMEOUT_KEY, default.check_timeout_ms),
+        )
+
+
 class SchemaRegistryError(LogError):
     """A registry request that failed as Confluent's would: HTTP `status`, Confluent `error_code`."""
 
     def __init__(self, status: int, error_code: int, message: str) -> None:
+        message = printable(message)  # subjects and versions come from the URL: one line, always
         super().__init__(message)
         self.status = status
         self.error_code = error_code
         self.message = message
+
+
+def printable(text: str) -> str:
+    """`text` with its unprintable characters (line breaks, controls) escaped as Python does."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def subject_not_found(subject: str) -> SchemaRegistryError:
@@ -94,6 +158,76 @@ def schema_not_found(what: str = "Schema") -> SchemaRegistryError:
 
 def invalid_schema(message: str) -> SchemaRegistryError:
     return SchemaRegistryError(422, 42201, f"Invalid schema: {message}")
+
+
+def schema_too_large(size: int, limit: int) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        413,
+        413,
+        f"Schema too large: {size} bytes, over {MAX_BYTES_KEY} ({limit} bytes): split it into smaller "
+        f"schemas, or raise {MAX_BYTES_KEY} in the worker properties",
+    )
+
+
+def schema_too_deep(limit: int) -> SchemaRegistryError:
+    return invalid_schema(
+        f"it nests JSON objects and arrays deeper than {MAX_DEPTH_KEY} ({limit} levels): flatten it, "
+        f"or raise {MAX_DEPTH_KEY} in the worker properties"
+    )
+
+
+def too_many_fields(count: int, limit: int) -> SchemaRegistryError:
+    return invalid_schema(
+        f"it has {count} record fields and enum symbols, over {MAX_FIELDS_KEY} ({limit}): split it, "
+        f"or raise {MAX_FIELDS_KEY} in the worker properties"
+    )
+
+
+def check_timed_out(subject: str, limit_ms: int) -> SchemaRegistryError:
+    return invalid_schema(
+        f"checking its compatibility with subject '{subject}' took longer than {CHECK_TIMEOUT_KEY} "
+        f"({limit_ms} ms) and was stopped: register a smaller change, set the subject's compatibility to "
+        f"NONE, or raise {CHECK_TIMEOUT_KEY} in the worker properties"
+    )
+
+
+def registry_stopping(path: object) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        503, 50301, f"The schema registry of {path} is closed (its worker is stopping): retry on a running worker"
+    )
+
+
+def request_cancelled() -> SchemaRegistryError:
+    return SchemaRegistryError(503, 50302, "The request was cancelled (the client left): send it again")
+
+
+def one_line(text: str, limit: int = _MESSAGE_MAX_CHARS) -> str:
+    """`text` on one line (control characters as spaces) and at most `limit` characters."""
+    flat = "".join(" " if ord(c) < 0x20 or c == "\x7f" else c for c in text[: limit + 1])
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def scan_document(document: Any, max_depth: int) -> tuple[bool, int]:
+    """(whether `document` nests containers deeper than `max_depth`, its record fields and enum
+    symbols), without recursion; stops at the first container past the depth."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+            for key in ("fields", "symbols"):
+                members = item.get(key)
+                if isinstance(members, list):
+                    count += len(members)
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            return True, count
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False, count
 
 
 def invalid_version(version: object) -> SchemaRegistryError:
@@ -133,28 +267,47 @@ class ParsedSchema:
 
 
 def parse_schema(
-    schema_text: str, schema_type: str | None = "AVRO", normalize: bool = False, references: Sequence[Any] = ()
+    schema_text: str,
+    schema_type: str | None = "AVRO",
+    normalize: bool = False,
+    references: Sequence[Any] = (),
+    limits: RegistryLimits | None = None,
 ) -> ParsedSchema:
-    """The schema checked and in its stored form; 42201 with Avro's reason if it is not one."""
-    kind = (schema_type or "AVRO").upper()
+    """The schema checked and in its stored form; 42201 with Avro's reason if it is not one, 413 or
+    42201 naming the limit if it is past one of `limits` (measured before Avro parses anything)."""
+    limits = limits or RegistryLimits()
+    kind = (schema_type or "AVRO").upper() if isinstance(schema_type, str) or schema_type is None else ""
     if kind not in SCHEMA_TYPES:
-        raise invalid_schema(f"schemaType {kind} is not supported by the embedded registry; use AVRO")
+        shown = one_line(kind or str(schema_type), 60)
+        raise invalid_schema(f"schemaType {shown} is not supported by the embedded registry; use AVRO")
     if references:
         raise invalid_schema("schema references are not supported by the embedded registry; inline the named types")
     if not isinstance(schema_text, str):
         raise invalid_schema(f"the schema must be a string of JSON, not {type(schema_text).__name__}")
+    size = len(schema_text.encode("utf-8", "surrogatepass"))
+    if size > limits.max_bytes:
+        raise schema_too_large(size, limits.max_bytes)
     try:
         document = json.loads(schema_text)
+    except RecursionError:
+        raise schema_too_deep(limits.max_depth) from None
     except ValueError as e:
-        raise invalid_schema(f"the schema is not JSON ({e})") from None
+        raise invalid_schema(f"the schema is not JSON ({one_line(str(e))})") from None
+    too_deep, fields = scan_document(document, limits.max_depth)
+    if too_deep:
+        raise schema_too_deep(limits.max_depth)
+    if fields > limits.max_fields:
+        raise too_many_fields(fields, limits.max_fields)
     try:
-        parsed = avro.schema.parse(schema_text)
-    except (avro.errors.AvroException, ValueError, TypeError, KeyError) as e:
-        raise invalid_schema(f"{type(e).__name__}: {e}") from None
-    if normalize:
-        text = json.dumps(parsed.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    else:
-        text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+        parsed = avro.schema.make_avsc_object(document, avro.name.Names(validate_names=True))
+        if normalize:
+            text = json.dumps(parsed.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        else:
+            text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:  # only if max.depth was raised past what Python's recursion allows
+        raise schema_too_deep(limits.max_depth) from None
+    except Exception as e:  # whatever Avro's parser raises on a bad document: the schema is invalid
+        raise invalid_schema(one_line(f"{type(e).__name__}: {e}")) from None
     return ParsedSchema(text, kind, parsed)
 
 
@@ -183,14 +336,16 @@ def _missing_tables(e: sqlite3.OperationalError) -> bool:
 class SchemaRegistryStore:
     """Confluent Schema Registry's subjects, versions, ids and configs in an EmbeddedLog's file."""
 
-    def __init__(self, log_: EmbeddedLog) -> None:
+    def __init__(self, log_: EmbeddedLog, limits: RegistryLimits | None = None) -> None:
         self._log = log_
         self.path = log_.path
+        self.limits = limits or RegistryLimits()
         self._conn = log_.connect()
         self._lock = threading.RLock()  # one statement at a time on this connection (REST threads)
         self._parsed: dict[int, avro.schema.Schema] = {}  # by id: ids never change meaning
         self._ready = False
         self._closed = False
+        self._stopping = threading.Event()  # set first by close(): checks in flight give up
         try:
             version = self._read(lambda c: c.execute("SELECT value FROM sr_meta WHERE key='version'").fetchone(), None)
             if version is not None:
@@ -200,6 +355,8 @@ class SchemaRegistryStore:
             raise
 
     def close(self) -> None:
+        """Close the connection; a compatibility check in flight stops at once (its request gets 503)."""
+        self._stopping.set()
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -225,7 +382,7 @@ class SchemaRegistryStore:
 
         with self._lock:
             if self._closed:
-                raise LogError(f"the schema registry of {self.path} is closed")
+                raise registry_stopping(self.path)
             try:
                 return self._log.retrying(self._conn, attempt, "reading the schema registry of")
             except sqlite3.OperationalError as e:
@@ -243,7 +400,7 @@ class SchemaRegistryStore:
 
         with self._lock:
             if self._closed:
-                raise LogError(f"the schema registry of {self.path} is closed")
+                raise registry_stopping(self.path)
             result = self._log.write(self._conn, in_txn, "writing the schema registry of")
             self._ready = True
             return result
@@ -274,10 +431,11 @@ class SchemaRegistryStore:
         schema_type: str | None = "AVRO",
         normalize: bool = False,
         references: Sequence[Any] = (),
+        cancel: threading.Event | None = None,
     ) -> int:
         """Confluent's `POST /subjects/{subject}/versions`: the schema's id, a new version if it is not
         the subject's already; 409 if the subject's compatibility level refuses it."""
-        return self.register_version(subject, schema_text, schema_type, normalize, references).id
+        return self.register_version(subject, schema_text, schema_type, normalize, references, cancel).id
 
     def register_version(
         self,
@@ -286,34 +444,84 @@ class SchemaRegistryStore:
         schema_type: str | None = "AVRO",
         normalize: bool = False,
         references: Sequence[Any] = (),
+        cancel: threading.Event | None = None,
     ) -> RegisteredVersion:
-        """As `register`, with the subject version the schema has (new or existing)."""
+        """As `register`, with the subject version the schema has (new or existing). The check runs
+        with no lock held, bounded by the limits' time and by `cancel` (the request's client left)."""
         _check_subject(subject)
-        parsed = parse_schema(schema_text, schema_type, normalize, references)
-        return self._write(lambda conn: self._register_in_txn(conn, subject, parsed))
+        parsed = parse_schema(schema_text, schema_type, normalize, references, self.limits)
+        deadline = self._deadline(cancel)
+        state: _SubjectState = self._read(lambda conn: self._state(conn, subject), _SubjectState(DEFAULT_LEVEL, ()))
+        while True:
+            if state.live_version(parsed.fingerprint) is None:
+                self._check(subject, state, parsed, deadline)
+            outcome = self._write(partial(self._register_in_txn, subject=subject, parsed=parsed, checked=state))
+            if isinstance(outcome, RegisteredVersion):
+                return outcome
+            state = outcome  # the subject changed while it was checked: check against what it is now
 
-    def _register_in_txn(self, conn: sqlite3.Connection, subject: str, parsed: ParsedSchema) -> RegisteredVersion:
+    def _deadline(self, cancel: threading.Event | None) -> Deadline:
+        return Deadline(self.limits.check_timeout_ms / 1000, self._stopping, cancel)
+
+    def _state(self, conn: sqlite3.Connection, subject: str) -> _SubjectState:
         rows = conn.execute(
-            "SELECT v.version, v.schema_id, v.deleted, s.fingerprint, s.schema FROM sr_versions v "
-            "JOIN sr_schemas s ON s.id = v.schema_id WHERE v.subject=? ORDER BY v.version",
+            "SELECT v.version, v.schema_id, s.fingerprint, s.schema FROM sr_versions v "
+            "JOIN sr_schemas s ON s.id = v.schema_id WHERE v.subject=? AND v.deleted=0 ORDER BY v.version",
             (subject,),
         ).fetchall()
-        fingerprint = parsed.fingerprint
-        live = [r for r in rows if not r[2]]
-        for version, schema_id, _deleted, fp, _text in live:
-            if fp == fingerprint:
-                return RegisteredVersion(subject, version, schema_id, parsed.text, parsed.schema_type)
-        level = self._level(conn, subject)
-        failed = check(level, parsed.avro, [self._avro(r[1], r[4]) for r in live])
-        if failed is not None:
-            index, issues = failed
-            details = ", ".join(i.render() for i in issues)
+        return _SubjectState(self._level(conn, subject), tuple(_Live(*r) for r in rows))
+
+    def _check(self, subject: str, state: _SubjectState, parsed: ParsedSchema, deadline: Deadline) -> None:
+        """409 if `parsed` is incompatible with the subject's live versions under its level."""
+        live = state.live
+        issues = self._run_check(
+            subject, state.level, parsed, [(v.version, v.schema_id, v.schema) for v in live], deadline
+        )
+        if issues is not None:
+            version, found = issues
             raise SchemaRegistryError(
                 409,
                 409,
                 f'Schema being registered is incompatible with an earlier schema for subject "{subject}", '
-                f"details: [{details}, {{oldSchemaVersion: {live[index][0]}}}, {{compatibility: '{level}'}}]",
+                f"details: [{_render(found)}, {{oldSchemaVersion: {version}}}, {{compatibility: '{state.level}'}}]",
             )
+
+    def _run_check(
+        self,
+        subject: str,
+        level: str,
+        parsed: ParsedSchema,
+        against: Sequence[tuple[int, int, str]],
+        deadline: Deadline,
+    ) -> tuple[int, list[Incompatibility]] | None:
+        """cdc.log.schema_compatibility.check against (version, id, text) rows: (the version it fails
+        against, why), or None; its aborts and failures as the registry's one-line errors."""
+        try:
+            failed = check(level, parsed.avro, [self._avro(r[1], r[2]) for r in against], deadline)
+        except CheckAborted as e:
+            if e.timed_out:
+                raise check_timed_out(subject, self.limits.check_timeout_ms) from None
+            raise registry_stopping(self.path) if self._stopping.is_set() else request_cancelled() from None
+        except RecursionError:
+            raise schema_too_deep(self.limits.max_depth) from None
+        except Exception as e:  # an Avro error on an odd pair of schemas: a refusal, not a 500
+            raise invalid_schema(one_line(f"the compatibility check failed ({type(e).__name__}: {e})")) from None
+        if failed is None:
+            return None
+        index, issues = failed
+        return against[index][0], issues
+
+    def _register_in_txn(
+        self, conn: sqlite3.Connection, subject: str, parsed: ParsedSchema, checked: _SubjectState
+    ) -> RegisteredVersion | _SubjectState:
+        """Commit the registration if the subject is still as it was checked; else what it is now."""
+        state = self._state(conn, subject)
+        fingerprint = parsed.fingerprint
+        existing = state.live_version(fingerprint)
+        if existing is not None:
+            return RegisteredVersion(subject, existing.version, existing.schema_id, parsed.text, parsed.schema_type)
+        if state.key != checked.key:
+            return state
         row = conn.execute("SELECT id FROM sr_schemas WHERE fingerprint=?", (fingerprint,)).fetchone()
         if row is None:
             schema_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM sr_schemas").fetchone()[0]
@@ -323,7 +531,8 @@ class SchemaRegistryStore:
             )
         else:
             schema_id = row[0]
-        version = (rows[-1][0] if rows else 0) + 1
+        last = conn.execute("SELECT MAX(version) FROM sr_versions WHERE subject=?", (subject,)).fetchone()[0]
+        version = (last or 0) + 1
         conn.execute(
             "INSERT INTO sr_versions(subject, version, schema_id, deleted) VALUES (?,?,?,0)",
             (subject, version, schema_id),
@@ -340,7 +549,7 @@ class SchemaRegistryStore:
         references: Sequence[Any] = (),
     ) -> RegisteredVersion:
         """Confluent's `POST /subjects/{subject}`: the version holding this schema; 40401 / 40403."""
-        parsed = parse_schema(schema_text, schema_type, normalize, references)
+        parsed = parse_schema(schema_text, schema_type, normalize, references, self.limits)
 
         def body(conn: sqlite3.Connection) -> RegisteredVersion | None:
             return self._lookup(conn, subject, parsed.fingerprint, deleted)
@@ -586,11 +795,13 @@ class SchemaRegistryStore:
         version: int | str | None = "latest",
         schema_type: str | None = "AVRO",
         normalize: bool = False,
+        cancel: threading.Event | None = None,
     ) -> list[str]:
         """Confluent's `POST /compatibility/subjects/{subject}/versions[/{version}]`: why the schema is
         incompatible under the subject's level ([] if it is compatible). A version (or `latest`) is
-        checked alone; `version` None checks the live versions the level names (the versions-less path)."""
-        parsed = parse_schema(schema_text, schema_type, normalize)
+        checked alone; `version` None checks the live versions the level names (the versions-less path).
+        Bounded as `register_version`'s check."""
+        parsed = parse_schema(schema_text, schema_type, normalize, (), self.limits)
         number = None if version is None else parse_version(version)
 
         def body(conn: sqlite3.Connection) -> tuple[str, list[tuple[int, int, str]]]:
@@ -612,16 +823,50 @@ class SchemaRegistryStore:
             against = [r for r in rows if r[0] == number]
             if not against:
                 raise version_not_found(subject, version)
-        failed = check(level, parsed.avro, [self._avro(r[1], r[2]) for r in against])
+        failed = self._run_check(subject, level, parsed, against, self._deadline(cancel))
         if failed is None:
             return []
-        index, issues = failed
-        version_info = f"{{oldSchemaVersion: {against[index][0]}}}"
-        return [*(i.render() for i in issues), version_info, f"{{compatibility: '{level}'}}"]
+        version, issues = failed
+        shown = [i.render() for i in issues[:_DETAILS_MAX]]
+        if len(issues) > _DETAILS_MAX:
+            shown.append(f"… and {len(issues) - _DETAILS_MAX} more")
+        return [*shown, f"{{oldSchemaVersion: {version}}}", f"{{compatibility: '{level}'}}"]
 
     def mode(self, subject: str | None = None) -> str:
         """Confluent's `GET /mode[/{subject}]`: always READWRITE (no IMPORT or READONLY here)."""
         return MODE
+
+
+@dataclass(frozen=True)
+class _Live:
+    """A live version of a subject, as a registration checks against it."""
+
+    version: int
+    schema_id: int
+    fingerprint: str
+    schema: str
+
+
+@dataclass(frozen=True)
+class _SubjectState:
+    """A subject's level and live versions: what a registration's compatibility verdict depends on."""
+
+    level: str
+    live: tuple[_Live, ...]
+
+    @property
+    def key(self) -> tuple[str, tuple[int, ...]]:
+        return self.level, tuple(v.schema_id for v in self.live)
+
+    def live_version(self, fingerprint: str) -> _Live | None:
+        return next((v for v in self.live if v.fingerprint == fingerprint), None)
+
+
+def _render(issues: Sequence[Incompatibility]) -> str:
+    """Confluent's details of a 409, the first few of them (a wide schema may have thousands)."""
+    shown = ", ".join(i.render() for i in issues[:_DETAILS_MAX])
+    more = len(issues) - _DETAILS_MAX
+    return shown + (f", … and {more} more" if more > 0 else "")
 
 
 def _check_subject(subject: str) -> None:
@@ -631,9 +876,10 @@ def _check_subject(subject: str) -> None:
         raise SchemaRegistryError(422, 42208, f"Invalid subject name {subject!r}: control characters are not allowed")
 
 
-def open_schema_registry(log_: TopicLog) -> SchemaRegistryStore | None:
+def open_schema_registry(log_: TopicLog, limits: RegistryLimits | None = None) -> SchemaRegistryStore | None:
     """The registry in `log_`'s file when it is the embedded log; None for Kafka (users point
-    `schema.registry.url` at their own registry there)."""
+    `schema.registry.url` at their own registry there). `limits`: RegistryLimits.from_config of
+    the worker's config (the defaults if None)."""
     from cdc.log.embedded import EmbeddedLog
 
-    return SchemaRegistryStore(log_) if isinstance(log_, EmbeddedLog) else None
+    return SchemaRegistryStore(log_, limits) if isinstance(log_, EmbeddedLog) else None

@@ -66,6 +66,9 @@ class RestServer:
         self._ports: list[int] = [x.port for x in self.listeners]
         self._servers: list[uvicorn.Server] = []
         self._thread: threading.Thread | None = None
+        # A request still running when the worker stops is cancelled after this (the registry's
+        # routes stop their check on cancel), so no handler holds up shutdown.
+        self._graceful_s = max(1.0, int(config.get("task.shutdown.graceful.timeout.ms") or 5000) / 1000)
 
     # -- the first listener, as before several were served ------------------------------------
     @property
@@ -140,7 +143,13 @@ class RestServer:
         """Serve on every listener; returns once they all accept requests."""
         self.bind()
         for listener in self.listeners:
-            config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+            config = uvicorn.Config(
+                self.app,
+                log_level="warning",
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=self._graceful_s,
+            )
             config.load()
             if listener.scheme == "https":
                 config.ssl = self.settings.server_ssl

@@ -16,7 +16,7 @@ from cdc.api.sink import SinkTask
 from cdc.api.source import SourceConnector, SourceTask
 from cdc.api.storage import Converter, HeaderConverter
 from cdc.log.base import TopicLog
-from cdc.log.schema_registry import SchemaRegistryStore, open_schema_registry
+from cdc.log.schema_registry import RegistryLimits, SchemaRegistryStore, open_schema_registry
 from cdc.runtime.connector_config import SINK_CONFIG_DEF, SOURCE_CONFIG_DEF
 from cdc.runtime.errors import RetryWithToleranceOperator
 from cdc.runtime.log_cleaner import LogCleaner
@@ -155,7 +155,7 @@ class Worker:
         """The embedded log's schema registry (served over REST, used by converters); None on Kafka."""
         with self._schema_registry_lock:
             if self._schema_registry is None:
-                self._schema_registry = open_schema_registry(self.log)
+                self._schema_registry = open_schema_registry(self.log, RegistryLimits.from_config(self.config))
             return self._schema_registry
 
     # -- tasks -------------------------------------------------------------------------------

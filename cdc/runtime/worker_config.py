@@ -312,6 +312,45 @@ WORKER_CONFIG_DEF = (
         Importance.LOW,
         "cdc: largest REST request body accepted; a larger one gets 413.",
     )
+    # The embedded schema registry's bounds on one schema (cdc.log.schema_registry.RegistryLimits,
+    # same defaults): it is untrusted input, posted by anyone with the REST API.
+    .define(
+        "schema.registry.schema.max.bytes",
+        ConfigType.INT,
+        1_048_576,
+        Range.at_least(1),
+        Importance.LOW,
+        "cdc, transport=embedded: largest schema text (UTF-8 bytes) the embedded schema registry accepts; a "
+        "larger one gets 413. 1 MiB, the size of one record of Confluent's _schemas topic at Kafka's defaults.",
+    )
+    .define(
+        "schema.registry.schema.max.depth",
+        ConfigType.INT,
+        64,
+        Range.between(1, 128),
+        Importance.LOW,
+        "cdc, transport=embedded: deepest nesting of JSON objects and arrays in a schema the embedded schema "
+        "registry accepts (a nested optional record takes 4 levels); a deeper one gets 422. At most 128: "
+        "Python's recursion in the Avro parser sets the ceiling.",
+    )
+    .define(
+        "schema.registry.schema.max.fields",
+        ConfigType.INT,
+        10_000,
+        Range.at_least(1),
+        Importance.LOW,
+        "cdc, transport=embedded: most record fields and enum symbols, in total, of a schema the embedded schema "
+        "registry accepts; more get 422.",
+    )
+    .define(
+        "schema.registry.compatibility.timeout.ms",
+        ConfigType.LONG,
+        5_000,
+        Range.at_least(1),
+        Importance.LOW,
+        "cdc, transport=embedded: longest a compatibility check of the embedded schema registry may run (on "
+        "register, and on POST /compatibility); past it the request gets 422 and the check stops.",
+    )
     .define(
         "task.restart.on.failure.enable",
         ConfigType.BOOLEAN,

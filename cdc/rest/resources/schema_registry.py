@@ -14,13 +14,22 @@ Media types: Confluent's clients send `application/vnd.schemaregistry.v1+json` (
 and answers carry `application/vnd.schemaregistry.v1+json`, as Confluent's do. Not served:
 schema references, JSON Schema / Protobuf, contexts, modes other than READWRITE, metadata and
 rule sets (accepted in a body and ignored), exporters and associations.
+
+Bounded (issue 33): the routes that parse and check a schema (register, lookup, the
+compatibility tests) run it on a worker thread with a cancel event that is set when the client
+disconnects or the route itself is cancelled (a server shutting down), so a hostile schema
+never keeps a core busy for a client that left, nor a stopping worker waiting; the schema's
+own bounds (size, depth, fields, check time) are the store's (cdc.log.schema_registry).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,6 +39,7 @@ from cdc.log.schema_registry import (
     RegisteredVersion,
     SchemaRegistryError,
     SchemaRegistryStore,
+    request_cancelled,
     schema_not_found,
 )
 from cdc.rest.requests import call, json_body, openapi_body
@@ -129,6 +139,49 @@ async def _schema_request(request: Request) -> tuple[str, str | None, list[Any]]
     return schema, schema_type, references
 
 
+async def _until_disconnected(request: Request) -> None:
+    """Return when the client disconnects (the body has been read: nothing else may arrive)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def cancellable(request: Request, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args, cancel=event)` on a worker thread; the event is set, and the route returns at once,
+    when the client disconnects or this route is cancelled (the server stopping), so `fn` (a
+    compatibility check) stops at its next step instead of running on for nobody."""
+    cancel = threading.Event()
+    outcome: list[tuple[bool, Any]] = []
+
+    def work() -> Any:
+        return fn(*args, cancel=cancel)
+
+    async def run(scope: anyio.CancelScope) -> None:
+        try:
+            outcome.append((True, await anyio.to_thread.run_sync(work, abandon_on_cancel=True)))
+        except Exception as e:  # handed to the caller below, outside the task group
+            outcome.append((False, e))
+        scope.cancel()
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        await _until_disconnected(request)
+        cancel.set()
+        scope.cancel()
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, group.cancel_scope)
+            group.start_soon(watch, group.cancel_scope)
+    finally:
+        if not outcome:
+            cancel.set()  # cancelled or disconnected: the thread gives up at its next check
+    if not outcome:
+        raise request_cancelled()
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
+
+
 def install_schema_registry(app: FastAPI, store: SchemaRegistryStore) -> None:
     """Serve Confluent's Schema Registry API over `store` in `app` (after JerseyCompatMiddleware is added)."""
 
@@ -170,8 +223,8 @@ def schema_registry_router(store: SchemaRegistryStore) -> APIRouter:
     )
     async def register(subject: str, request: Request) -> Response:
         schema, schema_type, references = await _schema_request(request)
-        registered = await run(
-            store.register_version, subject, schema, schema_type, _flag(request, "normalize"), references
+        registered = await cancellable(
+            request, store.register_version, subject, schema, schema_type, _flag(request, "normalize"), references
         )
         return _answer({"id": registered.id})
 
@@ -246,8 +299,8 @@ def schema_registry_router(store: SchemaRegistryStore) -> APIRouter:
         schema, schema_type, references = await _schema_request(request)
         if references:
             raise SchemaRegistryError(422, 42201, "Invalid schema: schema references are not supported")
-        messages = await run(
-            store.test_compatibility, subject, schema, version, schema_type, _flag(request, "normalize")
+        messages = await cancellable(
+            request, store.test_compatibility, subject, schema, version, schema_type, _flag(request, "normalize")
         )
         body: dict[str, Any] = {"is_compatible": not messages}
         if _flag(request, "verbose"):
