@@ -49,8 +49,6 @@ log = logging.getLogger(__name__)
 # is about a second).
 DEFAULT_MAX_EVENTS_PER_TRIGGER = 200_000
 
-PositionProbe = Callable[[], Any]
-
 
 # -- the source position at start, per connector family -------------------------------------
 def _mysql_position(source: dict[str, str]) -> Any:

@@ -76,8 +76,6 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
     return conf
 
 
-# The placeholders of sink.table.name.format; ${schema} is ${db} under its PostgreSQL name.
-NAME_PLACEHOLDERS = ("topic", "prefix", "db", "schema", "table")
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 _LITERAL_TABLE = re.compile(r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")  # an include-list entry that is a name, not a regex
 

@@ -472,16 +472,3 @@ class KafkaGroupConsumer(GroupConsumer):
 
     def close(self) -> None:
         self._c.close()
-
-
-def wait_for_broker(bootstrap: str, timeout: float = 30.0) -> None:
-    """Block until a broker answers metadata requests (used by tests and the CLI)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            admin.list_topics(timeout=2)
-            return
-        except KafkaException as e:
-            if time.monotonic() > deadline:
-                raise LogError(f"no Kafka broker answered at {bootstrap}: {_error_text(e.args[0])}") from e

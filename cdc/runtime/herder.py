@@ -36,12 +36,6 @@ class AlreadyExistsError(HerderError):
     status = 409
 
 
-class RebalanceNeededError(HerderError):
-    """Kafka's 409 while the group rebalances or a request reached a worker that cannot serve it."""
-
-    status = 409
-
-
 class ForwardRequired(HerderError):
     """This worker cannot serve the request; `url` (the leader, or a task's worker) can."""
 

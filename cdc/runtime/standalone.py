@@ -369,9 +369,6 @@ class StandaloneHerder(AbstractHerder):
                     self._restart_task(state, id)
             return plan
 
-    def failed_tasks(self) -> list[ConnectorTaskId]:
-        return [id for id, t in self.worker.tasks.items() if t.failure is not None]
-
     # -- where configs live: in memory ------------------------------------------------------
     def _rest_lock(self) -> AbstractContextManager[Any]:
         return self._lock

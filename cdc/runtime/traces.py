@@ -27,7 +27,7 @@ import sys
 import sysconfig
 import threading
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 HIDDEN = "[hidden]"
@@ -157,9 +157,3 @@ def sanitize_trace(trace: str | None, secrets: Iterable[str] = ()) -> str | None
 def status_trace(e: BaseException, secrets: Iterable[str] = ()) -> str:
     """Kafka's status `trace` for `e`: the whole traceback, sanitized."""
     return sanitize_trace("".join(traceback.format_exception(e)).strip(), secrets) or ""
-
-
-def secrets_of(config: Mapping[str, Any], secrets: ResolvedSecrets) -> frozenset[str]:
-    """The resolved values of the connector a config names (empty without a name)."""
-    name = config.get("name")
-    return secrets.of(str(name)) if name else frozenset()

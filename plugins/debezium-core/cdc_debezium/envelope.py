@@ -52,10 +52,6 @@ TRANSACTION_BLOCK_SCHEMA = (
 )
 
 
-def now_ns() -> int:
-    return time.time_ns()
-
-
 def new_struct(schema: Schema, values: list[Any]) -> Struct:
     """A Struct from values already converted for `schema`, in field order, without re-validation.
 

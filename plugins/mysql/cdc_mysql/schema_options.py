@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from cdc.api import ConfigException, Schema, name_adjustment
+from cdc.api import Schema, name_adjustment
 from cdc_debezium.filters import compile_list
 from cdc_mysql.column_hash import HashMasks
 from cdc_mysql.custom_converters import CustomConverters
@@ -142,13 +142,3 @@ def with_parameters(schema: Schema, extra: Mapping[str, str]) -> Schema:
         parameters={**(schema.parameters or {}), **extra},
         fields=schema.fields,
     )
-
-
-def check_field_name_mode(value: str | None) -> None:
-    if value is not None and value.lower() not in FIELD_NAME_MODES:
-        raise ConfigException(
-            f"Invalid value {value} for configuration {FIELD_NAME_ADJUSTMENT_MODE}: use one of "
-            + ", ".join(FIELD_NAME_MODES),
-            FIELD_NAME_ADJUSTMENT_MODE,
-            value,
-        )

@@ -212,10 +212,6 @@ class _Reader:
         # Inside a streamed transaction (proto 2) DML messages carry the xid first.
         return self.take(_U32) if self.in_stream else None
 
-    def tuple_data(self) -> TupleData:
-        data, self.pos = _tuple(self.data, self.pos)
-        return data
-
 
 _unpack_i16 = _I16.unpack_from
 _unpack_i32 = _I32.unpack_from

@@ -19,6 +19,7 @@ CHANNELS = ("source", "kafka", "file")
 NOTIFICATION_CHANNELS = "notification.enabled.channels"  # cdc_debezium.notifications
 NOTIFICATION_TOPIC = "notification.sink.topic.name"
 NEW_TABLES = "snapshot.new.tables"  # cdc_debezium.signals.new_tables
+NEW_TABLES_MODES = ("off", "parallel")
 KEYS = (ENABLED_CHANNELS, DATA_COLLECTION, SIGNAL_FILE, KAFKA_TOPIC, POLL_INTERVAL_MS, CHUNK_SIZE, WATERMARKING,
         NOTIFICATION_CHANNELS, NOTIFICATION_TOPIC, NEW_TABLES)  # fmt: skip
 STRATEGIES = ("insert_insert", "insert_delete")
@@ -106,15 +107,29 @@ def define(d: ConfigDef) -> ConfigDef:
     return d
 
 
+def parse_new_tables_mode(props: Mapping[str, Any]) -> bool:
+    """`snapshot.new.tables`: True for `parallel`; an unknown value is refused with the values there are
+    (owned here, beside the key, so cdc_debezium.signals.new_tables imports it and not the reverse)."""
+    raw = props.get(NEW_TABLES)
+    value = "off" if raw is None or str(raw).strip() == "" else str(raw).strip().lower()
+    if value not in NEW_TABLES_MODES:
+        raise ConfigException(
+            f"{NEW_TABLES}={raw}: use off (tables added to the include lists are streamed from the restart "
+            "on) or parallel (an incremental snapshot reads their existing rows while streaming goes on)",
+            NEW_TABLES,
+            raw,
+        )
+    return value == "parallel"
+
+
 def add_errors(props: Mapping[str, Any], by_name: Mapping[str, ConfigValue]) -> None:
     """A connector's `validate`: a bad signal or incremental snapshot value is an error on its key."""
     from cdc_debezium.notifications import NotificationConfig
-    from cdc_debezium.signals.new_tables import parse_mode
 
     try:
         SignalConfig.from_props(props, "")
         NotificationConfig.from_props(props)
-        parse_mode(props)
+        parse_new_tables_mode(props)
     except ConfigException as e:
         cv = by_name.get(e.name or "")
         if cv is not None:

@@ -36,26 +36,12 @@ from cdc.api import ConfigException, SourceRecord
 from cdc_debezium.config import TABLE_EXCLUDE_LIST, TABLE_INCLUDE_LIST
 from cdc_debezium.filters import include_exclude
 from cdc_debezium.signals.config import NEW_TABLES as SNAPSHOT_NEW_TABLES
+from cdc_debezium.signals.config import parse_new_tables_mode as parse_mode
 
 log = logging.getLogger(__name__)
 
-MODES = ("off", "parallel")
 #: The signal id the queued snapshot carries (its notifications and log lines name it).
 SIGNAL_ID = "snapshot.new.tables"
-
-
-def parse_mode(props: Mapping[str, Any]) -> bool:
-    """True for `parallel`; an unknown value is refused with the values there are."""
-    raw = props.get(SNAPSHOT_NEW_TABLES)
-    value = "off" if raw is None or str(raw).strip() == "" else str(raw).strip().lower()
-    if value not in MODES:
-        raise ConfigException(
-            f"{SNAPSHOT_NEW_TABLES}={raw}: use off (tables added to the include lists are streamed from the restart "
-            "on) or parallel (an incremental snapshot reads their existing rows while streaming goes on)",
-            SNAPSHOT_NEW_TABLES,
-            raw,
-        )
-    return value == "parallel"
 
 
 def _offset_key(config_key: str) -> str:

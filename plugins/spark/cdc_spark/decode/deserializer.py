@@ -1,4 +1,4 @@
-"""Turning record bytes into the key and the Debezium envelope: pluggable (JSON now, Avro later)."""
+"""Turning record bytes into the key and the Debezium envelope: pluggable per format (JSON, Avro)."""
 
 from __future__ import annotations
 
