@@ -5,8 +5,9 @@ from __future__ import annotations
 from enum import Enum
 
 from cdc.api import Schema, SchemaBuilder
+from cdc_debezium import logical_types
 
-SNAPSHOT_ENUM_NAME = "io.debezium.data.Enum"
+SNAPSHOT_ENUM_NAME = logical_types.ENUM
 
 
 class SnapshotRecord(Enum):

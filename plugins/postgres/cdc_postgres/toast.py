@@ -19,9 +19,10 @@ from typing import Any
 
 from cdc.api import Decimal as ConnectDecimal
 from cdc.api import Schema, Struct, Type
+from cdc_debezium import logical_types
 
-UUID_NAME = "io.debezium.data.Uuid"
-VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+UUID_NAME = logical_types.UUID
+VARIABLE_SCALE_DECIMAL = logical_types.VARIABLE_SCALE_DECIMAL
 
 
 def _signed(byte: int) -> int:

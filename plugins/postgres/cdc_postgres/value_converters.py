@@ -28,6 +28,7 @@ from cdc.api import Decimal as ConnectDecimal
 from cdc.api import Time as ConnectTime
 from cdc.api import Timestamp as ConnectTimestamp
 from cdc.api.data.calendar import civil_from_days
+from cdc_debezium import logical_types
 from cdc_postgres import text_values as tv
 from cdc_postgres.geometric import GEOMETRIC, pgjdbc_text
 from cdc_postgres.java_hashmap import iteration_order
@@ -73,7 +74,7 @@ def _named(builder: SchemaBuilder, name: str) -> SchemaBuilder:
 def _variable_scale_decimal_schema() -> SchemaBuilder:
     return (
         SchemaBuilder.struct()
-        .name("io.debezium.data.VariableScaleDecimal")
+        .name(logical_types.VARIABLE_SCALE_DECIMAL)
         .version(1)
         .doc("Variable scaled decimal")
         .field("scale", Schema.INT32_SCHEMA)
@@ -84,7 +85,7 @@ def _variable_scale_decimal_schema() -> SchemaBuilder:
 def _point_schema() -> SchemaBuilder:
     return (
         SchemaBuilder.struct()
-        .name("io.debezium.data.geometry.Point")
+        .name(logical_types.POINT)
         .version(1)
         .doc("Geometry (POINT)")
         .field("x", Schema.FLOAT64_SCHEMA)
@@ -172,7 +173,7 @@ class PostgresValueConverters:
         s = self.settings
         name = t.name
         if t.kind == "e":
-            return _named(SchemaBuilder.string(), "io.debezium.data.Enum").parameter("allowed", ",".join(t.enum_labels))
+            return _named(SchemaBuilder.string(), logical_types.ENUM).parameter("allowed", ",".join(t.enum_labels))
         match name:
             case "bool":
                 return SchemaBuilder.bool()
@@ -202,50 +203,50 @@ class PostgresValueConverters:
             case "bytea":
                 return SchemaBuilder.bytes() if s.binary_handling_mode == "bytes" else SchemaBuilder.string()
             case "json" | "jsonb":
-                return _named(SchemaBuilder.string(), "io.debezium.data.Json")
+                return _named(SchemaBuilder.string(), logical_types.JSON)
             case "xml":
-                return _named(SchemaBuilder.string(), "io.debezium.data.Xml")
+                return _named(SchemaBuilder.string(), logical_types.XML)
             case "uuid":
-                return _named(SchemaBuilder.string(), "io.debezium.data.Uuid")
+                return _named(SchemaBuilder.string(), logical_types.UUID)
             case "ltree":
-                return _named(SchemaBuilder.string(), "io.debezium.data.Ltree")
+                return _named(SchemaBuilder.string(), logical_types.LTREE)
             case "tsvector":
-                return _named(SchemaBuilder.string(), "io.debezium.data.Tsvector")  # Debezium's spelling
+                return _named(SchemaBuilder.string(), logical_types.TSVECTOR)  # Debezium's spelling
             case "point":
                 return _point_schema()
             case "hstore":
                 if s.hstore_handling_mode == "map":
                     return SchemaBuilder.map(Schema.STRING_SCHEMA, Schema.OPTIONAL_STRING_SCHEMA)
-                return _named(SchemaBuilder.string(), "io.debezium.data.Json")
+                return _named(SchemaBuilder.string(), logical_types.JSON)
             case "date":
                 if s.time_precision_mode == "connect":
                     return ConnectDate.builder()
-                return _named(SchemaBuilder.int32(), "io.debezium.time.Date")
+                return _named(SchemaBuilder.int32(), logical_types.DATE)
             case "time":
                 if s.time_precision_mode == "connect":
                     return ConnectTime.builder()
                 if s.time_precision_mode == "adaptive" and column.fractional_precision <= 3:
-                    return _named(SchemaBuilder.int32(), "io.debezium.time.Time")
-                return _named(SchemaBuilder.int64(), "io.debezium.time.MicroTime")
+                    return _named(SchemaBuilder.int32(), logical_types.TIME)
+                return _named(SchemaBuilder.int64(), logical_types.MICRO_TIME)
             case "timestamp":
                 if s.time_precision_mode == "connect":
                     return ConnectTimestamp.builder()
                 if column.fractional_precision <= 3:
-                    return _named(SchemaBuilder.int64(), "io.debezium.time.Timestamp")
-                return _named(SchemaBuilder.int64(), "io.debezium.time.MicroTimestamp")
+                    return _named(SchemaBuilder.int64(), logical_types.TIMESTAMP)
+                return _named(SchemaBuilder.int64(), logical_types.MICRO_TIMESTAMP)
             case "timestamptz":
-                return _named(SchemaBuilder.string(), "io.debezium.time.ZonedTimestamp")
+                return _named(SchemaBuilder.string(), logical_types.ZONED_TIMESTAMP)
             case "timetz":
-                return _named(SchemaBuilder.string(), "io.debezium.time.ZonedTime")
+                return _named(SchemaBuilder.string(), logical_types.ZONED_TIME)
             case "interval":
                 if s.interval_handling_mode == "string":
-                    return _named(SchemaBuilder.string(), "io.debezium.time.Interval")
-                return _named(SchemaBuilder.int64(), "io.debezium.time.MicroDuration")
+                    return _named(SchemaBuilder.string(), logical_types.INTERVAL)
+                return _named(SchemaBuilder.int64(), logical_types.MICRO_DURATION)
         return None
 
     def _bits_schema(self, column: PgColumn) -> SchemaBuilder:
         length = column.bit_length or 2**31 - 1
-        return _named(SchemaBuilder.bytes(), "io.debezium.data.Bits").parameter("length", str(length))
+        return _named(SchemaBuilder.bytes(), logical_types.BITS).parameter("length", str(length))
 
     def _decimal_schema(self, ps: tuple[int, int] | None, precision: bool = True) -> SchemaBuilder:
         mode = self.settings.decimal_handling_mode

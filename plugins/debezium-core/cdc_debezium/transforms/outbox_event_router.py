@@ -38,6 +38,8 @@ from cdc.api import (
     Struct,
     Transformation,
 )
+from cdc.api import Timestamp as ConnectTimestamp
+from cdc_debezium import logical_types
 from cdc_debezium.transforms._java_regex import JavaRouter
 from cdc_debezium.transforms._json_payload import JsonSchemaData
 from cdc_debezium.transforms._support import R, SchemaCache, config_error, is_envelope, require_struct
@@ -65,11 +67,11 @@ ENVELOPE_PAYLOAD = "payload"
 PLACEMENTS = ("header", "envelope", "partition")
 
 _TIMESTAMP_DIVISORS = {
-    "io.debezium.time.Timestamp": 1,
-    "io.debezium.time.MicroTimestamp": 1_000,
-    "io.debezium.time.NanoTimestamp": 1_000_000,
+    logical_types.TIMESTAMP: 1,
+    logical_types.MICRO_TIMESTAMP: 1_000,
+    logical_types.NANO_TIMESTAMP: 1_000_000,
 }
-_KAFKA_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+_KAFKA_TIMESTAMP = ConnectTimestamp.LOGICAL_NAME
 
 
 def _one_of(*allowed: str) -> Any:

@@ -26,6 +26,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc.api import NO_DEFAULT_VALUE, AbstractConfig, ConfigDef, ConfigType, Importance, Struct, Transformation
+from cdc.api import Date as ConnectDate
+from cdc.api import Time as ConnectTime
+from cdc.api import Timestamp as ConnectTimestamp
+from cdc_debezium import logical_types
 from cdc_debezium.transforms._support import R, config_error, is_envelope
 
 log = logging.getLogger(__name__)
@@ -34,21 +38,21 @@ CONVERTED_TIMEZONE = "converted.timezone"
 INCLUDE_LIST = "include.list"
 EXCLUDE_LIST = "exclude.list"
 
-MICRO_TIMESTAMP = "io.debezium.time.MicroTimestamp"
-NANO_TIMESTAMP = "io.debezium.time.NanoTimestamp"
-TIMESTAMP = "io.debezium.time.Timestamp"
-ZONED_TIMESTAMP = "io.debezium.time.ZonedTimestamp"
-ZONED_TIME = "io.debezium.time.ZonedTime"
-KAFKA_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+MICRO_TIMESTAMP = logical_types.MICRO_TIMESTAMP
+NANO_TIMESTAMP = logical_types.NANO_TIMESTAMP
+TIMESTAMP = logical_types.TIMESTAMP
+ZONED_TIMESTAMP = logical_types.ZONED_TIMESTAMP
+ZONED_TIME = logical_types.ZONED_TIME
+KAFKA_TIMESTAMP = ConnectTimestamp.LOGICAL_NAME
 SUPPORTED = frozenset({MICRO_TIMESTAMP, NANO_TIMESTAMP, TIMESTAMP, ZONED_TIMESTAMP, ZONED_TIME, KAFKA_TIMESTAMP})
 UNSUPPORTED = frozenset(
     {
-        "io.debezium.time.Date",
-        "io.debezium.time.MicroTime",
-        "io.debezium.time.NanoTime",
-        "io.debezium.time.Time",
-        "org.apache.kafka.connect.data.Date",
-        "org.apache.kafka.connect.data.Time",
+        logical_types.DATE,
+        logical_types.MICRO_TIME,
+        logical_types.NANO_TIME,
+        logical_types.TIME,
+        ConnectDate.LOGICAL_NAME,
+        ConnectTime.LOGICAL_NAME,
     }
 )
 EPOCH_FIELDS = ("ts_ms", "ts_us", "ts_ns")
