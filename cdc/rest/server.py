@@ -149,6 +149,9 @@ class RestServer:
                 access_log=False,
                 lifespan="off",
                 timeout_graceful_shutdown=self._graceful_s,
+                # uvicorn's loggers go through the worker's handlers (cdc.runtime.logging_context),
+                # whose formatter escapes control characters, instead of a handler of its own.
+                log_config=None,
             )
             config.load()
             if listener.scheme == "https":
