@@ -9,7 +9,8 @@ so the registry is asked once per schema version. Reading fetches the writer sch
 and caches its Connect schema and reader. As Confluent's, a top-level schema without
 `connect.version` reads back with the registry's version of it.
 
-Encoding is fastavro's compiled `schemaless_writer`/`schemaless_reader`; the registry client is
+Encoding is fastavro's compiled writer (`write_data`, the encoder of `schemaless_writer`, with each
+schema parsed once: avro_data.append_body) and `schemaless_reader`; the registry client is
 confluent-kafka's (registry.py), or one injected with `use_registry`. A source task's poll batch
 goes through `from_connect_batch` (the bytes of `from_connect_data`, record for record).
 """
@@ -30,7 +31,16 @@ from cdc.api.errors import ConfigException, ConnectException, DataException, Ret
 from cdc.api.header import Headers
 from cdc.api.storage import Converter
 from cdc.converters.avro import config as cfg
-from cdc.converters.avro.avro_data import LRU, AvroData, ReadSchema, WriteSchema
+from cdc.converters.avro.avro_data import (
+    LRU,
+    WRITE_OPTIONS,
+    AvroData,
+    Body,
+    ReadSchema,
+    WriteSchema,
+    append_body,
+    parse_codec,
+)
 from cdc.converters.avro.registry import (
     SchemaRegistry,
     SubjectNameStrategy,
@@ -113,6 +123,7 @@ class AvroConverter(Converter):
         self._cache_size = cache_size
         self._ids: LRU[tuple[str, str], int] = LRU(cache_size)  # (subject, schema text) -> id
         self._readers: LRU[int, ReadSchema] = LRU(cache_size)  # schema id -> reader
+        self._latest_bodies: LRU[tuple[str, str], Body] = LRU(cache_size)  # (writer, latest text) -> body
 
     def use_registry(self, registry: SchemaRegistry) -> None:
         """Use `registry` instead of a client for schema.registry.url (the embedded transport's own)."""
@@ -148,15 +159,14 @@ class AvroConverter(Converter):
             )
         writer = self.avro_data.writer(schema)
         subject = self.subject_strategy(topic, self.is_key, writer.full_name)
-        schema_id, codec = self._writer_id(subject, writer, topic)
+        schema_id, body = self._writer_id(subject, writer, topic)
         try:
             datum = writer.write(value)
-            out = io.BytesIO()
-            out.write(_HEADER.pack(MAGIC_BYTE, schema_id))
-            fastavro.schemaless_writer(out, codec, datum)
+            buf = bytearray(_HEADER.pack(MAGIC_BYTE, schema_id))
+            append_body(buf, datum, body.schema, body.named, "", WRITE_OPTIONS)
         except _WRITE_ERRORS as e:
             raise _write_error(e, topic) from None
-        return out.getvalue()
+        return bytes(buf)
 
     def from_connect_batch(
         self, topics: Sequence[str], schemas: Sequence[Schema | None], values: Sequence[Any]
@@ -164,13 +174,13 @@ class AvroConverter(Converter):
         """`from_connect_data` of each (topic, schema, value), byte for byte, for a whole poll batch.
 
         The runtime's fast record path (cdc.runtime.source_task, as for JsonConverter's). The writer,
-        subject and registry id are resolved once per run of one schema object and topic (a
-        connector hands the same schema object to a table's records), and every record is written
-        by fastavro's compiled `schemaless_writer` into one buffer that is sliced at the end, instead
-        of a buffer and a copy per record. fastavro's `_write.write_data` would skip the schema
-        check `schemaless_writer` repeats per record (about 20% of the encode here), but it is not
-        fastavro's public API, so it is not used. Errors are from_connect_data's; the runtime then
-        converts the batch record by record to name the failing record.
+        subject, registry id, header and parsed schema are resolved once per run of one schema
+        object and topic (a connector hands the same schema object to a table's records; the
+        registry is asked once per subject and schema, then the id is cached), and every record is
+        appended by fastavro's compiled encoder (avro_data.append_body) to one bytearray that is
+        sliced at the end, instead of a buffer and a copy per record. Memory is the batch's bytes
+        twice at most (the buffer and the records). Errors are from_connect_data's; the runtime
+        then converts the batch record by record to name the failing record.
         """
         if type(self).from_connect_data is not AvroConverter.from_connect_data:
             return [self.from_connect_data(t, s, v) for t, s, v in zip(topics, schemas, values, strict=True)]
@@ -178,16 +188,16 @@ class AvroConverter(Converter):
             raise ValueError(
                 f"from_connect_batch: {len(topics)} topics, {len(schemas)} schemas and {len(values)} values"
             )
-        out = io.BytesIO()
-        put = out.write
-        tell = out.tell
-        write_avro = fastavro.schemaless_writer
+        buf = bytearray()
+        append = append_body
+        options = WRITE_OPTIONS
         ends: list[int] = []  # per record, where its bytes end; -1: null
         mark = ends.append
         last_schema: Schema | None = None
         last_topic: str | None = None
         header = b""
-        codec: Any = None
+        body_schema: Any = None
+        named: dict[str, Any] = {}
         write: Any = None
         for topic, schema, value in zip(topics, schemas, values, strict=True):
             if value is None:
@@ -198,16 +208,17 @@ class AvroConverter(Converter):
                     self.from_connect_data(topic, schema, value)  # raises its DataException
                 writer = self.avro_data.writer(schema)  # type: ignore[arg-type]
                 subject = self.subject_strategy(topic, self.is_key, writer.full_name)
-                schema_id, codec = self._writer_id(subject, writer, topic)
+                schema_id, body = self._writer_id(subject, writer, topic)
                 header, write = _HEADER.pack(MAGIC_BYTE, schema_id), writer.write
+                body_schema, named = body.schema, body.named
                 last_schema, last_topic = schema, topic
-            put(header)
+            buf += header
             try:
-                write_avro(out, codec, write(value))
+                append(buf, write(value), body_schema, named, "", options)
             except _WRITE_ERRORS as e:
                 raise _write_error(e, topic) from None
-            mark(tell())
-        data = out.getbuffer()
+            mark(len(buf))
+        data = memoryview(buf)
         result: list[bytes | None] = []
         add = result.append
         start = 0
@@ -220,16 +231,17 @@ class AvroConverter(Converter):
         data.release()
         return result
 
-    def _writer_id(self, subject: str, writer: WriteSchema, topic: str) -> tuple[int, Any]:
+    def _writer_id(self, subject: str, writer: WriteSchema, topic: str) -> tuple[int, Body]:
+        """The registry id of the writer's schema under `subject` (cached), and the Body to encode with."""
         key = (subject, writer.text)
         cached = self._ids.get(key)
         if cached is not None:
-            return cached, writer.codec
+            return cached, writer.body
         from confluent_kafka.schema_registry import Schema as RegistrySchema
 
         registry = self.registry()
         registry_schema = RegistrySchema(writer.text, "AVRO")
-        codec = writer.codec
+        body = writer.body
         if self.auto_register:
             schema_id = self._call(
                 lambda: registry.register_schema(subject, registry_schema, normalize_schemas=self.normalize),
@@ -240,17 +252,23 @@ class AvroConverter(Converter):
             latest = self._call(
                 lambda: registry.get_latest_version(subject), f"reading the latest schema of subject {subject}", topic
             )
-            if _json(latest.schema.schema_str) != writer.avro:
+            # the latest version is the client's to cache (cache.latest.ttl.sec); what it means for
+            # this writer (the same schema, or another to encode with) is parsed once per text
+            key = (writer.text, latest.schema.schema_str)
+            latest_body = self._latest_bodies.get(key)
+            if latest_body is None:
+                avro = _json(latest.schema.schema_str)
+                latest_body = writer.body if avro == writer.avro else Body.of(parse_codec(avro))
+                self._latest_bodies.put(key, latest_body)
+            if latest_body is not writer.body:
                 if self.latest_compatibility_strict:
                     raise DataException(
                         f"AvroConverter: the latest schema of subject {subject} (version {latest.version}, id"
                         f" {latest.schema_id}) is not the record's schema (topic {topic}); register it, or set"
                         " latest.compatibility.strict=false to write with the latest schema"
                     )
-                from cdc.converters.avro.avro_data import parse_codec
-
-                codec = parse_codec(_json(latest.schema.schema_str))
-            return int(latest.schema_id), codec  # not cached: the latest version may change
+                body = latest_body
+            return int(latest.schema_id), body  # not cached: the latest version may change
         else:
             found = self._call(
                 lambda: registry.lookup_schema(subject, registry_schema, normalize_schemas=self.normalize),
@@ -260,7 +278,7 @@ class AvroConverter(Converter):
             schema_id = found.schema_id
         schema_id = int(schema_id)
         self._ids.put(key, schema_id)
-        return schema_id, codec
+        return schema_id, body
 
     # -- bytes to Connect data --------------------------------------------------------------------
     def to_connect_data(self, topic: str, value: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
