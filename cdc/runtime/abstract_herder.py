@@ -235,8 +235,8 @@ class AbstractHerder(ABC):
         infos = self._validate(config, previous, trusted)
         if infos["error_count"]:
             raise ConfigException(invalid_config_message(infos))
-        if not trusted and config.get("name"):
-            self.policy.prepare(config["name"])  # state.dir/connectors/<name>: the files it may name
+        if not trusted:
+            self.policy.prepare(config)  # state.dir/connectors/<name>: where the files it names live
         if self.warn_unknown_keys:
             log_config_warnings(config.get("name", ""), infos)
 

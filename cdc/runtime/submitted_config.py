@@ -106,10 +106,16 @@ class SubmittedConfigPolicy:
         base = PurePath(self.state_dir) / CONNECTORS_DIR
         return PurePath(connector_dir(self.state_dir, name)) if name else base
 
-    def prepare(self, name: str) -> None:
-        """Create the connector's directory (owner-only) once its REST config is stored."""
+    def prepare(self, config: Mapping[str, Any]) -> None:
+        """Create the connector's directory (owner-only) once a REST config naming files there is
+        stored; a config with no file-valued key creates nothing (a Kafka worker may have no
+        state.dir at all)."""
+        name = str(config.get("name") or "")
+        if self.roots or not name or not any(str(config[k] or "").strip() for k in _file_keys(config)):
+            return
         own = connector_dir(self.state_dir, name)
-        for directory in (own.parent, own):  # both owner-only whatever the umask (makedirs masks it)
+        os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
+        for directory in (own.parent, own):  # owner-only whatever the umask (makedirs masks it)
             with contextlib.suppress(FileExistsError):
                 os.mkdir(directory, 0o700)
                 os.chmod(directory, 0o700)

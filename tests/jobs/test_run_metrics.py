@@ -58,7 +58,10 @@ def test_cdc_run_serves_source_connect_and_sink_metrics(tmp_path: Path, mariadb_
         with httpx.Client(timeout=10) as http:
             text, s = scrape_until(
                 http,
-                lambda s: value(s, "cdc_sink_rows_applied_total", **sink) == first,
+                # A batch's rows are counted as each table is applied, the batch and its lag once the
+                # whole micro-batch is done: wait for both, or a scrape between them sees batches 0.
+                lambda s: value(s, "cdc_sink_rows_applied_total", **sink) == first
+                and (value(s, "cdc_sink_batches_total", **sink) or 0) >= 1,
                 f"the snapshot's {first} rows applied (seed {SEED})",
                 timeout=240,
                 path=url[0],
@@ -95,6 +98,7 @@ def test_cdc_run_serves_source_connect_and_sink_metrics(tmp_path: Path, mariadb_
                 http,
                 lambda s: (
                     (value(s, "cdc_sink_rows_applied_total", **sink) or 0) >= first + more + len(updated)
+                    and (value(s, "cdc_sink_batches_total", **sink) or 0) > batches
                     and (value(s, "debezium_metrics_TotalNumberOfEventsSeen", **dbz, context="streaming") or 0)
                     >= seen + events
                 ),

@@ -53,9 +53,12 @@ def test_another_connectors_file_or_the_workers_own_are_refused(tmp_path: Path) 
 @pytest.mark.integration
 def test_a_rest_connector_gets_its_own_private_directory(tmp_path: Path) -> None:
     with secure_rest(tmp_path) as rest:
-        assert rest.http.post("/connectors", json=quoting("c1")).status_code == 201
         own = tmp_path / "state" / CONNECTORS_DIR / "c1"
+        assert rest.http.post("/connectors", json=quoting("c1", **{"history.file": str(own / "h")})).status_code == 201
         assert own.is_dir() and stat.S_IMODE(own.stat().st_mode) == 0o700
+        # A config naming no file creates nothing (a Kafka worker may have no state.dir at all).
+        assert rest.http.post("/connectors", json=quoting("c2")).status_code == 201
+        assert not (tmp_path / "state" / CONNECTORS_DIR / "c2").exists()
 
 
 @pytest.mark.integration

@@ -125,9 +125,10 @@ sink:
 @pytest.mark.integration
 def test_a_worker_behind_the_rest_api(tmp_path: Path, umask: int) -> None:
     with secure_rest(tmp_path) as rest:
-        assert rest.http.post("/connectors", json=quoting("m")).status_code == 201
-        wait_until(lambda: rest.state("m")["tasks"], what="the task")
         state = tmp_path / "state"
+        history = str(state / "connectors" / "m" / "h.jsonl")
+        assert rest.http.post("/connectors", json=quoting("m", **{"history.file": history})).status_code == 201
+        wait_until(lambda: rest.state("m")["tasks"], what="the task")
         assert mode(state) == 0o700
         names = {p.name for p in state.iterdir() if p.is_file()}
         assert "cdc.db" in names

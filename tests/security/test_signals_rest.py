@@ -56,7 +56,7 @@ def _connector(api: Api, name: str, **config: str) -> None:
 
 def test_over_long_id_and_data_are_400s_naming_the_field_and_limit(api_factory: Any, cwd: Path) -> None:
     api = api_factory()
-    signal_file = Path(api.worker.config.get("state.dir")) / "signals.jsonl"
+    signal_file = Path(api.worker.config.get("state.dir")) / "connectors" / "f" / "signals.jsonl"
     _connector(api, "f", **{"signal.enabled.channels": "file", "signal.file": str(signal_file)})
     with api.client() as http:
         long_id = http.post("/connectors/f/signals", json={"id": "i" * 43, "type": "pause-snapshot"})
@@ -80,7 +80,7 @@ def test_over_long_id_and_data_are_400s_naming_the_field_and_limit(api_factory: 
 
 def test_control_characters_and_surrogates_in_the_id_are_refused(api_factory: Any, cwd: Path) -> None:
     api = api_factory()
-    signal_file = Path(api.worker.config.get("state.dir")) / "signals.jsonl"
+    signal_file = Path(api.worker.config.get("state.dir")) / "connectors" / "f" / "signals.jsonl"
     _connector(api, "f", **{"signal.enabled.channels": "file", "signal.file": str(signal_file)})
     with api.client() as http:
         for signal_id in ("a\nb", "nul\x00", "esc\x1b[2J"):
@@ -180,7 +180,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, Path
     old = os.getcwd()
     os.chdir(cwd)
     api = Api(root / "w")
-    signal_file = Path(api.worker.config.get("state.dir")) / "signals.jsonl"
+    signal_file = Path(api.worker.config.get("state.dir")) / "connectors" / "f" / "signals.jsonl"
     try:
         _connector(api, "f", **{"signal.enabled.channels": "file", "signal.file": str(signal_file)})
         _connector(api, "k", **{"signal.enabled.channels": "kafka", "topic.prefix": "p"})

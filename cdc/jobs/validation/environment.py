@@ -125,8 +125,16 @@ def check_state_dir(job: dict[str, Any], out: Collector) -> None:
             )
             return
     existing = state_dir.absolute()
-    while not existing.exists():
-        existing = existing.parent
+    try:
+        while not existing.exists():
+            existing = existing.parent
+    except OSError as e:  # a name longer than the file system allows (ENAMETOOLONG), a loop of links
+        out.add(
+            ("transport", "state.dir"),
+            f"cannot use {str(state_dir)[:120]!r} as state.dir: {e.strerror or e}; choose a shorter path to a "
+            "writable directory",
+        )
+        return
     if not existing.is_dir():
         problem = f"{existing} is a file, not a directory"
     elif not os.access(existing, os.W_OK | os.X_OK):
