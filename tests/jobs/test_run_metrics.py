@@ -60,8 +60,10 @@ def test_cdc_run_serves_source_connect_and_sink_metrics(tmp_path: Path, mariadb_
                 http,
                 # A batch's rows are counted as each table is applied, the batch and its lag once the
                 # whole micro-batch is done: wait for both, or a scrape between them sees batches 0.
-                lambda s: value(s, "cdc_sink_rows_applied_total", **sink) == first
-                and (value(s, "cdc_sink_batches_total", **sink) or 0) >= 1,
+                lambda s: (
+                    value(s, "cdc_sink_rows_applied_total", **sink) == first
+                    and (value(s, "cdc_sink_batches_total", **sink) or 0) >= 1
+                ),
                 f"the snapshot's {first} rows applied (seed {SEED})",
                 timeout=240,
                 path=url[0],
