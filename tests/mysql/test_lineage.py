@@ -91,3 +91,49 @@ def test_gtid_containment(executed: str, stored: str, mariadb: bool, held: bool)
     from cdc_mysql.gtid import contains
 
     assert contains(executed, stored, mariadb) is held
+
+
+def test_a_lineage_break_survives_the_offset_and_always_bumps_the_epoch() -> None:
+    off = MySqlOffsetContext("mysql-bin.000002", 900, "0-1-5", epoch=1, lineage_break="RESET MASTER seen")
+    back = MySqlOffsetContext.load(off.offset())
+    assert back.lineage_break == "RESET MASTER seen"
+    assert "lineage_break" not in back.completed().offset(), "a new snapshot's offsets start clean"
+    # Even where the position and the server look unchanged, the break means a new lineage.
+    same = BinlogLineage.decide(1, "server_id=1", (2, 900), "server_id=1", (2, 950), False, lineage_break="x")
+    assert same == BinlogLineage(2, "server_id=1")
+
+
+def _watch(events: dict[tuple[str, int], dict | None]):  # type: ignore[no-untyped-def]
+    from cdc_mysql.lineage_watch import LineageWatch, ServerState
+
+    state = ServerState("server_id=1", "mysql-bin.000001", 10_000, "0-1-50")
+    watch = LineageWatch(True, "server_id=1", lambda: state, interval_s=0.0, read_event=lambda f, p: events.get((f, p)))
+    return watch
+
+
+def test_the_commit_seen_at_the_previous_check_must_still_be_there() -> None:
+    """A new history that grew past the reader's position (GTIDs above those read, positions valid)
+    is caught by the commit remembered at the previous check: its offset now holds another event."""
+    from cdc_mysql.lineage_watch import LineageBreak
+
+    xid = {"Event_type": "Xid", "Info": "COMMIT /* xid=11 */"}
+    events: dict[tuple[str, int], dict | None] = {("mysql-bin.000001", 1237): xid}
+    watch = _watch(events)
+    watch.committed("mysql-bin.000001", 1237, 11)
+    watch.check("mysql-bin.000001", 1268, "0-1-7")  # remembers xid 11 at 1237
+    watch.committed("mysql-bin.000001", 2000, 12)
+    watch.check("mysql-bin.000001", 2031, "0-1-8")  # finds xid 11 where it was: no break
+    for there, found in (
+        ({"Event_type": "Xid", "Info": "COMMIT /* xid=110 */"}, "Xid (COMMIT /* xid=110 */)"),  # another commit
+        ({"Event_type": "Gtid", "Info": "BEGIN GTID 0-1-3"}, "Gtid"),  # another event
+        ({}, "nothing"),  # no event starts there (SHOW BINLOG EVENTS: wrong offset)
+    ):
+        events[("mysql-bin.000001", 2000)] = there
+        watch._checked_xid = ("mysql-bin.000001", 2000, 12)
+        with pytest.raises(LineageBreak) as caught:
+            watch.check("mysql-bin.000001", 3000, "0-1-9")
+        assert "the commit read at mysql-bin.000001:2000 (xid 12) is not in the server's binlog" in str(caught.value)
+        assert found in str(caught.value) and "snapshot.mode=when_needed" in str(caught.value)
+    events[("mysql-bin.000001", 2000)] = None  # the server cannot say (no privilege, a purged file)
+    watch._checked_xid = ("mysql-bin.000001", 2000, 12)
+    watch.check("mysql-bin.000001", 3000, "0-1-9")

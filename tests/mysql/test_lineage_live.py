@@ -93,3 +93,39 @@ def test_random_resets_never_let_a_later_change_through_without_the_earlier_ones
         assert versions == list(range(len(versions))), (
             f"seed {seed}: a change arrived without the earlier ones: {versions}"
         )
+
+
+def test_the_break_is_kept_in_the_offset_and_a_restart_snapshots_on_a_new_epoch(private_db) -> None:
+    """The events read just before a break is noticed may be the new history's (its binlog grew past
+    the reader's position: GTIDs and positions look valid), and their offsets are stored. Before the
+    fix a restart then resumed from such an offset by GTID on a new epoch and never read what the new
+    history wrote below the old position (found by tests/jobs/test_failover.py, seed 92001920). Now the
+    stop stores the offset with `lineage_break`; a restart refuses to stream from it, and under
+    snapshot.mode=when_needed takes a new snapshot whose events rank above everything (epoch 1)."""
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO t VALUES (1, 'a0')")
+    props = connector_props(private_db)
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        run.wait_streaming()
+        execute(private_db, *(f"INSERT INTO t VALUES ({i}, 'pad')" for i in range(2, 12)))
+        run.wait_data(11)
+        _admin(private_db, "RESET MASTER")
+        execute(private_db, "UPDATE t SET v='a2' WHERE id=1")
+        _admin(private_db, "FLUSH BINARY LOGS")
+        execute(private_db, "UPDATE t SET v='a3' WHERE id=1")
+        error = _stream_until_break(run, timeout=15)
+        assert error is not None, "the task streamed on"
+    (stored,) = run.offsets.stored.values()
+    assert stored.get("lineage_break"), f"the stop left no mark in the offset: {stored}"
+
+    with pytest.raises(ConnectException) as refused, TaskRunner(props, offsets=run.offsets) as again:
+        _stream_until_break(again, timeout=15)
+    message = str(refused.value)
+    assert "stopped streaming on a binlog lineage break" in message and "snapshot.mode=when_needed" in message
+
+    when_needed = {**props, "snapshot.mode": "when_needed"}
+    with TaskRunner(when_needed, offsets=run.offsets) as snap:
+        rows = snap.wait_data(11)
+    reads = [r for r in rows if r.value.get("op") == "r"]
+    assert len(reads) == 11 and {r.value.get("source").get("sequence") for r in reads} == {'["1"]'}
+    assert {r.value.get("after").get("v") for r in reads if r.value.get("after").get("id") == 1} == {"a3"}

@@ -238,6 +238,11 @@ class EventDispatcher:
         )  # fmt: skip
 
     # -- heartbeats --------------------------------------------------------------------------
+    def heartbeat_now(self, offset: dict[str, Any]) -> None:
+        """A heartbeat record with `offset` now, whatever heartbeat.interval.ms says: a position the
+        runtime must store although no change carries it (streaming.Stream._marked)."""
+        self._put(self.heartbeat.record(self.partition, offset))
+
     def maybe_heartbeat(self, offset_fn: Any) -> None:
         if self.heartbeat.due():
             if self.on_heartbeat is not None:

@@ -83,11 +83,13 @@ class BinlogLineage:
         current_position: tuple[int, int],
         resumes_by_gtid: bool,
         quiet: bool = False,
+        lineage_break: str | None = None,
     ) -> BinlogLineage:
         """The lineage of the positions this task will emit, given the stored offset's.
 
         `stored_position` None: no stored offset (a first start), epoch 0. `quiet`: a prediction
-        (CaughtUpTarget), not the connector's decision: no warning.
+        (CaughtUpTarget), not the connector's decision: no warning. `lineage_break`: the stored
+        offset is where a stream stopped on a break (offset_context.LINEAGE_BREAK): always a new epoch.
         """
         if stored_position is None:
             return cls(0, identity)
@@ -96,6 +98,8 @@ class BinlogLineage:
             reasons.append(f"the server changed ({stored_identity} -> {identity})")
         if resumes_by_gtid:
             reasons.append("the stored binlog position is not valid on this server (resuming by GTID)")
+        if lineage_break:
+            reasons.append(f"the stream stopped on a lineage break ({lineage_break})")
         if current_position < stored_position:
             reasons.append(
                 f"the server's binlog position {current_position} is below the stored one {stored_position} "

@@ -11,13 +11,19 @@ stop with one line saying what happened and what to do, when it happens:
   stream asks the GTID set it keeps, `covers(gtid)`, on every GTID event, and raises `reused(…)`:
   a comparison, no query);
 - every `interval_s`, at a commit or a heartbeat (`check(…)`): the server is another one
-  (lineage.server_identity), its binlog position is below the position already read, or its
-  GTID state no longer contains the GTIDs already read.
+  (lineage.server_identity), its binlog position is below the position already read, its
+  GTID state no longer contains the GTIDs already read, or the transaction commit (Xid event)
+  remembered at the previous check is no longer where it was read (`SHOW BINLOG EVENTS IN f
+  FROM p`: another event, another xid, or nothing). The last one catches a new history that
+  grew past the reader's position before the check, with GTIDs above those read: its events
+  look valid one by one, but the old commit the reader saw at `f:p` is gone (InnoDB xids keep
+  increasing across a RESET MASTER, so a new commit at the same offset has another xid).
 
-Any of these means changes may have been skipped, so the task stops before it emits anything of
-the new history. A restart then decides as at every start (lineage.py): it resumes by GTID on the
-new lineage with a higher epoch when the server still has what follows the offset, or refuses
-with the advice to take a new snapshot (snapshot.mode=when_needed).
+Any of these means changes may have been skipped, so the task stops. What it read since the last
+check may already be the new history's (a new binlog that grew past the reader's position is read
+on with valid-looking GTIDs and positions), so the stop also stores the offset with
+`lineage_break` (streaming.Stream._marked): a restart refuses to stream from it and, under
+snapshot.mode=when_needed, takes a new snapshot on a new epoch (task._history_lost, lineage.py).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from cdc.api import ConnectException
 from cdc_mysql import gtid as gtids
@@ -47,9 +54,8 @@ class ServerState:
 
 ADVICE = (
     "changes written since may not have been read, so the task stops here rather than go on without "
-    "them. Restart it: at start the connector resumes on the new binlog by GTID when the server still "
-    "has what follows the stored offset (its events then rank above all earlier ones), or says it "
-    "cannot; then take a new snapshot (snapshot.mode=when_needed)"
+    "them, and its stored offset keeps the break: restart it with snapshot.mode=when_needed to take a new "
+    "snapshot (its events rank above all earlier ones; a Spark sink then also removes the rows it lacks)"
 )
 
 
@@ -60,12 +66,18 @@ class LineageWatch:
         identity: str | None,
         read_state: Callable[[], ServerState],
         interval_s: float = 2.0,
+        read_event: Callable[[str, int], dict[str, Any] | None] | None = None,
     ) -> None:
         """`identity`: the server the offset's positions belong to (None: unknown, not compared).
-        `read_state`: queries the server (on the connector's own connection, not the dump's)."""
+        `read_state`: queries the server (on the connector's own connection, not the dump's).
+        `read_event(file, pos)`: the server's binlog event at `file:pos` as SHOW BINLOG EVENTS gives
+        it, {} when there is none, None when the server cannot say (no privilege, file purged)."""
         self.is_mariadb = is_mariadb
         self.identity = identity
         self._read_state = read_state
+        self._read_event = read_event
+        self._last_xid: tuple[str, int, int] | None = None  # the newest commit read
+        self._checked_xid: tuple[str, int, int] | None = None  # the one to find at the next check
         self._interval = interval_s
         self._next_check = time.monotonic() + interval_s
         # Whether the server's GTID state held what was read at the first check of this stream: only
@@ -83,6 +95,25 @@ class LineageWatch:
 
     def due(self) -> bool:
         return time.monotonic() >= self._next_check
+
+    def committed(self, file: str, start_pos: int, xid: int) -> None:
+        """The stream read a transaction's Xid event at `file:start_pos` (called on every one)."""
+        self._last_xid = (file, start_pos, xid)
+
+    def _commit_gone(self) -> str | None:
+        """Why the commit remembered at the previous check is not in the server's binlog (None: it is,
+        or the server cannot say); then remember the newest commit for the next check."""
+        checked, self._checked_xid = self._checked_xid, self._last_xid
+        if checked is None or self._read_event is None:
+            return None
+        file, pos, xid = checked
+        event = self._read_event(file, pos)
+        if event is None:
+            return None
+        if event.get("Event_type") == "Xid" and f"xid={xid} " in f"{event.get('Info')} ":
+            return None
+        found = f"{event.get('Event_type')} ({event.get('Info')})" if event else "nothing"
+        return f"the commit read at {file}:{pos} (xid {xid}) is not in the server's binlog any more ({found} there)"
 
     def check(self, file: str, pos: int, read: str | None) -> None:
         """Compare the server with what this stream read up to `file:pos` (GTIDs `read`); at most
@@ -105,6 +136,8 @@ class LineageWatch:
             reasons.append(f"the server's GTID state ({state.executed_gtids}) no longer holds the GTIDs read ({read})")
         if self._held is None:
             self._held = held
+        if gone := self._commit_gone():
+            reasons.append(gone)
         if reasons:
             raise LineageBreak(
                 f"The binlog lineage changed while streaming: {'; '.join(reasons)} (RESET MASTER, a restore from "

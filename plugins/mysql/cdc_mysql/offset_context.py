@@ -32,6 +32,9 @@ SNAPSHOT_TABLE = "snapshot_table"
 SNAPSHOT_LAST_KEY = "snapshot_last_key"
 
 
+LINEAGE_BREAK = "lineage_break"  # cdc's key: the stream stopped on a lineage break here
+
+
 @dataclass
 class MySqlOffsetContext:
     file: str
@@ -52,6 +55,9 @@ class MySqlOffsetContext:
     tables_done: tuple[str, ...] | None = None
     snapshot_table: str | None = None
     snapshot_last_key: str | None = None
+    # Set by the stream when it stops on a binlog lineage break (lineage_watch.py): the positions
+    # read just before it may belong to the new history, so no restart may resume from them.
+    lineage_break: str | None = None
 
     def offset(self, event: int | None = None, row: int | None = None) -> dict[str, Any]:
         """The offset dict; `event`/`row` override the skip counts for one record."""
@@ -81,6 +87,8 @@ class MySqlOffsetContext:
             out["server_identity"] = self.server_identity
         if self.incremental:
             out.update(self.incremental)
+        if self.lineage_break:
+            out[LINEAGE_BREAK] = self.lineage_break
         return out
 
     def progress(self, done: tuple[str, ...], table: str | None = None, last_key: str | None = None) -> dict[str, Any]:
@@ -125,6 +133,7 @@ class MySqlOffsetContext:
                 snapshot_last_key=str(stored[SNAPSHOT_LAST_KEY])
                 if done is not None and stored.get(SNAPSHOT_LAST_KEY)
                 else None,
+                lineage_break=str(stored[LINEAGE_BREAK]) if stored.get(LINEAGE_BREAK) else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             # A user-edited or foreign offset: the task must fail with advice, not a trace.

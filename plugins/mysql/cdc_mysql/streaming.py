@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -52,7 +53,7 @@ from cdc_mysql.connection import (
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.failure_handling import EVENT_ERRORS, handle
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
-from cdc_mysql.lineage_watch import LineageWatch, ServerState
+from cdc_mysql.lineage_watch import LineageBreak, LineageWatch, ServerState
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
@@ -282,6 +283,27 @@ class MySqlStreamingChangeEventSource:
             except Exception as e:  # closing a dead socket may fail; nothing left to do
                 log.debug("closing the binlog reader: %s", e)
 
+    def _checked(self, watch: LineageWatch, file: str, end_pos: int) -> None:
+        """`watch.check`, with a break marked in the offset before it is raised (`_marked`)."""
+        try:
+            watch.check(file, end_pos, str(self.gtid_set))
+        except LineageBreak as e:
+            raise self._marked(e) from None
+
+    def _marked(self, error: LineageBreak) -> LineageBreak:
+        """Mark the break in the stored offset, then let it stop the task.
+
+        The events read since the last check may already be the new history's (a RESET MASTER
+        whose new binlog grew past the reader's position is read on as if nothing happened, GTIDs
+        and positions looking valid), and their offsets are stored with them. So one last record,
+        a heartbeat, carries the offset with `lineage_break` (offset_context.LINEAGE_BREAK); the
+        task returns it before it fails (poll returns what is decoded, then raises), and a restart
+        then refuses to resume from that offset: a new snapshot (snapshot.mode=when_needed), on a
+        new epoch."""
+        marked = replace(self.offset, lineage_break=str(error).split(";", 1)[0][:300])
+        self.dispatcher.heartbeat_now(marked.offset())
+        return error
+
     def _lineage_watch(self) -> LineageWatch:
         """This stream's LineageWatch (lineage_watch.py), reading the server on the connector's own connection."""
         connection, is_mariadb = self.connection, self.is_mariadb
@@ -290,7 +312,18 @@ class MySqlStreamingChangeEventSource:
             file, pos = connection.master_status()
             return ServerState(connection.server_identity(), file, pos, connection.executed_gtids(is_mariadb))
 
-        return LineageWatch(is_mariadb, self.offset.server_identity, read_state)
+        def read_event(file: str, pos: int) -> dict[str, Any] | None:
+            try:
+                rows = connection.query("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 1", (file, pos))
+            except pymysql.err.MySQLError as e:
+                text = str(e.args[1] if len(e.args) > 1 else e)
+                if e.args and e.args[0] == 1220 and "could not find target log" not in text.lower():
+                    return {}  # "Wrong offset or I/O error": no event starts there any more
+                log.debug("binlog event at %s:%d not checked: %s", file, pos, e)
+                return None  # a purged file, no privilege: the server cannot say
+            return rows[0] if rows else {}
+
+        return LineageWatch(is_mariadb, self.offset.server_identity, read_state, read_event=read_event)
 
     def _explain(self, e: pymysql.err.OperationalError) -> ConnectException:
         code = e.args[0] if e.args else None
@@ -455,8 +488,9 @@ class MySqlStreamingChangeEventSource:
                         continue
                     if isinstance(ev, XidEvent):
                         self._commit(file, end_pos, tx_gtid, ev.timestamp)
+                        watch.committed(file, start_pos, ev.xid)
                         if watch.due():
-                            watch.check(file, end_pos, str(self.gtid_set))
+                            self._checked(watch, file, end_pos)
                         in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
                         skip_source = False
                         continue
@@ -465,7 +499,7 @@ class MySqlStreamingChangeEventSource:
                         tx_file, tx_pos = file, start_pos
                         tx_gtid = ev.gtid
                         if gtid_set.covers(tx_gtid):  # re-used: a reset or another history (lineage_watch)
-                            raise watch.reused(tx_gtid, gtid_set, file, start_pos)
+                            raise self._marked(watch.reused(tx_gtid, gtid_set, file, start_pos))
                         skip_source = filter_dml and not self.gtid_filter(gtids.source_of(tx_gtid, self.is_mariadb))
                         tx_id, thread, query = tx_gtid, None, None
                         self._begin(tx_file, tx_pos)
@@ -518,7 +552,7 @@ class MySqlStreamingChangeEventSource:
                     if isinstance(ev, HeartbeatLogEvent) and not in_tx:
                         dispatcher.maybe_heartbeat(off.offset)
                         if end_pos and watch.due():
-                            watch.check(file, end_pos, str(self.gtid_set))
+                            self._checked(watch, file, end_pos)
                         continue
                     if not in_tx:
                         dispatcher.maybe_heartbeat(off.offset)

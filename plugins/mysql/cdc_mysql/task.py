@@ -200,6 +200,11 @@ class MySqlConnectorTask(SourceTask):
         (RESET MASTER, a restore) even when new GTIDs have passed the stored sequence numbers.
         Without GTIDs, only the same server's binlog at or past the stored position continues it.
         """
+        if stored.lineage_break:
+            # The stream stopped on a lineage break: what it read just before may be the new history's
+            # (its GTIDs or positions then look valid here), and what that history wrote below the old
+            # position was never read. Only a new snapshot knows the rows again.
+            return f"the connector stopped streaming on a binlog lineage break ({stored.lineage_break})"
         identity = self.connection.server_identity()
         current = position(*self.connection.master_status())
         stored_at = position(stored.file, stored.pos)
@@ -302,6 +307,7 @@ class MySqlConnectorTask(SourceTask):
             identity,
             current,
             resumes_by_gtid,
+            lineage_break=stored.lineage_break,
         )
 
     def _position_matches_gtids(self, stored: MySqlOffsetContext) -> bool:
