@@ -247,20 +247,26 @@ def test_the_limits_are_worker_keys_with_the_documented_defaults(log_: EmbeddedL
         store.close()
 
 
+def _hostile_registration(store: SchemaRegistryStore) -> tuple[threading.Thread, list[Any]]:
+    """A thread (not started) registering a union of 300 records under `u` against 300 others:
+    a long compatibility check; its result or SchemaRegistryError lands in the list."""
+    outcome: list[Any] = []
+
+    def hostile() -> None:
+        try:
+            outcome.append(store.register("u", union_of_records("B", 300)))
+        except SchemaRegistryError as e:
+            outcome.append(e)
+
+    return threading.Thread(target=hostile), outcome
+
+
 def test_a_check_past_its_time_limit_is_refused_and_holds_no_lock(log_: EmbeddedLog) -> None:
     store = SchemaRegistryStore(log_, RegistryLimits(check_timeout_ms=1_500))
     try:
         store.set_compatibility("FULL")
         store.register("u", union_of_records("A", 300))
-        outcome: list[Any] = []
-
-        def hostile() -> None:
-            try:
-                outcome.append(store.register("u", union_of_records("B", 300)))
-            except SchemaRegistryError as e:
-                outcome.append(e)
-
-        checking = threading.Thread(target=hostile)
+        checking, outcome = _hostile_registration(store)
         started = time.monotonic()
         checking.start()
         time.sleep(0.3)
@@ -285,15 +291,7 @@ def test_closing_the_store_stops_a_check_in_flight(log_: EmbeddedLog) -> None:
     store = SchemaRegistryStore(log_, RegistryLimits(check_timeout_ms=60_000))
     store.set_compatibility("FULL")
     store.register("u", union_of_records("A", 300))
-    outcome: list[Any] = []
-
-    def hostile() -> None:
-        try:
-            outcome.append(store.register("u", union_of_records("B", 300)))
-        except SchemaRegistryError as e:
-            outcome.append(e)
-
-    checking = threading.Thread(target=hostile)
+    checking, outcome = _hostile_registration(store)
     checking.start()
     time.sleep(0.5)
     started = time.monotonic()

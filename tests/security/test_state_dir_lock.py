@@ -27,6 +27,7 @@ from cdc.runtime.state_lock import (
     writes_state_dir,
 )
 from cdc.runtime.worker_config import WorkerConfig
+from tests.cli.test_job_commands import _job
 from tests.support.proc import CdcProcess, run_cdc, wait_for, write_props
 
 GENERATOR = "tests.runtime.connectors.GeneratorSource"
@@ -96,26 +97,6 @@ def test_which_workers_write_their_state_dir(tmp_path: Path) -> None:
             hold_state_dir(embedded, "cdc worker")
         assert isinstance(e.value, ConnectException) and "\n" not in str(e.value)
         assert e.value.holder.pid == os.getpid()
-
-
-def _job(tmp_path: Path, state: Path) -> Path:
-    job = tmp_path / "job.yaml"
-    job.write_text(
-        f"""name: shop
-source:
-  connector.class: mysql
-  database.hostname: 127.0.0.1
-  database.user: cdc
-  database.server.id: 5401
-  topic.prefix: shop
-transport:
-  state.dir: {state}
-sink:
-  type: delta
-  path: {tmp_path / "lake"}
-"""
-    )
-    return job
 
 
 def _fingerprint(path: Path) -> tuple[bytes, int]:
