@@ -42,7 +42,7 @@ from cdc_spark.decode.events import DECODED_ARROW, with_snapshot_ends
 MAGIC_BYTE = 0
 HEAD = 5  # magic byte + schema id
 AVRO_MARK = "__avro"  # extra column while the batch's values are still Confluent Avro
-_OPS = pa.array(["c", "u", "r", "d", "m"])
+_OPS = ("c", "u", "r", "d", "m")  # made an array where used (fast._FAST_OPS says why)
 _STRINGS = {"file", "sequence", "snapshot"}
 _NUMBERS = {"pos", "event", "row", "lsn", "lsn_commit", "ts_ms"}
 _MAX_RUNS = 15  # events.envelope_runs(limit=16) reads at most 15 prefixes in Arrow
@@ -407,7 +407,7 @@ def _run(part: pa.RecordBatch, sid: int, transcoder: Any) -> dict[str, Any] | No
     op = events.column("op").combine_chunks().cast(pa.string())
     source = _source(events.column("source"))
     has_row = pc.is_valid(events.column("after").combine_chunks())
-    if op.null_count or not pc.all(pc.is_in(op, _OPS)).as_py():
+    if op.null_count or not pc.all(pc.is_in(op, pa.array(_OPS, pa.string()))).as_py():
         return None
     keep = pc.not_equal(op, "m")
     rows = None
@@ -422,7 +422,8 @@ def _run(part: pa.RecordBatch, sid: int, transcoder: Any) -> dict[str, Any] | No
     seq = fast.sequences(source)
     if seq is None:
         return None
-    ends = pc.and_(pc.equal(op, "r"), pc.is_in(source.field("snapshot"), value_set=fast._SNAPSHOT_ENDS))
+    markers = pa.array(fast.SNAPSHOT_END_MARKERS, pa.string())
+    ends = pc.and_(pc.equal(op, "r"), pc.is_in(source.field("snapshot"), value_set=markers))
     return {
         "rows": rows,
         "__op": op,

@@ -36,10 +36,11 @@ _SOURCE = pa.struct(
 )
 # Only what ordering needs; `after: struct<>` tells an object from null without parsing it.
 EVENT_SCHEMA = pa.schema([("op", pa.string()), ("source", _SOURCE), ("after", pa.struct([]))])
-_FAST_OPS = pa.array(["c", "u", "r", "d", "m"])
+# Tuples, made arrays where used: any pa.array() imports pandas (pyarrow checks for it), and
+# Spark's planner processes import this module without decoding anything.
+_FAST_OPS = ("c", "u", "r", "d", "m")
 # Debezium's `source.snapshot` markers of a table's last read (events.SNAPSHOT_END).
 SNAPSHOT_END_MARKERS = ("last", "last_in_data_collection")
-_SNAPSHOT_ENDS = pa.array(SNAPSHOT_END_MARKERS)
 # A key like {"id":42} or {"code":"a-1"}: its JSON text is what `canonical` would write.
 _ONE_PLAIN_FIELD = r'^\{"[A-Za-z0-9_$]+":(-?(0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*")\}$'
 
@@ -290,7 +291,7 @@ def decode_events(batch: pa.RecordBatch, schemas_enable: bool | None) -> dict[st
     if read is None:
         return None
     op, source, has_row = read
-    if op.null_count or not pc.all(pc.is_in(op, _FAST_OPS)).as_py():
+    if op.null_count or not pc.all(pc.is_in(op, pa.array(_FAST_OPS, pa.string()))).as_py():
         return None
     keep = pc.not_equal(op, "m")
     if not pc.all(keep).as_py():
@@ -306,7 +307,8 @@ def decode_events(batch: pa.RecordBatch, schemas_enable: bool | None) -> dict[st
     seq = sequences(source)
     if keys is None or seq is None:
         return None
-    ends = pc.and_(pc.equal(op, "r"), pc.is_in(source.field("snapshot"), value_set=_SNAPSHOT_ENDS))
+    markers = pa.array(SNAPSHOT_END_MARKERS, pa.string())
+    ends = pc.and_(pc.equal(op, "r"), pc.is_in(source.field("snapshot"), value_set=markers))
     return {
         "batch": batch,
         "prefix": prefix,
