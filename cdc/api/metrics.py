@@ -33,6 +33,8 @@ LAST_EVENT_TS = "LastEventTs"  # source time (epoch ms) of the last event; ours
 # PostgreSQL: WAL the replication slot keeps from recycling (pg_current_wal_lsn() - restart_lsn).
 RETAINED_WAL_BYTES = "RetainedWalBytes"
 NUMBER_OF_COMMITTED_TRANSACTIONS = "NumberOfCommittedTransactions"
+# Updates dropped by skip.messages.without.change; -1 when that option is off (Debezium's StreamingMeter).
+NUMBER_OF_UNCHANGED_EVENTS_SKIPPED = "NumberOfUnchangedEventsSkipped"
 QUEUE_TOTAL_CAPACITY = "QueueTotalCapacity"
 QUEUE_REMAINING_CAPACITY = "QueueRemainingCapacity"
 SNAPSHOT_STARTED_TS = "SnapshotStartedTs"  # epoch ms; SnapshotDurationInSeconds is derived when read; ours

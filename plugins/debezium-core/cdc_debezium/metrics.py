@@ -7,6 +7,9 @@ a tombstone and a heartbeat have none), measured when the batch was handed over.
 NumberOfCommittedTransactions counts the transactions the batches started (a change of the
 connector's `transaction_key`, e.g. the binlog position of BEGIN or PostgreSQL's txId): the
 source logs only committed transactions, so each one seen is a committed one.
+NumberOfUnchangedEventsSkipped is Debezium's StreamingMeter count of updates dropped by
+`skip.messages.without.change`: -1 while that option is off (the metric is disabled), else the
+count from 0. A connector that skips passes `unchanged_skipped`, a reader of its count.
 
 `SourceLag` keeps what the source has not read yet (the database's log position minus the
 reader's, in bytes), sampled at most every `interval_s` because it costs a database query.
@@ -32,10 +35,14 @@ class StreamingMetrics:
         self,
         source_ts_ms: Callable[[SourceRecord], int | None],
         transaction_key: TransactionKey | None = None,
+        unchanged_skipped: Callable[[], int] | None = None,
     ) -> None:
         """`source_ts_ms(record)`: when the record's change happened at the source (epoch ms), if known.
-        `transaction_key(record)`: what identifies the record's transaction (None: not in one)."""
+        `transaction_key(record)`: what identifies the record's transaction (None: not in one).
+        `unchanged_skipped()`: updates skipped by skip.messages.without.change, -1 when it is off;
+        without it the metric is -1 (the connector skips none)."""
         self._source_ts_ms = source_ts_ms
+        self._unchanged_skipped = unchanged_skipped
         self._transaction_key = transaction_key
         self.events = 0
         self.transactions = 0
@@ -78,6 +85,7 @@ class StreamingMetrics:
             m.CONNECTED: connected,
             m.TOTAL_NUMBER_OF_EVENTS_SEEN: self.events,
             m.NUMBER_OF_COMMITTED_TRANSACTIONS: self.transactions,
+            m.NUMBER_OF_UNCHANGED_EVENTS_SKIPPED: self._unchanged_skipped() if self._unchanged_skipped else -1,
             m.MILLISECONDS_BEHIND_SOURCE: self.lag_ms,
             m.LAST_EVENT_TS: self.last_ts_ms,
             m.LAST_EVENT_PROCESSED_TS: self.processed_ms,

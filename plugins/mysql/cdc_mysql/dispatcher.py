@@ -38,6 +38,8 @@ class EventDispatcher:
         self.config = config
         # Debezium's skip.messages.without.change: an update leaving the captured columns as they were is dropped
         self.skip_unchanged = bool(config.get("skip.messages.without.change"))
+        # Debezium's NumberOfUnchangedEventsSkipped: the updates so skipped, -1 when the option is off
+        self.unchanged_skipped = 0 if self.skip_unchanged else -1
         self.source_info = source_info
         self.history = history
         self.heartbeat = heartbeat
@@ -89,6 +91,7 @@ class EventDispatcher:
             and ts.value(before) == ts.value(after)
             and ts.key(before) == ts.key(after)
         ):
+            self.unchanged_skipped += 1
             return
         env = ts.envelope
         ts_ms = source._values[3]

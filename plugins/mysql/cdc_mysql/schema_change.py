@@ -198,6 +198,16 @@ def classify(sql: str) -> DdlStatement:
     return DdlStatement("OTHER", ())
 
 
+def source_table(stmt: DdlStatement) -> str | None:
+    """`source.table` of the statement's schema change event, as Debezium's BinlogSourceInfo.table() writes
+    it: every table the statement changes, comma-separated without database (`DROP TABLE t1,t2` is
+    "t1,t2"); a rename names the new tables (`RENAME TABLE a TO b, c TO d` is "b,d"), as Debezium's
+    TableAlteredEvent does. Debezium joins a hash set (any order); here it is the statement's order,
+    each name once. None for a statement naming no table (CREATE DATABASE)."""
+    names = dict.fromkeys(t for _, t in (stmt.renamed_to or stmt.tables))
+    return ",".join(names) or None
+
+
 _NOT_DDL = re.compile(
     r"^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE\s+SAVEPOINT|XA\s|SET\s|FLUSH\s|ANALYZE\s|OPTIMIZE\s|GRANT\s|"
     r"REVOKE\s|CREATE\s+USER|DROP\s+USER|ALTER\s+USER|RENAME\s+USER|INSERT\s|UPDATE\s|DELETE\s|REPLACE\s)",

@@ -57,11 +57,12 @@ from cdc_mysql.lineage_watch import LineageBreak, LineageWatch, ServerState
 from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
-from cdc_mysql.schema_change import classify, is_ddl
+from cdc_mysql.schema_change import classify, is_ddl, source_table
 from cdc_mysql.snapshot import missing_rows_advice
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef, TableMeta
 from cdc_mysql.table_map_reuse import TableMapReuse
+from cdc_mysql.value_converters import with_mariadb_binary_types
 
 log = logging.getLogger(__name__)
 
@@ -478,7 +479,10 @@ class MySqlStreamingChangeEventSource:
                             reuse.parsed(ev)
                         if captures(ev.schema, ev.table):
                             try:
-                                table_maps[ev.table_id] = self.schema.schema_for(table_def_from_table_map(ev))
+                                table = table_def_from_table_map(ev)
+                                # MariaDB's UUID/INET4/INET6 are BINARY(n) in the table map
+                                table = with_mariadb_binary_types(table, self.schema.meta.get(table.id))
+                                table_maps[ev.table_id] = self.schema.schema_for(table)
                             except EVENT_ERRORS as e:
                                 table_maps[ev.table_id] = None  # its rows events are skipped
                                 what = f"Table map of {ev.schema}.{ev.table} at {file}:{start_pos}"
@@ -620,7 +624,7 @@ class MySqlStreamingChangeEventSource:
         if self.config.history_store_only_captured and not captured:
             return
         source = self.source_info.struct(
-            ts_ms=ts_ms, db=db, table=tables[0][1] if tables else None, server_id=ev.packet.server_id, file=file,
+            ts_ms=ts_ms, db=db, table=source_table(stmt), server_id=ev.packet.server_id, file=file,
             pos=start, gtid=gtid, thread=ev.slave_proxy_id, query=sql if self.config.include_query else None,
         )  # fmt: skip
         if renamed:

@@ -126,7 +126,9 @@ class MySqlConnectorTask(SourceTask):
                 self.context, stored,
             )  # fmt: skip
         self.streaming: MySqlStreamingChangeEventSource | None = None
-        self.stream_metrics = StreamingMetrics(_source_ts_ms, _transaction_key)
+        self.stream_metrics = StreamingMetrics(
+            _source_ts_ms, _transaction_key, lambda: self.dispatcher.unchanged_skipped
+        )
         self.source_lag = SourceLag(self._binlog_bytes_behind)
         self._snapshot_tail = 0  # snapshot records still buffered when streaming starts: not streaming events
         TaskMetrics.of(self.context).register(self._metrics)

@@ -8,11 +8,13 @@ big-endian bytes, SET as 'a,b', zero dates as strings).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 import decimal
 import json
 import logging
 import struct
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +30,7 @@ from cdc_debezium.handling_modes import (
     TimePrecisionMode,
 )
 from cdc_mysql.defaults import raw_default
-from cdc_mysql.table import ColumnDef, ColumnMeta
+from cdc_mysql.table import ColumnDef, ColumnMeta, TableDef, TableMeta
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,10 @@ GEOMETRY_TYPES = {
     "geometrycollection",
     "geomcollection",
 }
+# MariaDB's fixed-size binary data types (10.5+ INET6, 10.7+ UUID, 10.10+ INET4) and their size in bytes.
+# A SELECT returns their text; the binlog's table map calls them BINARY(n) (charset binary) and a row
+# event holds their n bytes, most significant first.
+MARIADB_BINARY_TYPES = {"uuid": 16, "inet6": 16, "inet4": 4}
 
 
 def _is_zero(value: Any) -> bool:
@@ -202,6 +208,15 @@ class MySqlValueConverters:
             if t == "point" or (meta is not None and meta.type == "point"):
                 return _point_builder(), self._point(col)
             return lt.geometry(), self._geometry(col)
+        if t == "uuid":
+            # Debezium's MariaDbValueConverters: io.debezium.data.Uuid, the canonical lower-case text.
+            return lt.iso(lt.UUID), _mariadb_text(where, _uuid_text, 16)
+        if t == "inet4":
+            # Debezium has no mapping for INET4/INET6 (its MariaDB grammar has no such data type):
+            # here they are strings holding the address as MariaDB writes it.
+            return SchemaBuilder.string(), _mariadb_text(where, _inet4_text, 4)
+        if t == "inet6":
+            return SchemaBuilder.string(), _mariadb_text(where, _inet6_text, 16)
         raise DataException(
             f"Column {where} has MySQL type {t!r}, which this connector cannot map; exclude it with column.exclude.list"
         )
@@ -504,3 +519,74 @@ def _plain_json(v: Any) -> Any:
     if isinstance(v, bytes):
         return v.decode("utf-8")
     return v
+
+
+# -- MariaDB's UUID, INET4 and INET6 ------------------------------------------------------------
+def with_mariadb_binary_types(table: TableDef, meta: TableMeta | None) -> TableDef:
+    """`table` (from a binlog table map) with each BINARY(n) column that information_schema calls UUID,
+    INET4 or INET6 given that type: the table map has no type name for them, only BINARY(16) or (4).
+
+    A column whose size does not match (the reader lags behind an ALTER of it) stays BINARY.
+    """
+    if meta is None:
+        return table
+    columns = list(table.columns)
+    changed = False
+    for i, col in enumerate(columns):
+        column_meta = meta.columns.get(col.name)
+        if col.type != "binary" or column_meta is None:
+            continue
+        size = MARIADB_BINARY_TYPES.get(column_meta.type)
+        if size is not None and col.length == size:
+            columns[i] = dataclasses.replace(col, type=column_meta.type, length=None, charset=None)
+            changed = True
+    return dataclasses.replace(table, columns=tuple(columns)) if changed else table
+
+
+def _uuid_text(raw: bytes) -> str:
+    """The 16 bytes of a MariaDB UUID (the binlog's order is the text's order) as 8-4-4-4-12 hex."""
+    return str(uuid.UUID(bytes=raw))
+
+
+def _inet4_text(raw: bytes) -> str:
+    return ".".join(str(b) for b in raw)
+
+
+def _inet6_text(raw: bytes) -> str:
+    """An INET6's 16 bytes as MariaDB writes them: the longest run of zero groups (the first of equal
+    runs; unlike RFC 5952, even a single group: `1::2:3:4:5:6:7`) is `::`, and an IPv4-compatible
+    (`::a.b.c.d`) or IPv4-mapped (`::ffff:a.b.c.d`) address ends in its dotted IPv4 address.
+    Python 3.11's ipaddress writes both of those in hex groups, hence this function."""
+    groups = [int.from_bytes(raw[i : i + 2], "big") for i in range(0, 16, 2)]
+    best_start, best_len, start = -1, 0, -1
+    for i, g in enumerate([*groups, 1]):  # the sentinel closes a run that reaches the end
+        if g == 0 and start < 0:
+            start = i
+        elif g != 0 and start >= 0:
+            if i - start > best_len:
+                best_start, best_len = start, i - start
+            start = -1
+    if best_start == 0 and (best_len == 6 or (best_len == 5 and groups[5] == 0xFFFF)):
+        return "::" + ("ffff:" if best_len == 5 else "") + _inet4_text(raw[12:])
+    if best_len == 0:
+        return ":".join(f"{g:x}" for g in groups)
+    head = ":".join(f"{g:x}" for g in groups[:best_start])
+    tail = ":".join(f"{g:x}" for g in groups[best_start + best_len :])
+    return f"{head}::{tail}"
+
+
+def _mariadb_text(where: str, text_of: Callable[[bytes], str], size: int) -> Converter:
+    """A UUID/INET4/INET6 value: the snapshot's SELECT gives its text (kept as it is), the binlog its
+    `size` bytes (written as text by `text_of`). The binlog drops trailing zero bytes, as of any
+    BINARY(n), so they are put back first."""
+
+    def convert(v: Any) -> str | None:
+        if v is None or isinstance(v, str):
+            return v
+        if isinstance(v, bytes | bytearray) and len(v) <= size:
+            return text_of(bytes(v).ljust(size, b"\x00"))
+        raise DataException(
+            f"Column {where}: {v!r} is not a {size}-byte MariaDB value; check the column's type or exclude the column"
+        )
+
+    return convert
