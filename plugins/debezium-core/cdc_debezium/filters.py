@@ -57,8 +57,9 @@ ColumnMapper = Callable[[Any], Any]
 def _masker(n: int) -> ColumnMapper:
     mask = "*" * n
 
-    def apply(value: Any) -> Any:
-        return None if value is None else mask
+    # Every value, null included, becomes the mask, as Debezium's MaskStrings.MaskingValueConverter does.
+    def apply(_value: Any) -> Any:
+        return mask
 
     return apply
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.api import ConnectException, Headers, Schema, SchemaBuilder, SourceRecord, Struct
-from cdc_debezium.envelope import Envelope, Operation
+from cdc_debezium.envelope import TRANSACTION_BLOCK_SCHEMA, Envelope, Operation
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
 from cdc_postgres.pgoutput import UNCHANGED_TOAST
 from cdc_postgres.reselect import ALL_EVENTS, ColumnReselector
@@ -21,6 +21,9 @@ MESSAGE_KEY_SCHEMA = (
     .field("prefix", Schema.STRING_SCHEMA)
     .build()
 )
+# The data collection a transactional logical decoding message counts in, for its `transaction` block
+# and the END record's `data_collections`: one for every prefix (Debezium's LogicalDecodingMessageId).
+MESSAGE_DATA_COLLECTION = "LOGICAL_DECODING_MESSAGE"
 
 
 def _lacks_key(table: TableSchema, old: tuple, old_is_key: bool) -> bool:
@@ -199,6 +202,7 @@ class PostgresChangeRecordEmitter:
             .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA)
             .field("ts_ns", Schema.OPTIONAL_INT64_SCHEMA)
             .field("source", SOURCE_SCHEMA)
+            .field("transaction", TRANSACTION_BLOCK_SCHEMA)
             .field("message", self._message_block)
             .build()
         )
@@ -354,8 +358,20 @@ class PostgresChangeRecordEmitter:
         ts = int(time.time() * 1000)
         self.emit(SourceRecord(self.partition, offset, table.topic, None, None, None, table.envelope.schema, value, ts))
 
-    def message(self, topic: str, prefix: str, content: bytes, pos: dict[str, Any], offset: dict[str, Any]) -> None:
+    def message(
+        self,
+        topic: str,
+        prefix: str,
+        content: bytes,
+        transactional: bool,
+        pos: dict[str, Any],
+        offset: dict[str, Any],
+    ) -> None:
+        """A logical decoding message's record. A transactional one is an event of its transaction (its
+        `transaction` block, counted in the END record); a non-transactional one has no transaction, as
+        in Debezium (pgoutput sends it without an xid)."""
         ns = time.time_ns()
+        tx = self.tx_block(MESSAGE_DATA_COLLECTION) if transactional else None
         source = self.source.struct(
             "", "", pos["ts_us"], "false", pos.get("tx_id"), pos.get("lsn"), pos.get("lsn_commit")
         )
@@ -373,6 +389,7 @@ class PostgresChangeRecordEmitter:
             .put("ts_us", ns // 1000)
             .put("ts_ns", ns)
             .put("source", source)
+            .put("transaction", tx)
             .put("message", Struct(self._message_block).put("prefix", prefix).put("content", payload))
         )
         key = Struct(MESSAGE_KEY_SCHEMA).put("prefix", prefix)

@@ -5,11 +5,12 @@ Keys, each a comma-separated list of anchored, case-insensitive regexes of `sche
 
 - `column.truncate.to.<n>.chars`: string (and binary) values longer than n are cut to n; the field
   schema gets `truncateLength=n` (only where the column may be longer than n);
-- `column.mask.with.<n>.chars`: a character column's value becomes n `*` (a null stays null; Debezium
-  masks it too);
+- `column.mask.with.<n>.chars`: a character column's value becomes n `*`, a null too (Debezium's
+  MaskingValueConverter returns the mask whatever it is given);
 - `column.mask.hash.<algorithm>.with.salt.<salt>` and `column.mask.hash.v2.<algorithm>...`: a
   character column's value becomes the hex digest of salt + value (v1: the Java-serialized String,
-  v2: its bytes), cut to the column's length; masks add the schema parameter `masked=true`;
+  v2: its bytes), cut to the column's length (a null stays null); masks add the schema parameter
+  `masked=true`;
 - `column.propagate.source.type` / `datatype.propagate.source.type`: see `source_type`.
 
 As in Debezium a column takes the first rule that matches it, in that order: truncation rules, then
@@ -52,6 +53,9 @@ _ALGORITHMS = {
     "sha3-512": "sha3_512",
 }
 
+# A column's value after its type conversion → the value emitted. As in Debezium's TableSchemaBuilder,
+# it is applied to every value of the column, null included, in the snapshot and in streaming, in
+# `before` and `after` alike (schema.ColumnInfo.null_value): each mapper decides what a null becomes.
 Mapper = Callable[[Any], Any]
 
 
@@ -165,11 +169,13 @@ class ColumnMappers:
             return ColumnMapping({"truncateLength": str(rule.length)}, _truncator(rule.length))
         if rule.kind == "mask":
             mask = "*" * rule.length
+            # Every value, null included, becomes the mask (Debezium's MaskStrings.MaskingValueConverter).
             return ColumnMapping({"masked": "true"}, (lambda _v: mask) if characters else None)
         return ColumnMapping({"masked": "true"}, _hasher(rule, length) if characters else None)
 
 
 def _truncator(n: int) -> Mapper:
+    # Only strings and binary values are cut; a null stays null (Debezium's TruncatingValueConverter).
     def apply(value: Any) -> Any:
         if isinstance(value, (str, bytes)) and len(value) > n:
             return value[:n]
@@ -181,7 +187,7 @@ def _truncator(n: int) -> Mapper:
 def _hasher(rule: Rule, length: int) -> Mapper:
     def apply(value: Any) -> Any:
         if value is None:
-            return None
+            return None  # Debezium's HashValueConverter: a null is not Serializable, so no hash
         data = str(value).encode() if rule.v2 else java_serialized(str(value))
         digest = hashlib.new(rule.algorithm, rule.salt + data).hexdigest()
         return digest[:length] if length > 0 else digest

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import decimal
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import psycopg
 
 from cdc.api import ConfigException, Schema, SchemaBuilder, Struct, Type
 from cdc.api import Decimal as ConnectDecimal
@@ -27,7 +30,7 @@ from cdc_postgres.pgoutput import UNCHANGED_TOAST, Relation
 from cdc_postgres.source_info import SOURCE_SCHEMA
 from cdc_postgres.toast import ToastPlaceholder
 from cdc_postgres.types import PgColumn, PgType, TypeRegistry
-from cdc_postgres.value_converters import PostgresValueConverters, UnsupportedTypeError
+from cdc_postgres.value_converters import PostgresValueConverters, UnsupportedTypeError, array_items_optional
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,15 @@ FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 WHERE i.indrelid = %s AND i.indisunique AND i.indexprs IS NULL ORDER BY c.relname COLLATE "C"
 """
 
+
+# Takes and at once drops an ACCESS SHARE lock on the table (pg_relation_size opens it so, and needs no
+# privilege): it waits for any transaction holding a DDL lock on it to end, and be visible, first.
+_WAIT_FOR_DDL_SQL = (
+    "DO $$ BEGIN PERFORM set_config('lock_timeout', '{timeout_ms}', true); "
+    "PERFORM pg_relation_size({oid}::oid::regclass); END $$"
+)
+CATALOG_LOCK_WAIT_MS = 5000  # how long a Relation message waits for a DDL lock on its table
+CATALOG_AGREE_S = 1.0  # then, how long the catalog is re-read until it agrees with the Relation message
 
 # The columns an old row carries under the table's replica identity (DEFAULT: the primary key;
 # INDEX: that index's); none for FULL (every column) and NOTHING (no old row).
@@ -85,6 +97,13 @@ class ColumnInfo:
     convert: Callable[[str], Any]
     optional: bool
     toast: Any = None  # stands for an unchanged TOASTed value (None: no placeholder, use the null value)
+    mapper: Callable[[Any], Any] | None = None  # a column mapper's value function (column_mappers), if any
+
+    def null_value(self) -> Any:
+        """The field's value for a null (or a value the WAL did not carry): None, or a NOT NULL column's
+        fallback; as in Debezium's TableSchemaBuilder the column mapper sees it too (a masked null is the mask)."""
+        value = None if self.optional else _fallback(self.schema)
+        return value if self.mapper is None else self.mapper(value)
 
 
 # Debezium's PostgresValueConverter has no schema for arrays of these (DBZ-459): such columns are left out.
@@ -119,7 +138,7 @@ class TableSchema:
 
     def _plan(self, col: ColumnInfo) -> tuple[int, Any, Any, Any, ColumnInfo]:
         """(index, converter or None for text kept as is, value for null, value for unchanged TOAST, column)."""
-        null = None if col.optional else _fallback(col.schema)
+        null = col.null_value()
         if isinstance(null, (list, dict)):
             null = _FRESH  # a new empty list/map per row: records must not share a mutable value
         toast = null if col.toast is None else col.toast
@@ -130,7 +149,7 @@ class TableSchema:
     @staticmethod
     def _unchanged_toast(col: ColumnInfo) -> Any:
         if col.toast is None:
-            return None if col.optional else _fallback(col.schema)
+            return col.null_value()
         return col.toast.copy() if isinstance(col.toast, (list, dict)) else col.toast
 
     def _get(self, col: ColumnInfo, values: tuple[object, ...]) -> Any:
@@ -141,7 +160,7 @@ class TableSchema:
         if raw is UNCHANGED_TOAST:
             return self._unchanged_toast(col)
         if raw is None:
-            return None if col.optional else _fallback(col.schema)
+            return col.null_value()
         return col.convert(raw if isinstance(raw, str) else bytes(raw).decode())
 
     def _row(self, plan: list[tuple[int, Any, Any, Any, ColumnInfo]], values: tuple[object, ...]) -> list[Any]:
@@ -153,7 +172,7 @@ class TableSchema:
             if raw.__class__ is str:
                 append(raw if convert is None else convert(raw))
             elif raw is None:
-                append(null if null is not _FRESH else _fallback(col.schema))
+                append(null if null is not _FRESH else col.null_value())
             elif raw is UNCHANGED_TOAST:
                 append(toast if toast is not _FRESH else self._unchanged_toast(col))
             else:
@@ -275,9 +294,44 @@ class PostgresSchema:
 
     def on_relation(self, rel: Relation) -> TableSchema:
         columns = [(c.name, c.type_oid, c.type_modifier) for c in rel.columns]
+        self._await_catalog(rel.relation_id, rel.namespace, rel.name, columns)
         table = self.build(rel.relation_id, rel.namespace, rel.name, columns)
         self.by_relation[rel.relation_id] = table
         return table
+
+    def _await_catalog(self, oid: int, schema_name: str, table_name: str, columns: list[tuple[str, int, int]]) -> None:
+        """Wait until the catalog shows the table as the Relation message's transaction left it.
+
+        pgoutput decodes a transaction once its commit record is flushed, which is a moment before the
+        committing backend makes the transaction visible to other sessions: a catalog read right then misses
+        what that transaction changed (a column it added reads as unknown, so nullable). Every DDL that changes
+        a table's columns holds a lock on it that the committing backend releases only after the transaction
+        is visible; taking (and dropping) a lock on the table therefore waits for exactly that, and the catalog
+        reads after it see the transaction. A lock held longer (a later DDL still running) is not waited for
+        past CATALOG_LOCK_WAIT_MS: the catalog is then re-read until it names the Relation's columns with the
+        same types, within CATALOG_AGREE_S (it may never agree when a later DDL already committed).
+        """
+        table_id = f"{schema_name}.{table_name}"
+        try:
+            self.conn.execute(_WAIT_FOR_DDL_SQL.format(timeout_ms=CATALOG_LOCK_WAIT_MS, oid=int(oid)))
+        except psycopg.errors.LockNotAvailable:
+            log.info("table %s is locked by a running DDL: its catalog is read without waiting for it", table_id)
+        deadline = time.monotonic() + CATALOG_AGREE_S
+        while True:
+            catalog = {n: (t, m) for n, t, m, _nn, _d in self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()}
+            stale = [n for n, t, _m in columns if catalog.get(n, (None, None))[0] != t]
+            if not stale:
+                return
+            if time.monotonic() >= deadline:
+                if self._once("catalog disagrees", table_id, *stale):
+                    log.warning(
+                        "the catalog of table %s does not show column(s) %s as its change events name them (a "
+                        "later DDL changed them?): their nullability and default are not known and taken as "
+                        "nullable without default",
+                        table_id, ", ".join(stale),
+                    )  # fmt: skip
+                return
+            time.sleep(0.02)
 
     def for_table(self, oid: int, schema_name: str, table_name: str) -> TableSchema:
         rows = self.conn.execute(_COLUMNS_SQL, (oid,)).fetchall()
@@ -371,11 +425,11 @@ class PostgresSchema:
                 continue
             convert = self.converters.converter(col, element)
             default = self._default(table_id, name, own, default_expr, convert)
-            params, value_convert = self._mapped(table_id, own, typmod, name, convert)
+            params, value_convert, mapper = self._mapped(table_id, own, typmod, name, convert)
             field_schema = _finish(builder, optional, params, default)
             field_name = self._field_name(name)
             toast = self.placeholder.for_column(field_schema, is_hstore=resolved.name == "hstore")
-            info = ColumnInfo(name, index, field_schema, value_convert, optional, toast)
+            info = ColumnInfo(name, index, field_schema, value_convert, optional, toast, mapper)
             value_b.field(field_name, field_schema)
             value_cols.append(info)
             if name in pk:
@@ -416,28 +470,33 @@ class PostgresSchema:
         """The field's schema builder, required; `_finish` sets optionality, parameters and default."""
         required = PgColumn(col.name, col.type, col.type_modifier, False)
         if element is not None:
-            elem_schema = self.converters.schema_builder(PgColumn(col.name, element, col.type_modifier, True)).build()
+            # Optional items for the arrays Debezium lists one by one (int[], text[], ...), required ones for
+            # the rest (an enum's, tsvector's, ...), as its PostgresValueConverter builds them.
+            items_optional = array_items_optional(element)
+            item = PgColumn(col.name, element, col.type_modifier, items_optional)
+            elem_schema = self.converters.schema_builder(item).build()
             return SchemaBuilder.array(elem_schema)
         return self.converters.schema_builder(required)
 
     def _mapped(
         self, table_id: str, own: PgType, typmod: int, name: str, convert: Callable[[str], Any]
-    ) -> tuple[dict[str, str], Callable[[str], Any]]:
+    ) -> tuple[dict[str, str], Callable[[str], Any], Callable[[Any], Any] | None]:
         """Debezium's column mappers (truncate, mask, hash, propagate.source.type): the field's extra schema
-        parameters and its value converter. Key fields are left as they are, as in Debezium."""
+        parameters, its value converter and the mapper alone (None: none), which nulls go through too. Key
+        fields are left as they are, as in Debezium."""
         mappers = self.options.mappers
         if not mappers:
-            return {}, convert
+            return {}, convert, None
         length, _scale = source_type.length_and_scale(self.types, own, typmod)
         mapping = mappers.mapping(table_id, name, own.name, source_type.base_name(self.types, own), length)
         if mapping is None:
-            return {}, convert
+            return {}, convert, None
         if mapping.propagate:
-            return source_type.parameters(self.types, own, typmod, name), convert
+            return source_type.parameters(self.types, own, typmod, name), convert, None
         mapper = mapping.mapper
         if mapper is None:
-            return mapping.parameters, convert
-        return mapping.parameters, lambda text: mapper(convert(text))
+            return mapping.parameters, convert, None
+        return mapping.parameters, lambda text: mapper(convert(text)), mapper
 
     def _default(self, table_id: str, name: str, own: PgType, expression: str | None, convert: Any) -> Any:
         """The column's default as the field's value (None: none), as Debezium's PostgresDefaultValueConverter."""

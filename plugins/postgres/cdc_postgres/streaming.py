@@ -394,7 +394,7 @@ class PostgresStreamingChangeEventSource:
     def _dispatch(self, msg: Any, pos: dict[str, Any], offset: dict[str, Any]) -> None:
         """A logical decoding message or a truncate (row events take `_event`'s inline path)."""
         if isinstance(msg, Message):
-            self.emitter.message(self.message_topic, msg.prefix, msg.content, pos, offset)
+            self.emitter.message(self.message_topic, msg.prefix, msg.content, msg.transactional, pos, offset)
             return
         for rel in msg.relation_ids:
             table = self.schema.by_relation.get(rel)

@@ -63,6 +63,25 @@ class ConverterSettings:
     include_unknown_datatypes: bool = False
 
 
+# Element types whose arrays Debezium's PostgresValueConverter.schemaBuilder lists one by one, each with an
+# optional item schema (INT4_ARRAY: array(OPTIONAL_INT32_SCHEMA), TEXT_ARRAY: array(OPTIONAL_STRING_SCHEMA), ...).
+# Any other array (of an enum, tsvector, isbn, or an unknown type under include.unknown.datatypes) takes its
+# generic branch, SchemaBuilder.array(<the element's own builder>), whose items are required.
+OPTIONAL_ITEM_ELEMENTS = frozenset(
+    {
+        "int2", "int4", "int8", "oid", "char", "varchar", "text", "bpchar", "inet", "cidr", "macaddr",
+        "macaddr8", "tsrange", "tstzrange", "daterange", "int4range", "numrange", "int8range", "numeric",
+        "float4", "float8", "bool", "date", "uuid", "jsonb", "json", "time", "timetz", "timestamp",
+        "timestamptz", "bytea", "geometry", "hstore", "geography", "citext", "ltree",
+    }
+)  # fmt: skip
+
+
+def array_items_optional(element: PgType) -> bool:
+    """Whether Debezium's schema for an array of `element` has optional items (see OPTIONAL_ITEM_ELEMENTS)."""
+    return element.kind in ("b", "r") and element.name in OPTIONAL_ITEM_ELEMENTS  # b base, r range
+
+
 class UnsupportedTypeError(Exception):
     """A column type Debezium does not capture by default (`include.unknown.datatypes`)."""
 
