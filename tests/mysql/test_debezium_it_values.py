@@ -3,7 +3,7 @@
 Each case names the IT it comes from, the run (debezium_scripts.KNOBS), the table, the row (in the
 order the script inserts it) and the column. Every value is checked in the snapshot (`r`) and in
 the binlog (`c` of the same row re-inserted while streaming), as the ITs check one or the other.
-The cases marked xfail are the remaining differences, listed in plugins/mysql/README.md.
+BinlogSourceTypeInSchemaIT's table is created while streaming, as in the IT (its values come from the DDL text).
 """
 
 from __future__ import annotations
@@ -12,14 +12,17 @@ import base64
 import datetime
 import decimal
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from cdc.api import Type
+from cdc.api import SourceRecord, Type
+from tests.debezium_material.mysql import statements
 from tests.mysql.debezium_scripts import CONNECT_UNCAPTURABLE, RunCache, database_of, run_connector
-from tests.mysql.harness import op
+from tests.mysql.harness import TaskRunner, connector_props, op
+from tests.rig import MariaDbServer
 
 D = decimal.Decimal
 UTC = datetime.UTC
@@ -223,9 +226,13 @@ SOURCE_TYPE_CASES = [
     ("propagate=datatype", "f1", {_TYPE: "FLOAT", _LENGTH: "10"}),
     ("propagate=datatype", "f2", {_TYPE: "FLOAT", _LENGTH: "8", _SCALE: "4"}),
 ]
-# information_schema says DECIMAL for NUMERIC and has no precision for FLOAT(10) (MariaDB keeps it as
-# FLOAT): Debezium reads both from the DDL text.
-_KNOWN_SOURCE_TYPE_DIFFERENCES = {("propagate=column", "c3a"), ("propagate=column", "f1"), ("propagate=datatype", "f1")}
+# BinlogSourceTypeInSchemaIT creates its table while streaming (snapshot.mode=no_data): the parameters are
+# the declared types of the CREATE TABLE text (NUMERIC, FLOAT(10)), not what the server made of them.
+SOURCE_TYPE_KNOBS = {
+    "propagate=column": {"column.propagate.source.type": ".*\\.c1,.*\\.c2,.*\\.c3.*,.*\\.f."},
+    "propagate=datatype": {"datatype.propagate.source.type": ".+\\.FLOAT,.+\\.VARCHAR"},
+}
+SOURCE_TYPE_CASES.append(("propagate=datatype", "c3a", {_TYPE: None}))  # the IT: no type parameter (NUMERIC)
 
 
 def _topic(script: str, table: str) -> str:
@@ -272,30 +279,50 @@ def test_decimal_default_keeps_its_scale(debezium_runs: RunCache) -> None:
     assert str(default) == "15.28000"
 
 
-@pytest.mark.parametrize(
-    "knob,column,expected",
-    [
-        pytest.param(
-            *c,
-            marks=[pytest.mark.xfail(strict=True, reason="type name/length from information_schema")]
-            if (c[0], c[1]) in _KNOWN_SOURCE_TYPE_DIFFERENCES
-            else [],
-        )
-        for c in SOURCE_TYPE_CASES
-    ],
-)
-def test_source_type_parameters(debezium_runs: RunCache, knob: str, column: str, expected: dict | None) -> None:
+@pytest.fixture(scope="module")
+def streamed_source_types(mariadb: MariaDbServer) -> Iterator[dict[str, SourceRecord]]:
+    """knob → the INSERT of source_type_as_schema_parameter_test, its table created while streaming."""
+    out: dict[str, SourceRecord] = {}
+    for knob, settings in SOURCE_TYPE_KNOBS.items():
+        with mariadb.fresh_database() as server:
+            props = connector_props(server, **{"snapshot.mode": "no_data", "include.schema.changes": "false"})
+            with TaskRunner({**props, **settings}) as runner:
+                runner.wait_streaming()
+                with server.connect() as conn, conn.cursor() as cur:
+                    for sql in statements("source_type_as_schema_parameter_test", str(server.database))[2:]:
+                        cur.execute(sql)  # the script but its DROP and CREATE DATABASE
+                out[knob] = runner.wait_data(1, "dbz_644_source_type_mapped_as_schema_parameter_test")[0]
+    yield out
+
+
+@pytest.mark.parametrize("knob,column,expected", SOURCE_TYPE_CASES)
+def test_source_type_parameters(
+    streamed_source_types: dict[str, SourceRecord], knob: str, column: str, expected: dict | None
+) -> None:
     """BinlogSourceTypeInSchemaIT: `contains` the entries (no parameters at all where expected is None)."""
-    run = debezium_runs[knob]
-    assert run.error is None, run.error
-    record = run.data(
-        _topic("source_type_as_schema_parameter_test", "dbz_644_source_type_mapped_as_schema_parameter_test")
-    )[0]
+    record = streamed_source_types[knob]
+    assert op(record) == "c"
     params = record.value_schema.field("before").schema.field(column).schema.parameters
     if expected is None:
         assert not params
     else:
         assert params is not None and {k: params.get(k) for k in expected} == expected, params
+
+
+def test_source_type_parameters_of_a_snapshot_are_the_servers(debezium_runs: RunCache) -> None:
+    """A snapshot has only SHOW CREATE TABLE's text (`decimal(5,2)`, `float`, `int(11)` on MariaDB), as
+    Debezium's snapshot parses it: the server's types, the same as information_schema's."""
+    run = debezium_runs["propagate=column"]
+    assert run.error is None, run.error
+    record = run.data(
+        _topic("source_type_as_schema_parameter_test", "dbz_644_source_type_mapped_as_schema_parameter_test")
+    )[0]
+    assert op(record) == "r"
+    fields = record.value_schema.field("before").schema
+    c3a = fields.field("c3a").schema.parameters
+    assert {k: c3a.get(k) for k in (_TYPE, _LENGTH, _SCALE)} == {_TYPE: "DECIMAL", _LENGTH: "5", _SCALE: "2"}
+    assert _LENGTH not in fields.field("f1").schema.parameters
+    assert fields.field("c1").schema.parameters.get(_LENGTH) == "11"
 
 
 def test_connect_mode_fails_on_a_time_key_it_cannot_hold(debezium_runs: RunCache) -> None:

@@ -19,7 +19,7 @@ from cdc_mysql.table import ColumnDef, ColumnMeta, TableDef, TableMeta
 # java.sql.Types codes Debezium puts in `jdbcType`, by information_schema DATA_TYPE.
 JDBC_TYPES = {
     "bool": 16, "boolean": 16, "bit": -7, "tinyint": 5, "smallint": 5, "mediumint": 4, "int": 4,
-    "integer": 4, "bigint": -5, "decimal": 3, "numeric": 2, "float": 6, "double": 8, "real": 8, "char": 1,
+    "integer": 4, "bigint": -5, "decimal": 3, "numeric": 2, "float": 6, "double": 8, "real": 7, "char": 1,
     "varchar": 12, "tinytext": 12, "text": 12, "mediumtext": 12, "longtext": 12, "binary": -2,
     "varbinary": -3, "tinyblob": 2004, "blob": 2004, "mediumblob": 2004, "longblob": 2004, "enum": 1,
     "set": 1, "json": 1111, "date": 91, "time": 92, "datetime": 93, "timestamp": 2014, "year": 4,

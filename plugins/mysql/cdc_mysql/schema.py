@@ -20,6 +20,7 @@ from cdc_debezium.envelope import Envelope
 from cdc_debezium.filters import ColumnMappers
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_mysql.column_hash import STRING_TYPES
+from cdc_mysql.declared_types import DeclaredTypes
 from cdc_mysql.defaults import raw_default
 from cdc_mysql.row_builder import RowBuilder, compile_row_builder
 from cdc_mysql.schema_options import SchemaOptions, with_parameters
@@ -204,15 +205,28 @@ class MySqlSchema:
         self._by_def: dict[TableDef, TableSchema] = {}
         self._last_built: dict[str, TableSchema] = {}  # by table id: the schemas a rebuild reuses when equal
         self.current: dict[str, TableDef] = {}
-        # information_schema facts per table id (defaults, comments), from the snapshot and each DDL
+        # information_schema facts per table id (defaults, comments), from the snapshot and each DDL,
+        # with the declared types of the DDL text seen laid over them
         self.meta: dict[str, TableMeta] = {}
+        self.declared = DeclaredTypes()
+
+    def observe_ddl(self, db: str | None, sql: str) -> None:
+        """A DDL statement the schema history records (a streamed DDL, the snapshot's SHOW CREATE TABLE):
+        the column types it declares (declared_types.py). Called before the tables it names are read
+        from information_schema (set_meta)."""
+        self.declared.observe(db, sql)
+
+    def recover(self, history: list[dict[str, Any]]) -> None:
+        """A restarted task: the declared types of the DDL in the schema history, as the task that wrote
+        it had them, so its tables get the schemas the live run gave them."""
+        self.declared.replay(history)
 
     def set_meta(self, table: TableDef, meta: TableMeta | None) -> None:
         """Records what information_schema says of `table` now; schemas built before are rebuilt on use."""
         if meta is None:
             self.meta.pop(table.id, None)
         else:
-            self.meta[table.id] = self.options.table_meta(meta)
+            self.meta[table.id] = self.options.table_meta(self.declared.table_meta(table.id, meta))
         for known in [d for d in self._by_def if d.id == table.id]:
             del self._by_def[known]
 
@@ -238,6 +252,9 @@ class MySqlSchema:
             column_meta = meta.columns.get(col.name) if meta is not None else None
             if column_meta is not None and column_meta.type != col.type and not _spatial(column_meta.type, col.type):
                 column_meta = None  # written for another type: the reader lags behind an ALTER
+            # The declared type (REAL, NUMERIC(5,2), FLOAT(10)) where DDL text declared it; a restarted
+            # task that has not read information_schema yet has only that.
+            column_meta = self.declared.column_meta(table.id, col, column_meta)
             custom = options.custom.column(column_id, col, column_meta)
             if custom is not None:  # a Debezium custom converter (TinyIntOneToBooleanConverter) takes the column
                 builder, convert = custom

@@ -12,8 +12,8 @@
   digit gets a `_` before it) or `avro_unicode` (invalid characters become `_uXXXX`), as Debezium's
   SchemaNameAdjuster field namers.
 
-Type names, lengths and scales are information_schema's (Debezium reads them from the DDL text):
-`NUMERIC(5,2)` is `DECIMAL` with length 5 and scale 2, and MariaDB's `INT` has its display width 11.
+Type names, lengths and scales are the ColumnMeta's: the declared type where the connector read the DDL
+text (declared_types.py: `NUMERIC(5,2)` is NUMERIC 5,2), else information_schema's (`DECIMAL`, `int(11)`).
 """
 
 from __future__ import annotations

@@ -275,6 +275,8 @@ class MySqlSnapshotChangeEventSource:
                 snapshot=SnapshotRecord.TRUE,
             )  # fmt: skip
             ddl = self._show_create(cur, table)
+            # The server's own text declares the server's types; followed from here (declared_types.py)
+            self.schema.observe_ddl(table.db, ddl)
             change = ("CREATE", f'"{table.db}"."{table.name}"', table, self.schema.meta.get(table.id))
             self.dispatcher.schema_change(table.db, ddl, source, offset.offset(), [change])
             self.schema.schema_for(table)

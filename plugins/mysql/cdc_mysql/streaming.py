@@ -623,6 +623,9 @@ class MySqlStreamingChangeEventSource:
         )  # fmt: skip
         if self.config.history_store_only_captured and not captured:
             return
+        # The declared column types (declared_types.py), before information_schema is read: of every
+        # statement the history records, so that a restart replaying the history declares the same.
+        self.schema.observe_ddl(db, sql)
         source = self.source_info.struct(
             ts_ms=ts_ms, db=db, table=source_table(stmt), server_id=ev.packet.server_id, file=file,
             pos=start, gtid=gtid, thread=ev.slave_proxy_id, query=sql if self.config.include_query else None,

@@ -262,14 +262,21 @@ class MySqlConnectorTask(SourceTask):
         elif plan == "recovery":
             assert stored is not None
             added = self._newly_captured()
-            self._warn_about_tables_never_read(added)  # before the history is rebuilt with every captured table
+            records = self._history_records()
+            if records is not None:  # before the history is rebuilt with every captured table
+                self._warn_about_tables_never_read(added, records)
             yield from snapshot.execute(with_data=False, at=stored, lineage=lineage)
             offset = stored
         else:
             assert stored is not None
             offset = stored
             added = self._newly_captured()
-            self._warn_about_tables_never_read(added)
+            records = self._history_records()  # read once: a Kafka history is read from its start
+            if records is not None:
+                self._warn_about_tables_never_read(added, records)
+                # The declared column types of the DDL in the history, as the run that wrote it had them
+                # (declared_types.py): only the history is read, not the server.
+                self.schema.recover(records)
         if snapshots:
             yield from self._delay(config.get(STREAMING_DELAY_MS), "streaming.delay.ms", "Streaming")
         offset.server_id = 0
@@ -346,7 +353,19 @@ class MySqlConnectorTask(SourceTask):
             return []
         return self.new_tables.newly_captured(self.stored_offset, captured_tables(self.connection.conn, self.config))
 
-    def _warn_about_tables_never_read(self, queued: list[str]) -> None:
+    def _history_records(self) -> list[dict[str, Any]] | None:
+        """The schema history's records at a restart; None (with a warning) if it cannot be read, which
+        does not stop the restart: decoding does not need it (history.py)."""
+        try:
+            return self.history.records()
+        except ConnectException as e:
+            log.warning(
+                "Could not read the schema history (%s): newly captured tables are not checked for, and the "
+                "tables created before this restart take the server's column types (declared_types.py)", e,
+            )  # fmt: skip
+            return None
+
+    def _warn_about_tables_never_read(self, queued: list[str], records: list[dict[str, Any]]) -> None:
         """Names each captured table the schema history has never seen: its existing rows were never read.
 
         A table added to table.include.list (or database.include.list) after the snapshot is streamed
@@ -354,11 +373,6 @@ class MySqlConnectorTask(SourceTask):
         The schema history holds every table the snapshot read and every table a streamed DDL
         created, so a table missing from it had rows before the connector looked at it.
         """
-        try:
-            records = self.history.records()
-        except ConnectException as e:
-            log.warning("Could not read the schema history to check for newly captured tables: %s", e)
-            return
         if not records:
             return  # no durable history (memory, or a Kafka topic this connector does not read back)
         known: set[str] = set()

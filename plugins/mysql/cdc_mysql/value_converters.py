@@ -29,6 +29,7 @@ from cdc_debezium.handling_modes import (
     DecimalHandlingMode,
     TimePrecisionMode,
 )
+from cdc_mysql.declared_types import JDBC_REAL
 from cdc_mysql.defaults import raw_default
 from cdc_mysql.table import ColumnDef, ColumnMeta, TableDef, TableMeta
 
@@ -181,6 +182,8 @@ class MySqlValueConverters:
         if t == "float":
             return self._float(meta)
         if t == "double":
+            if meta is not None and meta.jdbc_type == JDBC_REAL:  # declared REAL: Debezium's FLOAT32 (floatValue)
+                return SchemaBuilder.float32(), lambda v: None if v is None else _float32(v)
             return SchemaBuilder.float64(), lambda v: None if v is None else float(v)
         if t == "bit":
             return self._bit(col)
