@@ -14,6 +14,7 @@ never a later row without an earlier one.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 
@@ -129,3 +130,35 @@ def test_the_break_is_kept_in_the_offset_and_a_restart_snapshots_on_a_new_epoch(
     reads = [r for r in rows if r.value.get("op") == "r"]
     assert len(reads) == 11 and {r.value.get("source").get("sequence") for r in reads} == {'["1"]'}
     assert {r.value.get("after").get("v") for r in reads if r.value.get("after").get("id") == 1} == {"a3"}
+
+
+def test_the_server_losing_the_binlog_mid_stream_also_marks_the_offset(private_db, monkeypatch) -> None:
+    """MariaDB's dump thread may end the stream itself with error 1236 ("could not find next log")
+    when the binlog it sends is reset under it, before the periodic lineage check runs. That stop
+    must mark the offset as well: under CI load the test above once stopped this way and left an
+    unmarked offset, from which a restart would have resumed in the new history. The periodic check
+    is pushed out here, so that only the server's error or the re-used GTID can stop the stream."""
+    from cdc_mysql import streaming
+    from cdc_mysql.lineage_watch import LineageWatch
+
+    monkeypatch.setattr(streaming, "LineageWatch", functools.partial(LineageWatch, interval_s=3600.0))
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO t VALUES (1, 'a0')")
+    props = connector_props(private_db)
+    with TaskRunner(props) as run:
+        run.wait_data(1)
+        run.wait_streaming()
+        _admin(private_db, "FLUSH BINARY LOGS")  # the reader follows into mysql-bin.000002
+        execute(private_db, *(f"INSERT INTO t VALUES ({i}, 'pad')" for i in range(2, 6)))
+        run.wait_data(5)
+        _admin(private_db, "RESET MASTER")
+        execute(private_db, "UPDATE t SET v='a2' WHERE id=1")
+        _admin(private_db, "FLUSH BINARY LOGS")
+        execute(private_db, "UPDATE t SET v='a3' WHERE id=1")
+        error = _stream_until_break(run, timeout=15)
+        assert error is not None, "the task streamed on"
+    assert "\n" not in str(error) and "snapshot.mode=when_needed" in str(error), error
+    (stored,) = run.offsets.stored.values()
+    assert stored.get("lineage_break"), f"the stop ({error}) left no mark in the offset: {stored}"
+    with pytest.raises(ConnectException) as refused, TaskRunner(props, offsets=run.offsets) as again:
+        _stream_until_break(again, timeout=15)
+    assert "stopped streaming on a binlog lineage break" in str(refused.value)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -65,6 +65,7 @@ from cdc_mysql.table_map_reuse import TableMapReuse
 from cdc_mysql.value_converters import with_mariadb_binary_types
 
 log = logging.getLogger(__name__)
+_Stop = TypeVar("_Stop", bound=Exception)  # what ends the stream with its offset marked (_marked)
 
 # Event types python-mysql-replication cannot decode that carry row changes or DDL.
 COMPRESSED_EVENTS = {
@@ -160,12 +161,14 @@ class MySqlStreamingChangeEventSource:
         delay = self.config.reconnect_backoff_s
         attempts = 0
         while not self.stop.is_set():
+            streamed = False  # this connection sent events: a later 1236 means the history changed under it
             try:
                 if self.reconnects:
                     # The address may now lead to another server (a failover), whose positions
                     # mean nothing for this offset.
                     self.use_gtid_start = self._lineage_changed()
                 for _ in self._stream():
+                    streamed = True
                     if attempts:
                         # The stream sends events again: the reconnect worked. errors.max.retries counts
                         # consecutive failed attempts (Debezium's), not every loss in the task's life.
@@ -183,6 +186,11 @@ class MySqlStreamingChangeEventSource:
                 if isinstance(e, pymysql.err.OperationalError) and tls_refusal(self.config, error_text(e)):
                     raise self.connection.refused(e) from None  # a certificate check: waiting will not fix it
                 if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] not in CONNECTION_LOST:
+                    if streamed and e.args[0] == 1236:
+                        # Mid-stream, the server lost the binlog it was sending ("could not find next
+                        # log": a RESET MASTER or a restore; a binlog truncated by a crash): the events
+                        # read since the last lineage check may already be a new history's.
+                        raise self._marked(self._explain(e)) from e
                     raise self._explain(e) from e
                 attempts += 1
                 limit = self.config.reconnect_attempts
@@ -291,7 +299,7 @@ class MySqlStreamingChangeEventSource:
         except LineageBreak as e:
             raise self._marked(e) from None
 
-    def _marked(self, error: LineageBreak) -> LineageBreak:
+    def _marked(self, error: _Stop) -> _Stop:
         """Mark the break in the stored offset, then let it stop the task.
 
         The events read since the last check may already be the new history's (a RESET MASTER
