@@ -30,6 +30,14 @@ def _admin(server, *statements: str) -> None:
             cur.execute(statement)
 
 
+def _reset_then_a2_a3(server) -> None:
+    """The reproduction: RESET MASTER, `a2` in the new mysql-bin.000001, a rotation, then `a3`."""
+    _admin(server, "RESET MASTER")
+    execute(server, "UPDATE t SET v='a2' WHERE id=1")
+    _admin(server, "FLUSH BINARY LOGS")
+    execute(server, "UPDATE t SET v='a3' WHERE id=1")
+
+
 def _stream_until_break(run: TaskRunner, timeout: float) -> ConnectException | None:
     """The task's stop, if it stops: the lineage watch's error, or the server's own refusal to go on
     (MariaDB's dump thread may end with error 1236 when it looks for the next binlog file)."""
@@ -52,10 +60,7 @@ def test_reset_master_while_streaming_stops_the_task_before_a_later_change(priva
             private_db, *(f"INSERT INTO t VALUES ({i}, 'pad')" for i in range(2, 12)), "UPDATE t SET v='a1' WHERE id=1"
         )
         run.wait_data(12)
-        _admin(private_db, "RESET MASTER")
-        execute(private_db, "UPDATE t SET v='a2' WHERE id=1")
-        _admin(private_db, "FLUSH BINARY LOGS")
-        execute(private_db, "UPDATE t SET v='a3' WHERE id=1")
+        _reset_then_a2_a3(private_db)
         error = _stream_until_break(run, timeout=15)
     assert error is not None, f"the task streamed on: {[r.value.get('after') for r in run.data()[-3:]]}"
     message = str(error)
@@ -110,10 +115,7 @@ def test_the_break_is_kept_in_the_offset_and_a_restart_snapshots_on_a_new_epoch(
         run.wait_streaming()
         execute(private_db, *(f"INSERT INTO t VALUES ({i}, 'pad')" for i in range(2, 12)))
         run.wait_data(11)
-        _admin(private_db, "RESET MASTER")
-        execute(private_db, "UPDATE t SET v='a2' WHERE id=1")
-        _admin(private_db, "FLUSH BINARY LOGS")
-        execute(private_db, "UPDATE t SET v='a3' WHERE id=1")
+        _reset_then_a2_a3(private_db)
         error = _stream_until_break(run, timeout=15)
         assert error is not None, "the task streamed on"
     (stored,) = run.offsets.stored.values()
@@ -150,10 +152,7 @@ def test_the_server_losing_the_binlog_mid_stream_also_marks_the_offset(private_d
         _admin(private_db, "FLUSH BINARY LOGS")  # the reader follows into mysql-bin.000002
         execute(private_db, *(f"INSERT INTO t VALUES ({i}, 'pad')" for i in range(2, 6)))
         run.wait_data(5)
-        _admin(private_db, "RESET MASTER")
-        execute(private_db, "UPDATE t SET v='a2' WHERE id=1")
-        _admin(private_db, "FLUSH BINARY LOGS")
-        execute(private_db, "UPDATE t SET v='a3' WHERE id=1")
+        _reset_then_a2_a3(private_db)
         error = _stream_until_break(run, timeout=15)
         assert error is not None, "the task streamed on"
     assert "\n" not in str(error) and "snapshot.mode=when_needed" in str(error), error

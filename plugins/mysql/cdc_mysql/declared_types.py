@@ -30,6 +30,7 @@ restart, gives the same declarations whatever DDL ran on the server since. The r
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -126,11 +127,10 @@ def _unquote(ident: str) -> str:
     return ident[1:-1].replace("``", "`") if ident.startswith("`") else ident
 
 
-def _split_top_level(text: str) -> list[str]:
-    """`text` split at the commas outside parentheses, quotes and backticks."""
-    parts: list[str] = []
-    depth, quote, start = 0, "", 0
-    i = 0
+def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, parenthesis depth after it) of each character of `text` from `start` that
+    lies outside quotes and backticks (a backslash escapes inside '…' and "…")."""
+    depth, quote, i = 0, "", start
     while i < len(text):
         ch = text[i]
         if quote:
@@ -140,38 +140,29 @@ def _split_top_level(text: str) -> list[str]:
                 quote = ""
         elif ch in "'\"`":
             quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
+        else:
+            depth += (ch == "(") - (ch == ")")
+            yield i, ch, depth
+        i += 1
+
+
+def _split_top_level(text: str) -> list[str]:
+    """`text` split at the commas outside parentheses, quotes and backticks."""
+    parts: list[str] = []
+    start = 0
+    for i, ch, depth in _unquoted(text):
+        if ch == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
     parts.append(text[start:])
     return [p for p in parts if p.strip()]
 
 
 def _parenthesised(text: str, open_at: int) -> str:
     """The text inside the parentheses opening at `open_at` (to the end if they never close)."""
-    depth, quote = 0, ""
-    i = open_at
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\" and quote != "`":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1 : i]
-        i += 1
+    for i, ch, depth in _unquoted(text, open_at):
+        if ch == ")" and depth == 0:
+            return text[open_at + 1 : i]
     return text[open_at + 1 :]
 
 
