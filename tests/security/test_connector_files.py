@@ -33,7 +33,8 @@ def test_another_connectors_file_or_the_workers_own_are_refused(tmp_path: Path) 
     with secure_rest(tmp_path) as rest:
         mine = state / CONNECTORS_DIR / "a" / "history.jsonl"
         assert rest.http.post("/connectors", json=quoting("a", **{"history.file": str(mine)})).status_code == 201
-        wait_until(mine.exists, what="connector a wrote its history")
+        # The task opens the file before it writes its line: wait for the line, not the file.
+        wait_until(lambda: mine.exists() and mine.stat().st_size > 0, what="connector a wrote its history")
         size = mine.stat().st_size
         own_b = state / CONNECTORS_DIR / "b"
         for key, target in (
