@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -11,6 +14,8 @@ from tests.rig import kafka as kafka_rig
 from tests.rig import mariadb as mariadb_rig
 from tests.rig import postgres as postgres_rig
 from tests.support import examples as examples_support
+from tests.support import spark_cds
+from tests.tiers import pytest_configure as _tiers_configure
 
 # --- Property tests (tests/support/examples.py): `ci` runs the written counts, `dev` (the default)
 # --- a tenth; both print the blob that replays a failure (@reproduce_failure).
@@ -23,6 +28,35 @@ settings.load_profile(examples_support.profile())
 # --- seconds on small data, where C2's compiler threads cost more CPU than they save (a
 # --- `cdc run` test took 27% less wall time). Same semantics; a flag set outside is kept.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+# --- ... and map one class-data-sharing archive of Spark's classes instead of loading them from
+# --- the jars again (tests/support/spark_cds.py): made once, beside the first tests, when the
+# --- run can start Spark (not `-m unit`); the xdist workers inherit the setting. Set
+# --- CDC_TESTS_SPARK_CDS=off to run without it.
+def pytest_configure(config: pytest.Config) -> None:
+    _tiers_configure(config)
+    if config.getoption("markexpr", "") == "unit" or config.getoption("collectonly", False):
+        return
+    if os.environ.get("CDC_TESTS_SPARK_CDS", "").lower() == "off":
+        return
+    cache = config.cache.mkdir("spark-cds") if config.cache is not None else Path(tempfile.gettempdir()) / "cdc-cds"
+    config.stash[_SPARK_CDS] = spark_cds.ArchiveBuild(cache)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SPARK_CDS in config.stash:
+        config.stash[_SPARK_CDS].stop()
+
+
+_SPARK_CDS = pytest.StashKey[spark_cds.ArchiveBuild]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    build = config.stash.get(_SPARK_CDS, None)
+    if build is not None and build.report and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(build.report)
+
 
 # --- Real servers (tests/rig): one private instance per session, skipped when
 # --- unavailable, an error instead under CI=true.
@@ -90,7 +124,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # --- process and no server, and each tier's time at the end of the run.
 from tests.tiers import (  # noqa: E402, F401 (hooks)
     pytest_collection_modifyitems,
-    pytest_configure,
     pytest_runtest_call,
     pytest_runtest_makereport,
     pytest_runtest_setup,
