@@ -1,7 +1,7 @@
 """One class-data-sharing archive of Spark's JVM classes for a test run (issue 30).
 
 Every Spark JVM the suite starts (the workers' sessions, and each `cdc run` a test spawns,
-which inherits the environment) loads and verifies the same ~15k classes from the same jars
+which inherits the environment) loads and verifies the same ~12k classes from the same jars
 before it does any work: about a third of a small job's wall time on this machine. Java's
 dynamic CDS (`-XX:ArchiveClassesAtExit`, JDK 13+) records the classes one JVM loaded; later
 JVMs map that archive instead of parsing the jars again. A minimal Spark session plus two jobs
