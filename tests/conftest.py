@@ -14,7 +14,7 @@ from tests.rig import kafka as kafka_rig
 from tests.rig import mariadb as mariadb_rig
 from tests.rig import postgres as postgres_rig
 from tests.support import examples as examples_support
-from tests.support import spark_cds
+from tests.support import spark_cds, spark_gateway
 from tests.tiers import pytest_configure as _tiers_configure
 
 # --- Property tests (tests/support/examples.py): `ci` runs the written counts, `dev` (the default)
@@ -38,6 +38,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _tiers_configure(config)
     if config.getoption("markexpr", "") == "unit" or config.getoption("collectonly", False):
         return
+    # --- One warm Spark JVM per pytest process for the `cdc run`s a test waits for
+    # --- (tests/support/spark_gateway.py), started on first use; CDC_TESTS_SPARK_GATEWAY=off
+    # --- gives every run a JVM of its own.
+    worker = getattr(config, "workerinput", {}).get("workerid", "main")
+    logs = config.cache.mkdir("spark-gateway") if config.cache is not None else Path(tempfile.gettempdir())
+    spark_gateway.install(logs / f"{worker}.log")
     if os.environ.get("CDC_TESTS_SPARK_CDS", "").lower() == "off":
         return
     cache = config.cache.mkdir("spark-cds") if config.cache is not None else Path(tempfile.gettempdir()) / "cdc-cds"
@@ -45,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    spark_gateway.uninstall()
     if _SPARK_CDS in config.stash:
         config.stash[_SPARK_CDS].stop()
 

@@ -43,7 +43,7 @@ def test_run_output_has_readable_positions_and_no_spark_chatter(tmp_path: Path, 
         cur.execute("INSERT INTO items VALUES " + ", ".join(f"({i}, 'item{i}')" for i in range(1, 301)))
     tables = {f"{mariadb_db.database}.items": "keys: [id], target: items"}
     job = mysql_delta_job(tmp_path, "shop", connector_props(mariadb_db), tables)
-    res = run_cdc("run", str(job), "--until-caught-up", timeout=400)
+    res = run_cdc("run", str(job), "--until-caught-up", timeout=400, own_jvm=True)  # asserts on the JVM's output
     assert res.returncode == 0, res.stderr[-3000:]
     err = res.stderr
     assert re.search(r"\[shop\] source position at start: mysql-bin\.\d{6}:\d+ on ", err), err

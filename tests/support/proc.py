@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from tests.support import spark_gateway
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -17,15 +19,25 @@ def cdc_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "cdc.cli.main", *args]
 
 
-def run_cdc(*args: str, env: Mapping[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        cdc_argv(*args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=REPO,
-    )
+def run_cdc(
+    *args: str, env: Mapping[str, str] | None = None, timeout: float = 60, own_jvm: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`cdc <args>` to its end. A `cdc run` attaches to the pytest process's warm Spark JVM when
+    it may (tests/support/spark_gateway.py); `own_jvm=True` for a test of the JVM's own output."""
+    jvm = spark_gateway.shared() if not own_jvm and env is None and spark_gateway.eligible(args) else None
+    attach = jvm.acquire() if jvm is not None else None
+    try:
+        return subprocess.run(
+            cdc_argv(*args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {}), **(attach or {})},
+            cwd=REPO,
+        )
+    finally:
+        if attach is not None and jvm is not None:
+            jvm.release()
 
 
 class CdcProcess:
