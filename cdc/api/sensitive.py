@@ -20,7 +20,9 @@ and Confluent's (`basic.auth.user.info`, `bearer.auth.token`, `*.secret*`, `*cre
   `sasl.oauthbearer.token.endpoint.url` is not a secret);
 - private key material: `ssl.key`, `ssl.keystore.key`, `ssl.key.pem`, `database.sslkey`,
   `*private.key*`, `*.api.key`, `*.access.key`, `*.account.key`, …;
-- `*basic.auth.user.info` (`user:password`).
+- `*basic.auth.user.info` (`user:password`);
+- an HTTP `Authorization` header's value (`header.Authorization`, as pyiceberg's REST catalog
+  takes it) and a connection string (`adls.connection-string`: Azure's carry the account key).
 
 Such values show as `[hidden]` in REST bodies and validate results (`mask_config`), and,
 through `secret_values` and cdc.runtime.traces.redact, in error messages, status traces, the
@@ -65,7 +67,9 @@ _SECRET_NAME = re.compile(
     r"|sslkey$"
     r"|keystore\.key$"
     r"|\.key\.pem$"
-    r"|private[._-]?key",
+    r"|private[._-]?key"
+    r"|(^|[._-])authorization$"
+    r"|connection[._-]?string$",
     re.IGNORECASE,
 )
 # Words that make any key secret, wherever they are in it ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cdc.api import libpq_tls
@@ -36,11 +36,7 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
     if "schema" in s:
         conf["schema"] = s["schema"]
     if s["type"] == "iceberg":
-        path = s.get("path", "lake")
-        conf["catalog"] = {
-            "uri": s.get("catalog") or f"sqlite:///{os.path.abspath(path)}/catalog.db",
-            "warehouse": f"file://{os.path.abspath(path)}",
-        }
+        conf["catalog"] = iceberg_catalog(s)
         conf["namespace"] = s.get("schema", "cdc")
     if "errors.tolerance" in s:
         conf["errors.tolerance"] = s["errors.tolerance"]
@@ -74,6 +70,26 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
         conf[key] = str(s.get(key, _DEFAULTS[key]))
         conf[sink_key] = _per_table(job, key, route, prefix)
     return conf
+
+
+def iceberg_catalog(sink: Mapping[str, Any]) -> dict[str, Any]:
+    """`sink.catalog` as the sink's `catalog` mapping (pyiceberg's catalog properties).
+
+    A string is a SQL catalog's database URL, as before `catalog` took a mapping; a mapping is
+    passed on as written (`type: rest`, `uri`, `credential`…). A SQL catalog, the default, keeps
+    its database in `<path>/catalog.db` and its tables under `path` unless `uri` and `warehouse`
+    say otherwise; other catalogs get nothing from `path` (a REST catalog's `warehouse` is a
+    name the server knows, not a directory)."""
+    from cdc_spark.apply.iceberg_catalog import IMPL, TYPE, URI, WAREHOUSE, implied_type
+
+    root = os.path.abspath(str(sink.get("path", "lake")))
+    given = sink.get("catalog")
+    catalog: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {URI: given} if given else {}
+    if not catalog.get(URI) and not catalog.get(IMPL) and str(catalog.get(TYPE) or "sql").lower() == "sql":
+        catalog[URI] = f"sqlite:///{root}/catalog.db"
+    if implied_type(catalog) == "sql" and not catalog.get(WAREHOUSE):
+        catalog[WAREHOUSE] = f"file://{root}"
+    return catalog
 
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
@@ -168,6 +184,7 @@ _JOB_SPELLING = (
     (re.compile(r"\btarget=(\w+)"), r"type \1"),
 )
 _PARTITIONED = re.compile(r"^partition\.by \([^)]*\): ")
+_CATALOG = re.compile(r"^(type iceberg(: | needs ))?catalog\b")
 
 
 def sink_problem(error: Exception, sink: dict[str, Any]) -> tuple[tuple[str, ...], str]:
@@ -182,6 +199,8 @@ def sink_problem(error: Exception, sink: dict[str, Any]) -> tuple[tuple[str, ...
         tables = [name for name, opts in (sink.get("tables") or {}).items() if (opts or {}).get("partition.by")]
         if tables:
             return ("sink", "tables", tables[0], "partition.by"), _PARTITIONED.sub("", message)
+    if _CATALOG.match(message):  # the sink's catalog.<key> is the job's sink.catalog.<key>
+        return ("sink", "catalog") if "catalog" in sink else ("sink",), message
     key = re.match(r"^([a-z][a-z.]*)[=:]", message)
     if key and key.group(1) in sink:
         return ("sink", key.group(1)), message

@@ -51,6 +51,8 @@ _ENDINGS = (  # Kafka's PASSWORD keys, Debezium's PASSWORD_PATTERN, Confluent's,
     "ssl.key.pem",
     "api.key",
     "private.key",
+    "header.Authorization",
+    "adls.connection-string",
 )
 _WORDS = ("secret", "client.secret", "token", "auth.token", "credentials", "gcs.credentials")
 _EXEMPT_TAILS = {"class", "url", "uri", "endpoint", "file", "filename", "path", "location", "dir", "type"}

@@ -66,11 +66,15 @@ def postgres_rows(dsn: str, table: str, schema: str = "public") -> list[dict[str
         return list(conn.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall())
 
 
-def iceberg_rows(catalog: Mapping[str, str], namespace: str, table: str) -> list[dict[str, Any]]:
-    from pyiceberg.catalog.sql import SqlCatalog
+def iceberg_rows(catalog: Mapping[str, Any], namespace: str, table: str) -> list[dict[str, Any]]:
+    """The table's rows read with pyiceberg's own `load_catalog` (not the sink's code): a SQL catalog
+    named `cdc` for a `uri` of SQLite, as the sink names it, or whatever `type` says."""
+    from pyiceberg.catalog import load_catalog
     from pyiceberg.exceptions import NoSuchTableError
 
+    props = {k: v for k, v in catalog.items() if k != "name"}
     try:
-        return SqlCatalog("cdc", **dict(catalog)).load_table((namespace, table)).scan().to_arrow().to_pylist()
+        loaded = load_catalog(str(catalog.get("name", "cdc")), **props).load_table((namespace, table))
+        return loaded.scan().to_arrow().to_pylist()
     except NoSuchTableError:
         return []

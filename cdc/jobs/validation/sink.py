@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc.api.errors import ConfigException
-from cdc.jobs.sink_config import TableNamer, literal_include_list, sink_config, sink_problem
+from cdc.jobs.sink_config import TableNamer, iceberg_catalog, literal_include_list, sink_config, sink_problem
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import job_topic_router, topic_prefix
 from cdc.jobs.validation.problems import Collector, did_you_mean
@@ -66,6 +66,8 @@ def check_sink_writable(job: dict[str, Any], out: Collector) -> None:
     tables that exist. The Kafka Connect JDBC sink finds these only at its first write."""
     sink = job.get("sink") or {}
     kind = sink.get("type")
+    if kind == "iceberg" and not _iceberg_under_path(sink):
+        return  # a REST, Glue, Hive… catalog: the catalog says where its tables go, path is not used
     if kind in ("delta", "parquet", "iceberg"):
         path = str(sink.get("path") or ("lake" if kind == "iceberg" else ""))
         if path and (problem := lake_problem(path)):
@@ -73,6 +75,15 @@ def check_sink_writable(job: dict[str, Any], out: Collector) -> None:
     elif kind == "postgres" and sink.get("dsn"):
         for where, message in warehouse_problems(job):
             out.add(where, message)
+
+
+def _iceberg_under_path(sink: dict[str, Any]) -> bool:
+    """The Iceberg sink's catalog keeps its tables under `path` (the default SQL catalog does)."""
+    try:
+        catalog = iceberg_catalog(sink)
+    except ImportError:  # no Spark plugin here: `cdc run` reports that itself
+        return True
+    return str(catalog.get("warehouse", "")).startswith("file://" + os.path.abspath(str(sink.get("path", "lake"))))
 
 
 def lake_problem(path: str) -> str | None:

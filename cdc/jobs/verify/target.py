@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -106,13 +106,14 @@ class IcebergReader:
     name_for = staticmethod(table_name)
     kind = "iceberg"
 
-    def __init__(self, catalog: dict[str, str], namespace: str) -> None:
-        from pyiceberg.catalog.sql import SqlCatalog
+    def __init__(self, catalog: Mapping[str, Any], namespace: str) -> None:
+        """`catalog`: the sink's catalog mapping, opened as the sink opens it (any pyiceberg catalog)."""
+        from cdc_spark.apply.iceberg_catalog import open_catalog, parse_catalog
 
-        uri = catalog.get("uri", "")
-        missing = uri.startswith("sqlite:///") and not os.path.exists(uri.removeprefix("sqlite:///"))
-        # No catalog file yet means no tables yet (opening it would create one).
-        self.catalog = None if missing else SqlCatalog("cdc", **catalog)
+        spec = parse_catalog(catalog)
+        # No SQLite catalog file yet means no tables yet (opening it would create one).
+        missing = spec.sqlite_file is not None and not os.path.exists(spec.sqlite_file)
+        self.catalog = None if missing else open_catalog(spec)
         self.namespace = namespace
 
     def describe(self, table: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException
 from cdc_spark.apply.errors import SinkConfigError
+from cdc_spark.apply.iceberg_catalog import catalog_properties, parse_catalog
 from cdc_spark.decode import unavailable
 
 log = logging.getLogger(__name__)
@@ -61,16 +62,22 @@ _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _PG_MAX_IDENTIFIER = 63  # bytes; PostgreSQL cuts longer names, which then match nothing they were compared with
 _DLQ_KEYS = ("errors.deadletterqueue.path", "errors.deadletterqueue.topic.name")
+_CATALOG_EXAMPLE = (
+    "{'type': 'rest', 'uri': 'https://catalog.example.com/api/catalog'} or "
+    "{'uri': 'sqlite:////lake/catalog.db', 'warehouse': 'file:///lake'} (a SQL catalog)"
+)
 
 
 @dataclass(frozen=True)
 class SinkConfig:
     target: str
     path: str | None = None  # delta/parquet: the root directory; one sub-directory per table
-    dsn: str | None = None  # postgres: a libpq connection string
-    tls: Mapping[str, str] = field(default_factory=dict)  # postgres: sslmode, sslrootcert, sslcert, sslkey, ...
+    dsn: str | None = field(default=None, repr=False)  # postgres: a libpq connection string (may hold a password)
+    # postgres: sslmode, sslrootcert, sslcert, sslkey, sslpassword...; not in repr (sslpassword is a secret)
+    tls: Mapping[str, str] = field(default_factory=dict, repr=False)
     schema: str = "public"  # postgres schema / iceberg namespace
-    catalog: Mapping[str, str] = field(default_factory=dict)  # iceberg: SqlCatalog properties
+    # iceberg: pyiceberg's catalog properties (apply/iceberg_catalog.py); not in repr, it may hold secrets
+    catalog: Mapping[str, Any] = field(default_factory=dict, repr=False)
     table_name_format: str = "${topic}"
     delete_mode: str = "hard"  # hard: rows go, tombstones kept for the retention; soft: __deleted=true rows
     delete_retention_ms: int = 7 * DAY_MS
@@ -110,7 +117,9 @@ class SinkConfig:
         if target == "postgres" and not c.get("dsn"):
             raise SinkConfigError("target=postgres needs dsn, e.g. postgresql://user:pass@host:5432/db")
         if target == "iceberg" and not c.get("catalog"):
-            raise SinkConfigError("target=iceberg needs catalog (SqlCatalog properties: uri, warehouse)")
+            raise SinkConfigError(
+                f"target=iceberg needs catalog: pyiceberg's catalog properties, e.g. {_CATALOG_EXAMPLE}"
+            )
         delete_mode = str(c.get("delete.mode", "hard")).strip().lower()
         if delete_mode not in ("hard", "soft"):
             raise SinkConfigError(f"delete.mode={delete_mode!r}: use hard or soft")
@@ -156,14 +165,14 @@ class SinkConfig:
         tls = _tls(c, target)
         if target in ("postgres", "iceberg"):
             _check_schema(target, schema)
-        catalog = _mapping(
-            c, "catalog", "{'uri': 'sqlite:////lake/catalog.db', 'warehouse': 'file:///lake'} (SqlCatalog)"
-        )
-        if target == "iceberg" and not catalog.get("uri"):
+        if not isinstance(c.get("catalog") or {}, Mapping):  # not quoted: a database URL may hold a password
             raise SinkConfigError(
-                "target=iceberg: catalog needs uri (the SqlCatalog database, e.g. sqlite:////lake/catalog.db) "
-                "and warehouse (e.g. file:///lake)"
+                f"catalog must be a mapping of pyiceberg's catalog properties, e.g. {_CATALOG_EXAMPLE}; a SQL "
+                "catalog's database URL goes in its uri"
             )
+        catalog = catalog_properties(c.get("catalog") or {})
+        if target == "iceberg":
+            parse_catalog(catalog)  # the type, its uri and its modules, before the query starts
         app_id = str(c.get("app.id", "cdc-spark-sink")).strip()
         if not app_id:
             raise SinkConfigError(
@@ -176,7 +185,7 @@ class SinkConfig:
             dsn=c.get("dsn"),
             tls=tls,
             schema=schema,
-            catalog={str(k): str(v) for k, v in catalog.items()},
+            catalog=catalog,
             table_name_format=name_format,
             delete_mode=delete_mode,
             delete_retention_ms=_int(c, "delete.retention.ms", 7 * DAY_MS, 0, "0 or more (milliseconds)"),

@@ -102,6 +102,17 @@ class SinkConfigError(ValueError):
     """A sink setting is missing or wrong."""
 
 
+class CatalogOpenError(RuntimeError):
+    """The Iceberg catalog does not answer or refuses (an unreachable REST server, a wrong credential,
+    a database the SQL catalog cannot open): the catalog (without secrets) and the cause on one line."""
+
+    def __init__(self, catalog: str, cause: str) -> None:
+        super().__init__(
+            f"cannot open the Iceberg {catalog}: {cause}. Fix: check catalog.uri, that the catalog is reachable "
+            f"from here and its credentials (credential, token, …), {RUN_AGAIN}."
+        )
+
+
 class PoisonEventError(RuntimeError):
     """An event cannot be applied and `errors.tolerance=none` stops the stream."""
 

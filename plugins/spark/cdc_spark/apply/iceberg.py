@@ -1,6 +1,7 @@
-"""Iceberg through pyiceberg and a SQL catalog: per table one transaction that deletes the
-batch's winning keys and appends their new rows, after dropping the winners that the
-stored sequence already outranks.
+"""Iceberg through pyiceberg and any catalog it opens (REST, SQL, Glue, Hive…; the `catalog`
+mapping, apply/iceberg_catalog.py): per table one transaction that deletes the batch's winning
+keys and appends their new rows, after dropping the winners that the stored sequence already
+outranks.
 
 pyiceberg's upsert has no condition, so the guard is computed here: the stored
 (key, __seq) of the batch's keys are read and compared with the batch. delete.mode=hard keeps each delete's
@@ -18,7 +19,6 @@ from functools import reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
 from pyiceberg.expressions import (
     And,
@@ -35,6 +35,7 @@ from pyiceberg.table import Table
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.iceberg_catalog import open_catalog
 from cdc_spark.apply.unchanged import fill_from_stored, needing, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
 
@@ -101,10 +102,13 @@ def _newer_than_stored(source: pa.Table, stored: pa.Table, keys: list[str]) -> p
 class IcebergTarget:
     def __init__(self, config: SinkConfig) -> None:
         self.config = config
-        self.catalog = SqlCatalog("cdc", **dict(config.catalog))
+        self.catalog = open_catalog(config.catalog)
         self.namespace = config.schema
-        with contextlib.suppress(NamespaceAlreadyExistsError):
-            self.catalog.create_namespace(self.namespace)
+        # Created only when missing: a REST catalog may let the sink write tables in a namespace
+        # an administrator made, yet refuse it the right to create namespaces.
+        if not self.catalog.namespace_exists(self.namespace):
+            with contextlib.suppress(NamespaceAlreadyExistsError):  # made meanwhile by another writer
+                self.catalog.create_namespace(self.namespace)
 
     def _load(self, table: str) -> Table | None:
         try:
