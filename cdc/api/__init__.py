@@ -42,6 +42,7 @@ from cdc.api.errors import (
 from cdc.api.header import Header, Headers
 from cdc.api.metrics import TaskMetrics
 from cdc.api.records import ConnectRecord, SinkRecord, SourceRecord
+from cdc.api.retention import PositionRetention
 from cdc.api.sink import SinkConnector, SinkTask, SinkTaskContext, TopicPartition
 from cdc.api.source import (
     ExactlyOnceSupport,
@@ -79,6 +80,7 @@ __all__ = [
     "NonEmptyString",
     "OffsetStorageReader",
     "Password",
+    "PositionRetention",
     "Predicate",
     "Range",
     "RecordMetadata",

@@ -43,6 +43,9 @@ LAST_EVENT_PROCESSED_TS = "LastEventProcessedTs"  # when the last event was hand
 # What the source has not read yet: the database's log position minus the reader's (binlog bytes,
 # WAL bytes), sampled by the connector every few seconds; ours.
 BYTES_BEHIND_SOURCE = "BytesBehindSource"
+# How long the database keeps the position the stored offset needs: a PositionRetention's
+# `to_json()` (cdc.api.retention), sampled by the connector; ours.
+POSITION_RETENTION = "PositionRetention"
 
 
 class TaskMetrics:

@@ -17,6 +17,7 @@ from cdc.api.connector import Connector, Task
 from cdc.api.history import HistoryLog
 from cdc.api.metrics import TaskMetrics
 from cdc.api.records import SourceRecord
+from cdc.api.retention import PositionRetention
 from cdc.api.storage import OffsetStorageReader
 
 
@@ -196,6 +197,19 @@ class SourceConnector(Connector):
         Called on a fresh instance, outside any running task, by inspection commands (`cdc status`):
         the lag of what reached the log says nothing of the changes the job never read, and this
         does. It must not change anything on the server (no slot, no lock) and should answer within
+        a few seconds; a refused connection may raise, and the caller reports it.
+        """
+        return None
+
+    def position_retention(
+        self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None
+    ) -> PositionRetention | None:
+        """How long the database keeps the log position `offset` (the offset this connector stored
+        last; None when none is stored) needs, asked of the database now; None when it cannot say.
+
+        Called as `source_backlog` is (a fresh instance, outside any running task) by `cdc status`
+        and `cdc validate`: a stopped job loses its position once the server purges the binlog or
+        invalidates the slot, and this says how long that takes at the earliest. Read-only, within
         a few seconds; a refused connection may raise, and the caller reports it.
         """
         return None

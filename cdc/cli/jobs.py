@@ -51,6 +51,10 @@ def validate(job_file: str, offline: bool) -> None:
       table).
       Every sink.tables entry is a table the source captures; a PostgreSQL warehouse answers;
       transport=kafka: a broker answers at bootstrap.servers within 10 s.
+      A job that ran: how long the database keeps the position its stored offset needs (the
+      binlog file until binlog_expire_logs_seconds purges it, the slot until
+      max_slot_wal_keep_size invalidates it): a warning under warn.position.loss.seconds
+      (default 3600, 0: none), an error once lost (a warning if snapshot.mode=when_needed).
     Secrets (passwords, keys) are never printed.
     """
     from cdc.jobs.load import read_job_text, validate_job_text
@@ -139,6 +143,8 @@ def status(job_file: str, as_json: bool) -> None:
     Reads only what the job persists (lock, status and offset topics, the log, the Spark
     checkpoint), so it works while `cdc run` runs in another process, and after it stopped.
     Lag is the age of the oldest change the sink has not applied yet; 0 means caught up.
+    The database is asked, read-only, how much of its log lies past the stored offset and how
+    long it keeps the position that offset needs (`position kept: ~3 h 12 min until …`).
     """
     import json
 

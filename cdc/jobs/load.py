@@ -21,6 +21,7 @@ from cdc.jobs.validation.environment import (
     check_state_dir,
 )
 from cdc.jobs.validation.keys import check_table_keys
+from cdc.jobs.validation.position_loss import check_position_loss
 from cdc.jobs.validation.problems import Collector, JobError, JobProblem
 from cdc.jobs.validation.providers import resolve_references
 from cdc.jobs.validation.registry import check_registry, check_registry_reachable
@@ -91,6 +92,8 @@ def validate_job_text(
             if not out.problems:
                 check_table_keys(data, out)  # a keyless table, keys naming no column
         check_kafka_reachable(data, out)
+        if not out.problems and not inspect_only:  # the stored offset's position, while the server keeps it
+            check_position_loss(data, out)
         check_registry_reachable(data, out)
         if not inspect_only:
             check_sink_writable(data, out)  # the lake directory or the warehouse user's grants

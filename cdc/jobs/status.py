@@ -8,6 +8,8 @@ stopped, or after it was killed:
 - the status topic: the source task's state and its latest metrics (snapshot progress per
   table, events seen, how far behind the database it is);
 - the offset topic: the source position stored last;
+- the source database, asked read-only through the connector: how much of its log lies past the
+  stored offset, and how long it keeps the position that offset needs (cdc.api.retention);
 - the log: events per table topic;
 - the Spark checkpoint: the log offsets of the last batch the sink committed. Spark writes a
   commit only after the batch is in the target, so "applied" means durable there.
@@ -25,15 +27,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdc.api.retention import PositionRetention
 from cdc.jobs import incremental_status
 from cdc.jobs.run import checkpoint_dir
+from cdc.jobs.source_probe import ask_source, read_stored_offset
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import data_topic_pattern, topic_prefix
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, LogRecord, TopicLog, TopicPartition
 from cdc.runtime.state_lock import job_role, lock_holder
-from cdc.runtime.transport import open_log, open_offset_store, open_status_store
+from cdc.runtime.transport import open_log, open_status_store
 from cdc.runtime.worker_config import WorkerConfig
-from cdc.storage.offsets import describe_offsets
 
 
 @dataclass
@@ -67,6 +70,10 @@ class JobStatus:
     # {"unread_bytes", "position", "note"}; or why it could not be read.
     source_backlog: dict[str, Any] | None = None
     source_backlog_error: str | None = None
+    # How long the database keeps the position the stored offset needs (SourceConnector.position_retention,
+    # a PositionRetention's to_json()), read at collect time; or why it could not be read.
+    position_retention: dict[str, Any] | None = None
+    position_retention_error: str | None = None
 
     @property
     def source_unread(self) -> bool:
@@ -176,40 +183,33 @@ def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
         _collect_stores(job, config, log_, status, now_ms)
         _collect_tables(job, log_, status, now_ms)
     _collect_backlog(job, status)
+    _collect_retention(job, status)
     return status
 
 
 def _collect_backlog(job: JobSpec, status: JobStatus) -> None:
     """Ask the source connector how much of the database's log lies past the stored offset: the log's
     lag alone called a job "caught up" while the database held changes it never read."""
-    from cdc.runtime.plugins import CONNECTOR_KINDS, PluginRegistry
-    from cdc.runtime.traces import redact
-    from cdc.runtime.validation import ConnectorValidator
-
-    config = job.connector_config()
-    registry = PluginRegistry.discover()
-    try:
-        cls = registry.resolve(config["connector.class"], CONNECTOR_KINDS, "source.connector.class").cls
-        backlog = cls().source_backlog(config, status.source_offset)
-    except Exception as e:  # an unreachable or refusing database: said, not raised
-        secrets = ConnectorValidator(registry).secret_values(config)
-        status.source_backlog_error = " ".join(redact(str(e) or type(e).__name__, secrets).split())
-        return
+    offset = status.source_offset
+    backlog, status.source_backlog_error = ask_source(job, lambda c, config: c.source_backlog(config, offset))
     if backlog is not None:
         status.source_backlog = asdict(backlog)
 
 
+def _collect_retention(job: JobSpec, status: JobStatus) -> None:
+    """Ask the source connector how long the database keeps the position the stored offset needs: a
+    stopped job loses it once the binlog is purged or the slot invalidated."""
+    if status.source_backlog_error:  # the database did not answer: one error line is enough
+        return
+    offset = status.source_offset
+    retention, status.position_retention_error = ask_source(job, lambda c, config: c.position_retention(config, offset))
+    if isinstance(retention, PositionRetention):
+        status.position_retention = retention.to_json()
+
+
 def _collect_stores(job: JobSpec, config: WorkerConfig, log_: TopicLog, status: JobStatus, now_ms: int) -> None:
     topics = log_.list_topics()
-    if config.get("offset.storage.topic") in topics or config.transport == "embedded":
-        store = open_offset_store(config, log_)
-        store.start()
-        try:
-            for row in describe_offsets(store):
-                if row["connector"] == job.name:
-                    status.source_offset = row["offset"]
-        finally:
-            store.stop()
+    status.source_offset = read_stored_offset(job.name, config, log_)
     if config.get("status.storage.topic") in topics or config.transport == "embedded":
         statuses = open_status_store(config, log_)
         statuses.start()
@@ -322,6 +322,8 @@ def render(status: JobStatus) -> list[str]:
     offset = status.source_offset
     lines.append(f"source offset: {json.dumps(offset) if offset else 'none stored yet'}")
     lines.append(_backlog_line(status))
+    if (line := _retention_line(status)) is not None:
+        lines.append(line)
     batch = status.checkpoint_batch
     lines.append(f"sink: {'no batch committed yet' if batch is None else f'last committed batch {batch}'}")
     header = ("table", "snapshot", "log events", "applied", "pending", "applied up to", "lag")
@@ -361,6 +363,16 @@ def _backlog_line(status: JobStatus) -> str:
     return (
         f"database: not caught up: {unread} bytes of its log past the stored offset are not read yet (at {at}{extra})"
     )
+
+
+def _retention_line(status: JobStatus) -> str | None:
+    """`position kept: ~3 h 12 min until binlog mysql-bin.000004 is purged (…)`; None when the connector
+    cannot say (not a database source)."""
+    if status.position_retention_error:
+        return f"position: cannot read how long the database keeps it ({status.position_retention_error})"
+    if status.position_retention is None:
+        return None
+    return PositionRetention.from_json(status.position_retention).describe()
 
 
 def _lag_cell(t: TableStatus, status: JobStatus) -> str:

@@ -68,6 +68,13 @@ def test_streaming_metrics_move_with_the_wal(postgres_db, tmp_path: Path) -> Non
         assert value(s, "debezium_metrics_MilliSecondsBehindSource", **stream) >= 0
         assert value(s, "cdc_source_bytes_behind", **stream) >= 0
         assert value(s, "cdc_source_retained_wal_bytes", **stream) >= 0
+        # From the task's second WAL reading on (4 s apart): +Inf under max_slot_wal_keep_size=-1, the default.
+        _, s = scrape_until(
+            http,
+            lambda s: value(s, "cdc_source_seconds_until_position_lost", **dbz) is not None,
+            "the slot's retention",
+        )
+        assert value(s, "cdc_source_seconds_until_position_lost", **dbz) > 0
         assert value(s, "kafka_connect_connector_task_status", connector="pg", task="0", status="running") == 1
         assert (
             value(s, "kafka_connect_source_task_source_record_poll_total", connector="pg", task="0") >= rows + inserted

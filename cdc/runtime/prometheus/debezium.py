@@ -12,7 +12,10 @@ nothing new.
 cdc's own figures, which Debezium has no MBean for, are `cdc_source_*`, with the same labels:
 `cdc_source_bytes_behind` (the database's log position minus the reader's: what the source
 has not read yet), `cdc_source_retained_wal_bytes` (PostgreSQL's slot), `cdc_snapshot_rows_estimated`
-(per table) and `cdc_source_metrics_age_seconds` (how old the published values are).
+(per table), `cdc_source_metrics_age_seconds` (how old the published values are) and
+`cdc_source_seconds_until_position_lost` (how long the database keeps the position the stored
+offset needs, cdc.api.retention: counted down to the scrape, 0 when lost, +Inf when the server
+never removes it, no sample when the connector cannot say).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from cdc.api import metrics as m
+from cdc.api.retention import PositionRetention
 from cdc.runtime.prometheus.view import TaskView, WorkerView
 
 LABELS = ["plugin", "name", "context"]
@@ -139,6 +143,16 @@ def _task(out: _Out, t: TaskView, plugin: str, name: str, now_ms: int) -> None:
         (m.RETAINED_WAL_BYTES, "cdc_source_retained_wal_bytes", "streaming", "WAL bytes the replication slot retains"),
     ):
         out.add(metric, LABELS, [plugin, name, context], values.get(attr), f"cdc: {doc}")
+    retention = values.get(m.POSITION_RETENTION)
+    if isinstance(retention, dict):
+        out.add(
+            "cdc_source_seconds_until_position_lost",
+            ["plugin", "name"],
+            [plugin, name],
+            _seconds_until_lost(retention, now_ms),
+            "cdc: seconds until the database may remove the log position the stored offset needs (a lower bound; "
+            "+Inf: never removed automatically, 0: lost)",
+        )
     for table, rows in sorted((values.get(m.ROWS_ESTIMATED) or {}).items()):
         out.add(
             "cdc_snapshot_rows_estimated",
@@ -155,3 +169,11 @@ def _task(out: _Out, t: TaskView, plugin: str, name: str, now_ms: int) -> None:
             max(0, now_ms - t.metrics_ms) / 1000,
             "cdc: how long ago the task published the values above",
         )
+
+
+def _seconds_until_lost(retention: dict[str, Any], now_ms: int) -> float | None:
+    """The published PositionRetention counted down to `now_ms`; None (no sample) when unreadable."""
+    try:
+        return PositionRetention.from_json(retention).seconds_until_lost(now_ms)
+    except (TypeError, ValueError):  # a value of another shape: not a number to show
+        return None

@@ -12,7 +12,8 @@ NumberOfUnchangedEventsSkipped is Debezium's StreamingMeter count of updates dro
 count from 0. A connector that skips passes `unchanged_skipped`, a reader of its count.
 
 `SourceLag` keeps what the source has not read yet (the database's log position minus the
-reader's, in bytes), sampled at most every `interval_s` because it costs a database query.
+reader's, in bytes), sampled at most every `interval_s` because it costs a database query;
+`Periodic` does the same for any other figure read from the database (the position's retention).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from cdc.api import SourceRecord
 from cdc.api import metrics as m
@@ -28,6 +29,7 @@ from cdc.api import metrics as m
 log = logging.getLogger(__name__)
 
 TransactionKey = Callable[[SourceRecord], Hashable | None]
+T = TypeVar("T")
 
 
 class StreamingMetrics:
@@ -116,3 +118,27 @@ class SourceLag:
             except Exception as e:
                 log.debug("measuring how far the source's reader is behind failed: %s", e)
         return self.bytes
+
+
+class Periodic(Generic[T]):
+    """The last value of `measure()`, read again at most every `interval_s` (each read costs queries).
+
+    An exception (the database restarting, a lost connection) keeps the previous value and is
+    logged at DEBUG, as SourceLag does; `last` is the value without measuring (at stop)."""
+
+    def __init__(self, measure: Callable[[], T], interval_s: float, what: str) -> None:
+        self._measure = measure
+        self._interval = interval_s
+        self._what = what
+        self._next = 0.0
+        self.last: T | None = None
+
+    def value(self) -> T | None:
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + self._interval
+            try:
+                self.last = self._measure()
+            except Exception as e:
+                log.debug("reading %s failed: %s", self._what, e)
+        return self.last

@@ -6,7 +6,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from cdc.api import ConfigDef, ConfigException, ConfigValue, SourceBacklog, SourceConnector, Task
+from cdc.api import (
+    ConfigDef,
+    ConfigException,
+    ConfigValue,
+    PositionRetention,
+    SourceBacklog,
+    SourceConnector,
+    Task,
+)
 from cdc_mysql import __version__
 from cdc_mysql import config as cfg
 
@@ -66,6 +74,14 @@ class MySqlConnector(SourceConnector):
         from cdc_mysql.validation import source_backlog
 
         return source_backlog(connector_config, offset)
+
+    def position_retention(
+        self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None
+    ) -> PositionRetention:
+        """How long the server keeps the binlog file the stored offset needs (cdc_mysql.retention)."""
+        from cdc_mysql.validation import position_retention
+
+        return position_retention(connector_config, offset)
 
     def matching_collections(self, connector_configs: Mapping[str, str]) -> list[str]:
         """`<db>.<table>` of every table the config captures (Debezium's getMatchingCollections)."""

@@ -18,7 +18,7 @@ from cdc.api import ConnectException, SourceRecord, SourceTask, Struct, TaskMetr
 from cdc.api import metrics as m
 from cdc_debezium.config import DATABASE_EXCLUDE_LIST, DATABASE_INCLUDE_LIST
 from cdc_debezium.heartbeat import Heartbeat
-from cdc_debezium.metrics import SourceLag, StreamingMetrics
+from cdc_debezium.metrics import Periodic, SourceLag, StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.progress import SnapshotProgress
 from cdc_debezium.signals.config import SignalConfig
@@ -27,7 +27,7 @@ from cdc_debezium.signals.new_tables import SIGNAL_ID as NEW_TABLES_SIGNAL
 from cdc_debezium.signals.new_tables import NewTables
 from cdc_debezium.transaction import TransactionMonitor
 from cdc_mysql import __version__
-from cdc_mysql.config import MySqlConnectorConfig
+from cdc_mysql.config import CONNECT_TIMEOUT_MS, MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.debezium_keys import SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS
 from cdc_mysql.dispatcher import EventDispatcher
@@ -37,6 +37,7 @@ from cdc_mysql.history import SchemaHistory, open_history
 from cdc_mysql.incremental import MySqlIncrementalSnapshot
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
 from cdc_mysql.offset_context import MySqlOffsetContext
+from cdc_mysql.retention import BinlogRetention, snapshot_on_loss
 from cdc_mysql.schema import MySqlSchema
 from cdc_mysql.snapshot import MySqlSnapshotChangeEventSource, captured_tables, missing_rows_advice
 from cdc_mysql.source_info import SourceInfo
@@ -44,6 +45,11 @@ from cdc_mysql.streaming import MySqlStreamingChangeEventSource
 from cdc_mysql.value_converters import MySqlValueConverters
 
 log = logging.getLogger(__name__)
+
+# How often the stored offset's binlog retention is read for the metrics (a few queries; a short
+# binlog dump only when the offset moved into another file). Readers subtract the time since.
+RETENTION_SAMPLE_S = 10.0
+RETENTION_CONNECT_MS = 5000
 
 
 def _source_ts_ms(record: SourceRecord) -> int | None:
@@ -130,6 +136,11 @@ class MySqlConnectorTask(SourceTask):
             _source_ts_ms, _transaction_key, lambda: self.dispatcher.unchanged_skipped
         )
         self.source_lag = SourceLag(self._binlog_bytes_behind)
+        # Its own connection (the metrics run between polls, but the task's connection may be inside the
+        # snapshot's transaction), quick to give up: a server that does not answer must not hold up poll().
+        self._retention_config = MySqlConnectorConfig({**props, CONNECT_TIMEOUT_MS: str(RETENTION_CONNECT_MS)})
+        self._retention: BinlogRetention | None = None
+        self.position_retention = Periodic(self._read_retention, RETENTION_SAMPLE_S, "the binlog retention")
         self._snapshot_tail = 0  # snapshot records still buffered when streaming starts: not streaming events
         TaskMetrics.of(self.context).register(self._metrics)
         self._snapshot: MySqlSnapshotChangeEventSource | None = None
@@ -468,6 +479,9 @@ class MySqlConnectorTask(SourceTask):
             self.signals.close()
         self.history.close()
         self.connection.close()
+        retention = getattr(self, "_retention", None)
+        if retention is not None:
+            retention.connection.close()
 
     def _metrics(self) -> dict[str, Any]:
         """Debezium's snapshot and streaming metrics, computed only when the runtime publishes."""
@@ -475,12 +489,23 @@ class MySqlConnectorTask(SourceTask):
         queue_size = self.config.max_queue_size
         out[m.QUEUE_TOTAL_CAPACITY] = queue_size
         out[m.QUEUE_REMAINING_CAPACITY] = max(0, queue_size - len(self.dispatcher.buffer))
+        stopping = self.stop_event.is_set()  # at stop: no new connection, the last reading
+        out[m.POSITION_RETENTION] = self.position_retention.last if stopping else self.position_retention.value()
         streaming = self.streaming
         if streaming is not None:
             connected = getattr(streaming, "_reader", None) is not None  # None while reconnecting
             out.update(self.stream_metrics.values(connected))
             out[m.BYTES_BEHIND_SOURCE] = self.source_lag.value()
         return out
+
+    def _read_retention(self) -> dict[str, Any]:
+        """How long the server keeps the binlog file the stored offset needs (cdc_mysql.retention): the
+        stored offset, not the reader's position, because a restart resumes from the stored one."""
+        if self._retention is None:
+            connection = MySqlConnection(self._retention_config)
+            self._retention = BinlogRetention(connection, snapshot_on_loss(self.config.snapshot_mode))
+        offset = self.context.offset_storage_reader().offset(self.partition)
+        return self._retention.read(offset).to_json()
 
     def _binlog_bytes_behind(self) -> int | None:
         """The server's binlog end minus the reader's position, across binlog files (SHOW BINARY LOGS)."""

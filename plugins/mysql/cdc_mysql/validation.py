@@ -20,10 +20,11 @@ from typing import Any
 
 import pymysql
 
-from cdc.api import ConfigException, ConfigValue, ConnectException, SourceBacklog
+from cdc.api import ConfigException, ConfigValue, ConnectException, PositionRetention, SourceBacklog
 from cdc_mysql.config import CONNECT_TIMEOUT_MS, MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection, login_key
 from cdc_mysql.lineage import position
+from cdc_mysql.retention import BinlogRetention, snapshot_on_loss
 from cdc_mysql.snapshot import captured_tables
 
 # A guard's failure names a server setting, not a config key: it is reported on the server's key.
@@ -179,5 +180,16 @@ def source_backlog(props: Mapping[str, str], offset: Mapping[str, Any] | None) -
             note = f"the server's binlog ends below the stored position {file}:{pos} (RESET MASTER or a restore)"
             return SourceBacklog(None, here, note)
         return SourceBacklog(connection.bytes_after(file, pos), here)
+    finally:
+        connection.close()
+
+
+def position_retention(props: Mapping[str, str], offset: Mapping[str, Any] | None) -> PositionRetention:
+    """How long the server keeps the binlog file the stored offset needs (MySqlConnector.position_retention,
+    cdc_mysql.retention): read-only, one connection and at most one short binlog dump."""
+    config = MySqlConnectorConfig({**props, "connect.timeout.ms": str(BACKLOG_CONNECT_TIMEOUT_MS)})
+    connection = MySqlConnection(config)
+    try:
+        return BinlogRetention(connection, snapshot_on_loss(config.snapshot_mode)).read(offset)
     finally:
         connection.close()

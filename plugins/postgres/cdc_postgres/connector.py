@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from cdc.api import ConfigDef, ConfigValue, SourceBacklog, SourceConnector, Task
+from cdc.api import ConfigDef, ConfigValue, PositionRetention, SourceBacklog, SourceConnector, Task
 from cdc_postgres import __version__
 from cdc_postgres.config import CONFIG_DEF, PostgresConnectorConfig, validate
 from cdc_postgres.task import PostgresConnectorTask
@@ -58,6 +58,14 @@ class PostgresConnector(SourceConnector):
         from cdc_postgres.validation import source_backlog
 
         return source_backlog(connector_config, offset)
+
+    def position_retention(
+        self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None
+    ) -> PositionRetention:
+        """How long the server keeps the WAL the job's slot needs (cdc_postgres.retention)."""
+        from cdc_postgres.validation import position_retention
+
+        return position_retention(connector_config, offset)
 
     def matching_collections(self, connector_configs: Mapping[str, str]) -> list[str]:
         """`<schema>.<table>` of every table the config captures (Debezium's getMatchingCollections)."""

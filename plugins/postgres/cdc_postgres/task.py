@@ -32,6 +32,7 @@ from cdc_postgres.lsn import format_lsn
 from cdc_postgres.offset_context import PostgresOffsetContext
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.reselect import ColumnReselector
+from cdc_postgres.retention import WalRate, current_lsn, estimate, read_slot, snapshot_on_loss
 from cdc_postgres.schema import PostgresSchema, SchemaOptions
 from cdc_postgres.snapshot import PostgresSnapshotChangeEventSource, captured_tables
 from cdc_postgres.source_info import SourceInfo
@@ -83,6 +84,8 @@ class PostgresConnectorTask(SourceTask):
         self._wal_bytes: int | None = None
         self._wal_behind: int | None = None
         self._wal_next = 0.0
+        self._wal_rate = WalRate()  # the WAL positions read for the metrics, over the last few minutes
+        self._retention: dict[str, Any] | None = None  # the slot's PositionRetention, as published
         TaskMetrics.of(self.context).register(self._metrics)
         stored_offset = self.context.offset_storage_reader().offset(self.partition)
         stored = PostgresOffsetContext.from_offset(stored_offset)
@@ -559,6 +562,7 @@ class PostgresConnectorTask(SourceTask):
         if streaming is not None:
             out.update(self.stream_metrics.values(streaming.connected))
         out[RETAINED_WAL_BYTES] = self._retained_wal()
+        out[m.POSITION_RETENTION] = self._retention
         if streaming is not None:
             out[m.BYTES_BEHIND_SOURCE] = self._wal_behind
         out[m.QUEUE_TOTAL_CAPACITY] = self.queue.max_queue_size
@@ -566,7 +570,8 @@ class PostgresConnectorTask(SourceTask):
         return out
 
     def _retained_wal(self) -> int | None:
-        """pg_current_wal_lsn() - the slot's restart_lsn, read at most every WAL_SAMPLE_S."""
+        """pg_current_wal_lsn() - the slot's restart_lsn, read at most every WAL_SAMPLE_S; with it what
+        is not read yet and how long the slot keeps its WAL (cdc_postgres.retention)."""
         now = time.monotonic()
         if now < self._wal_next or self.stop_event.is_set():
             return self._wal_bytes
@@ -574,21 +579,30 @@ class PostgresConnectorTask(SourceTask):
         try:
             if self._wal_conn is None:
                 self._wal_conn = PostgresConnection(self.dsn, connect_timeout=5)
-            self._wal_bytes = self._wal_conn.retained_wal_bytes(self.config.slot_name)
-            self._wal_behind = self._unread_wal(self._wal_conn)
+            slot_name = self.config.slot_name
+            self._wal_bytes = self._wal_conn.retained_wal_bytes(slot_name)
+            head = current_lsn(self._wal_conn.conn)
+            self._wal_behind = self._unread_wal(head)
+            # The rate over the readings of the last few minutes: steadier than two readings, and free.
+            # Published from the second reading on: before it there is no rate, and +Inf would be a guess.
+            self._wal_rate.add(now, head)
+            if (rate := self._wal_rate.rate()) is not None:
+                offset = self.context.offset_storage_reader().offset(self.partition)
+                slot = read_slot(self._wal_conn.conn, slot_name)
+                mode = snapshot_on_loss(self.config.snapshot_mode)
+                self._retention = estimate(slot_name, slot, offset, rate, mode, int(time.time() * 1000)).to_json()
         except (psycopg.Error, ConnectException) as e:  # e.g. a server restart: try again next time
             log.debug("reading the retained WAL of slot %s failed: %s", self.config.slot_name, e)
             self._close_wal_conn()
         return self._wal_bytes
 
-    def _unread_wal(self, conn: PostgresConnection) -> int | None:
-        """pg_current_wal_lsn() minus what the replication stream received (keepalives included)."""
+    def _unread_wal(self, head: int) -> int | None:
+        """pg_current_wal_lsn() (`head`) minus what the replication stream received (keepalives included)."""
         streaming = getattr(self, "streaming", None)
         received = getattr(streaming, "last_received_lsn", 0) if streaming is not None else 0
         if not received:
             return None
-        row = conn.conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint").fetchone()
-        return max(0, int(row[0]) - int(received)) if row and row[0] is not None else None
+        return max(0, head - int(received))
 
     def _close_wal_conn(self) -> None:
         conn, self._wal_conn = self._wal_conn, None

@@ -21,10 +21,11 @@ from typing import Any
 
 import psycopg
 
-from cdc.api import ConfigException, ConfigValue, ConnectException, SourceBacklog
+from cdc.api import ConfigException, ConfigValue, ConnectException, PositionRetention, SourceBacklog
 from cdc_postgres.config import PostgresConnectorConfig
 from cdc_postgres.connection import PostgresConnection, connect_cause
 from cdc_postgres.lsn import parse_lsn
+from cdc_postgres.retention import probe
 from cdc_postgres.snapshot import captured_tables
 
 # A guard's failure that names a server setting (wal_level) is reported on the server's key.
@@ -130,3 +131,14 @@ def source_backlog(props: Mapping[str, str], offset: Mapping[str, Any] | None) -
     if unread:
         note = "the WAL holds every database's changes and the server's own records, not only the captured tables'"
     return SourceBacklog(unread, here, note)
+
+
+def position_retention(props: Mapping[str, str], offset: Mapping[str, Any] | None) -> PositionRetention:
+    """How long the server keeps the WAL the job's slot needs (PostgresConnector.position_retention,
+    cdc_postgres.retention): read-only, one connection, about a second to measure the WAL rate."""
+    config = PostgresConnectorConfig(dict(props))
+    connection = _open(config)
+    try:
+        return probe(connection.conn, config.slot_name, config.snapshot_mode, offset)
+    finally:
+        connection.close()
