@@ -82,8 +82,8 @@ def _live_connector(job: dict[str, Any], registry: Any) -> tuple[Any, dict[str, 
 
 def check_source_connection(job: dict[str, Any], out: Collector, registry: Any) -> bool:
     """The connector's own checks against the live database (credentials, binlog settings, grants,
-    wal_level, slot, publication), one problem per key with the connector's message; secrets
-    never shown. True when there was nothing to report."""
+    wal_level, slot, publication), one problem per key with the connector's message, then its
+    warnings when there was no problem; secrets never shown. True when there was no problem."""
     from cdc.runtime.traces import redact
     from cdc.runtime.validation import ConnectorValidator
 
@@ -97,6 +97,13 @@ def check_source_connection(job: dict[str, Any], out: Collector, registry: Any) 
         for error in value.errors:
             out.add(("source", value.name), " ".join(redact(error, secrets).split()))
             clean = False
+    # A connector may also say what is worth a look without stopping the start: `preflight_warnings`,
+    # ConfigValues whose messages are warnings (MySQL: a database.server.id another replica uses).
+    warnings = getattr(connector, "preflight_warnings", None)
+    if clean and callable(warnings):
+        for value in warnings(config):
+            for message in value.errors:
+                out.warn(("source", value.name), " ".join(redact(message, secrets).split()))
     return clean
 
 

@@ -114,9 +114,12 @@ def config_def() -> ConfigDef:
     d.define(
         SERVER_ID,
         ConfigType.LONG,
-        validator=_server_id,
-        importance=Importance.HIGH,
-        documentation="Replica server id; unique among the server's replicas and readers.",
+        None,
+        _server_id,
+        Importance.HIGH,
+        "Replica server id of the connector's binlog reader; unique among the server's replicas and readers. "
+        "Optional (Debezium requires it): when omitted, the connector chooses an id no listed replica uses at its "
+        "first start and keeps it in its offsets (reader_server_id).",
     )
     d.define(CONNECT_TIMEOUT_MS, ConfigType.LONG, 30000, Range.at_least(1), Importance.LOW, "Connect timeout.")
     d.define(
@@ -320,7 +323,8 @@ class MySqlConnectorConfig(RelationalDatabaseConnectorConfig):
         self.user: str = self.get(USER)
         pw = self.get(PASSWORD)
         self.password: str = pw.value() if pw is not None else ""
-        self.server_id: int = self.get(SERVER_ID)
+        # None: not given; the task resolves the reader's id (cdc_mysql/server_ids.py).
+        self.server_id: int | None = self.get(SERVER_ID)
         self.connect_timeout_s: float = self.get(CONNECT_TIMEOUT_MS) / 1000
         self.tls = tls.MySqlTls.from_props(self.values())
         self.snapshot_mode: str = self.get(SNAPSHOT_MODE).lower()

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import random
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -15,6 +16,7 @@ from cdc.api import ConnectException
 from cdc_mysql.binlog_status import BINLOG_OFF, current_binlog_position
 from cdc_mysql.config import MySqlConnectorConfig
 from cdc_mysql.lineage import server_identity
+from cdc_mysql.server_ids import CHOSEN_SERVER_IDS, THROWAWAY_SERVER_IDS, draw_unused
 from cdc_mysql.tls import short_reason
 
 log = logging.getLogger(__name__)
@@ -23,8 +25,6 @@ log = logging.getLogger(__name__)
 ACCESS_DENIED = {1044, 1045, 1227}  # ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED
 # CR_CONN_HOST_ERROR, CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED: the server went away.
 CONNECTION_LOST = {2003, 2006, 2013, 2055}
-# Where throwaway_server_id() draws from: the top eighth of the 32-bit server_id range.
-THROWAWAY_SERVER_IDS = (3_758_096_384, 4_294_967_295)
 
 
 def replication_grant_advice(user: str, code: int, message: str) -> str:
@@ -76,9 +76,24 @@ def binlog_status_grant_advice(user: str, code: int, message: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Replica:
+    """A replica (or binlog reader) registered with the server, as SHOW SLAVE HOSTS lists it."""
+
+    host: str  # its report_host; this connector's streams report `cdc-<topic.prefix>` (server_ids.reader_host)
+    port: Any
+
+    def described(self) -> str:
+        return f"host {self.host!r}, port {self.port}"
+
+
 class MySqlConnection:
-    def __init__(self, config: MySqlConnectorConfig) -> None:
+    def __init__(self, config: MySqlConnectorConfig, server_id: int | None = None) -> None:
+        """`server_id`: the id of the connector's own binlog reader when it is not the config's (the
+        one the task chose or found in its offsets, server_ids.py); None with neither."""
         self.config = config
+        # The id this connection's own binlog dumps register with; the task sets it once it is resolved.
+        self.server_id: int | None = config.server_id if server_id is None else server_id
         self._conn: pymysql.connections.Connection | None = None
 
     def settings(self) -> dict[str, Any]:
@@ -214,6 +229,9 @@ class MySqlConnection:
         from pymysqlreplication import BinLogStreamReader
         from pymysqlreplication.event import RotateEvent
 
+        dump_id = self.server_id if server_id is None else server_id
+        if dump_id is None:
+            raise ValueError("check_binlog_access needs a server id: the task's own (resolved) or a throwaway one")
         try:
             file, pos = self.master_status()
         except pymysql.err.OperationalError as e:
@@ -223,7 +241,7 @@ class MySqlConnection:
             raise
         reader = BinLogStreamReader(
             connection_settings=self.settings(),
-            server_id=self.config.server_id if server_id is None else server_id,
+            server_id=dump_id,
             blocking=False,  # the dump ends at the binlog's end: nothing is waited for
             resume_stream=True,
             log_file=file,
@@ -243,17 +261,22 @@ class MySqlConnection:
         finally:
             reader.close()
 
-    def check_server_id(self, wait_s: float = 4.0) -> None:
-        """`database.server.id` must differ from the server's and from every connected replica's.
+    def check_server_id(self, described: str | None = None, wait_s: float = 4.0) -> None:
+        """The reader's id (`self.server_id`) must differ from the server's and from every connected replica's.
 
+        `described` names the id in the errors (server_ids.ServerIdChoice.described; default: the key).
         A registration of our own killed predecessor disappears within a heartbeat or two,
-        so a clash is only reported if it persists for `wait_s`.
+        so a clash is only reported if it persists for `wait_s`. Only replicas that registered
+        are seen (`replicas`).
         """
-        ours = self.config.server_id
+        ours = self.server_id
+        if ours is None:
+            raise ValueError("check_server_id needs the task's server id (set database.server.id or resolve one)")
+        what = described or f"database.server.id={ours}"
         server_own = int(self.variable("server_id") or 0)
         if ours == server_own:
             raise ConnectException(
-                f"database.server.id={ours} is the server_id of the database server itself; "
+                f"{what} is the server_id of the database server itself; "
                 "choose a unique database.server.id for the connector"
             )
         deadline = time.monotonic() + wait_s
@@ -263,7 +286,7 @@ class MySqlConnection:
                 return
             if time.monotonic() >= deadline:
                 raise ConnectException(
-                    f"database.server.id={ours} is already used by another replica or binlog reader "
+                    f"{what} is already used by another replica or binlog reader "
                     f"connected to this server ({clash}); two readers with one server_id disconnect "
                     "each other. Choose a unique database.server.id"
                 )
@@ -272,28 +295,49 @@ class MySqlConnection:
     def throwaway_server_id(self) -> int:
         """A server id that neither the server, the connector nor a connected replica uses: for a
         check's short binlog dump that must not disconnect anyone (MySQL/MariaDB end the older
-        connection of two with one server id). Drawn from the top of the id range, where people
-        rarely number their replicas."""
-        taken = {int(self.variable("server_id") or 0), self.config.server_id}
-        draw = random.SystemRandom()
-        while True:
-            candidate = draw.randint(THROWAWAY_SERVER_IDS[0], THROWAWAY_SERVER_IDS[1])
-            if candidate not in taken and self._replica_with_id(candidate) is None:
-                return candidate
+        connection of two with one server id). Drawn from the top of the id range (server_ids.py),
+        where people rarely number their replicas and the connector never chooses its own."""
+        taken = {int(self.variable("server_id") or 0)}
+        if self.server_id is not None:
+            taken.add(self.server_id)
+        replicas = self.replicas() or {}
+        return draw_unused(THROWAWAY_SERVER_IDS, lambda c: c in taken or c in replicas)
+
+    def choose_server_id(self, rng: random.Random | None = None) -> int:
+        """An id for the task's own binlog reader when database.server.id is omitted (server_ids.py):
+        from CHOSEN_SERVER_IDS, not the server's own `server_id`, not any replica's it lists.
+
+        The limit: the server lists only the replicas and binlog readers that registered with it
+        (COM_REGISTER_SLAVE; on MySQL 5.7 and MariaDB only those started with `report_host`). A
+        plain binlog client (mysqlbinlog --read-from-remote-server, Debezium's binlog client, a
+        reader of this connector still taking its snapshot) is not listed, and the ids of the
+        other connectors of this worker are not known to a task (the plugin API shows a task only
+        its own config and offsets). The range's width makes meeting one of them unlikely (about
+        one in 2.7 billion per reader); this connector's streams register (`report_slave`), so
+        they are seen."""
+        taken = {int(self.variable("server_id") or 0)}
+        replicas = self.replicas() or {}
+        return draw_unused(CHOSEN_SERVER_IDS, lambda c: c in taken or c in replicas, rng)
 
     def _replica_with_id(self, server_id: int) -> str | None:
+        replica = (self.replicas() or {}).get(server_id)
+        return None if replica is None else replica.described()
+
+    def replicas(self) -> dict[int, Replica] | None:
+        """The registered replicas by server id: SHOW SLAVE HOSTS, or MySQL 8.4's SHOW REPLICAS; None,
+        with a warning, when the user may not list them. Only replicas that registered are listed
+        (choose_server_id)."""
         for stmt in ("SHOW SLAVE HOSTS", "SHOW REPLICAS"):
             try:
                 rows = self.query(stmt)
             except pymysql.err.MySQLError:
                 continue
-            for r in rows:
-                if int(r.get("Server_id") or r.get("Server_Id") or 0) == server_id:
-                    host = r.get("Host") or "?"
-                    return f"host {host!r}, port {r.get('Port')}"
-            return None
+            return {
+                int(r.get("Server_id") or r.get("Server_Id") or 0): Replica(str(r.get("Host") or "?"), r.get("Port"))
+                for r in rows
+            }
         log.warning(
             "Cannot list the server's replicas (SHOW SLAVE HOSTS needs REPLICATION MASTER ADMIN on MariaDB 10.5+, "
-            "REPLICATION SLAVE on MySQL): the database.server.id clash check is skipped"
+            "REPLICATION SLAVE on MySQL): the server id checks cannot see the ids other replicas use"
         )
         return None

@@ -69,6 +69,13 @@ class MySqlConnector(SourceConnector):
 
         return preflight(connector_configs)
 
+    def preflight_warnings(self, connector_configs: Mapping[str, str]) -> list[ConfigValue]:
+        """`cdc validate`'s live warnings (their messages in `errors`): a database.server.id another
+        replica uses (cdc_mysql.validation)."""
+        from cdc_mysql.validation import preflight_warnings
+
+        return preflight_warnings(connector_configs)
+
     def source_backlog(self, connector_config: Mapping[str, str], offset: Mapping[str, Any] | None) -> SourceBacklog:
         """The binlog bytes the server has written past the stored offset (cdc_mysql.validation)."""
         from cdc_mysql.validation import source_backlog

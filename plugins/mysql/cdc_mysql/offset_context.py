@@ -8,6 +8,11 @@ server's binlog the positions belong to; `epoch` only once it is above 0). A res
 starts mid-transaction: python-mysql-replication would silently skip rows whose TABLE_MAP it
 has not seen.
 
+Debezium's `server_id` is the id of the server that wrote the event, not the connector's. The id
+the connector's own binlog reader registers with is cdc's `reader_server_id`, which the task
+writes into every record's offset (server_ids.py); this class neither reads nor writes it, so an
+offset without it loads as before.
+
 While an initial snapshot runs (`snapshot` set), three more keys say how far it got, so that a
 restart resumes it instead of starting over (snapshot.py, "Resuming"): `snapshot_tables_done`
 (the ids `db.table` of the tables whose every row is emitted before this record; its presence

@@ -58,6 +58,7 @@ from cdc_mysql.offset_context import MySqlOffsetContext
 from cdc_mysql.row_decoder import RowDecoders
 from cdc_mysql.schema import MySqlSchema, TableSchema, table_def_from_table_map
 from cdc_mysql.schema_change import classify, is_ddl, source_table
+from cdc_mysql.server_ids import FROM_CONFIG, ServerIdChoice, is_same_id_clash, reader_host, same_id_advice
 from cdc_mysql.snapshot import missing_rows_advice
 from cdc_mysql.source_info import SourceInfo
 from cdc_mysql.table import TableDef, TableMeta
@@ -127,9 +128,17 @@ class MySqlStreamingChangeEventSource:
         is_mariadb: bool,
         stop: threading.Event,
         use_gtid_start: bool = False,
+        reader_id: ServerIdChoice | None = None,
     ) -> None:
+        """`reader_id`: the server id the reader registers with and where it came from (server_ids.py);
+        default: `connection.server_id`, as given by the config."""
         self.config = config
         self.connection = connection
+        if reader_id is None:
+            if connection.server_id is None:
+                raise ValueError("the binlog reader needs a server id: database.server.id, or one resolved by the task")
+            reader_id = ServerIdChoice(connection.server_id, FROM_CONFIG)
+        self.reader_id = reader_id
         self.schema = schema
         self.source_info = source_info
         self.dispatcher = dispatcher
@@ -186,6 +195,10 @@ class MySqlStreamingChangeEventSource:
                 if isinstance(e, pymysql.err.OperationalError) and tls_refusal(self.config, error_text(e)):
                     raise self.connection.refused(e) from None  # a certificate check: waiting will not fix it
                 if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] not in CONNECTION_LOST:
+                    if is_same_id_clash(e.args[0], error_text(e)):
+                        # Not a lineage break (MySQL says it with 1236 too): the binlog is fine, another reader
+                        # took this one's server id. Reconnecting would only disconnect that one in turn.
+                        raise ConnectException(same_id_advice(self.reader_id, e.args[0], error_text(e))) from e
                     if streamed and e.args[0] == 1236:
                         # Mid-stream, the server lost the binlog it was sending ("could not find next
                         # log": a RESET MASTER or a restore; a binlog truncated by a crash): the events
@@ -355,15 +368,15 @@ class MySqlStreamingChangeEventSource:
         settings["read_timeout"] = 30
         kwargs: dict[str, Any] = {
             "connection_settings": settings,
-            "server_id": self.config.server_id,
+            "server_id": self.reader_id.server_id,
             "blocking": True,
             "resume_stream": True,
             "filter_non_implemented_events": False,
             "slave_heartbeat": HEARTBEAT_PERIOD_S,
             "pymysql_wrapper": _LossReportingConnection,  # with TableMapReuse's hook when on, below
             "enable_logging": False,
-            # Registering with a host name makes the reader visible in SHOW SLAVE HOSTS (server_id guard).
-            "report_slave": f"cdc-{self.config.topic_prefix}",
+            # Registering with a host name makes the reader visible in SHOW SLAVE HOSTS (the server id checks).
+            "report_slave": reader_host(self.config.topic_prefix),
             "annotate_rows_event": self.config.include_query and self.is_mariadb,
         }
         if self.use_gtid_start:

@@ -26,7 +26,7 @@ from cdc_debezium.signals.incremental import Collection
 from cdc_debezium.signals.new_tables import SIGNAL_ID as NEW_TABLES_SIGNAL
 from cdc_debezium.signals.new_tables import NewTables
 from cdc_debezium.transaction import TransactionMonitor
-from cdc_mysql import __version__
+from cdc_mysql import __version__, server_ids
 from cdc_mysql.config import CONNECT_TIMEOUT_MS, MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.debezium_keys import SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS
@@ -81,7 +81,14 @@ class MySqlConnectorTask(SourceTask):
         self.connection = connection = MySqlConnection(config)
         connection.check_binlog_settings()
         self.is_mariadb = connection.is_mariadb()
-        connection.check_server_id()
+        self.partition = {"server": config.topic_prefix}
+        stored = self.context.offset_storage_reader().offset(self.partition)
+        # The reader's server id: the config's, else the one in the offsets, else one chosen now (server_ids.py).
+        self.reader_id = server_ids.resolve(
+            config.server_id, server_ids.stored_server_id(stored), connection.choose_server_id
+        )
+        connection.server_id = self.reader_id.server_id
+        connection.check_server_id(self.reader_id.described())
         connection.check_binlog_access()
         if config.include_query and self.is_mariadb:
             log.warning(
@@ -89,8 +96,6 @@ class MySqlConnectorTask(SourceTask):
                 "python-mysql-replication requests only for GTID-positioned streams; source.query stays null "
                 "for streams resumed by file/pos"
             )
-        self.partition = {"server": config.topic_prefix}
-        stored = self.context.offset_storage_reader().offset(self.partition)
         self.stored_offset = stored
         self.stored = MySqlOffsetContext.load(stored) if stored else None
         self.plan = self._plan(self.stored)
@@ -295,7 +300,7 @@ class MySqlConnectorTask(SourceTask):
         self._snapshot_tail = len(self.dispatcher.buffer)
         self.streaming = MySqlStreamingChangeEventSource(
             config, self.connection, self.schema, self.source_info, self.dispatcher, offset, self.is_mariadb,
-            self.stop_event, use_gtid_start=use_gtid,
+            self.stop_event, use_gtid_start=use_gtid, reader_id=self.reader_id,
         )  # fmt: skip
         if self.signals is not None:
             self.signals.attach(self.streaming)
@@ -452,6 +457,7 @@ class MySqlConnectorTask(SourceTask):
             self.high_water = len(dispatcher.buffer)
         batch = dispatcher.take(limit)
         self.new_tables.stamp(batch)
+        server_ids.stamp(batch, self.reader_id.server_id)  # restarts register with the same id
         if batch and self.streaming is not None:
             if self._snapshot_tail:
                 tail, self._snapshot_tail = self._snapshot_tail, max(0, self._snapshot_tail - len(batch))
@@ -502,7 +508,8 @@ class MySqlConnectorTask(SourceTask):
         """How long the server keeps the binlog file the stored offset needs (cdc_mysql.retention): the
         stored offset, not the reader's position, because a restart resumes from the stored one."""
         if self._retention is None:
-            connection = MySqlConnection(self._retention_config)
+            # Its probe dumps draw throwaway ids, never this task's (which a dump would disconnect).
+            connection = MySqlConnection(self._retention_config, server_id=self.reader_id.server_id)
             self._retention = BinlogRetention(connection, snapshot_on_loss(self.config.snapshot_mode))
         offset = self.context.offset_storage_reader().offset(self.partition)
         return self._retention.read(offset).to_json()

@@ -11,6 +11,8 @@ Two depths, both reached without a running task:
   messages; its dump with a throwaway server id, so a running job with the configured one is
   never disconnected), plus the snapshot's lock grants that the task would find wanting only
   once the snapshot starts.
+- `preflight_warnings`, for `cdc validate` too: what may go wrong without stopping the start (a
+  given `database.server.id` that another registered replica uses).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from typing import Any
 import pymysql
 
 from cdc.api import ConfigException, ConfigValue, ConnectException, PositionRetention, SourceBacklog
-from cdc_mysql.config import CONNECT_TIMEOUT_MS, MySqlConnectorConfig
+from cdc_mysql.config import CONNECT_TIMEOUT_MS, SERVER_ID, MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection, login_key
 from cdc_mysql.lineage import position
 from cdc_mysql.retention import BinlogRetention, snapshot_on_loss
+from cdc_mysql.server_ids import reader_host, stored_server_id
 from cdc_mysql.snapshot import captured_tables
 
 # A guard's failure names a server setting, not a config key: it is reported on the server's key.
@@ -88,6 +91,12 @@ def preflight(props: Mapping[str, str]) -> list[ConfigValue]:
         except ConnectException as e:
             add(*_refused_login(config, e))
             return list(values.values())
+        if config.server_id is not None and config.server_id == int(connection.variable("server_id") or 0):
+            add(
+                SERVER_ID,
+                f"database.server.id={config.server_id} is the server_id of the database server itself; set "
+                "database.server.id to an id no replica uses, or omit it to let the connector choose one",
+            )
         try:
             connection.check_binlog_settings()
         except ConnectException as e:
@@ -105,6 +114,39 @@ def preflight(props: Mapping[str, str]) -> list[ConfigValue]:
     finally:
         connection.close()
     return list(values.values())
+
+
+def preflight_warnings(props: Mapping[str, str]) -> list[ConfigValue]:
+    """Warnings per key (each ConfigValue's messages are warnings, not errors): a given
+    `database.server.id` that a replica registered with the server uses (SHOW SLAVE HOSTS).
+
+    The job's own reader, running, is listed too: it reports the host `cdc-<topic.prefix>`
+    (server_ids.reader_host) and is not warned about. Only registered replicas are seen
+    (MySqlConnection.choose_server_id says which are not). Without the id, the connector chooses
+    one at its start and nothing is to be checked; a login that fails is preflight's error."""
+    try:
+        config = MySqlConnectorConfig(dict(props))
+    except ConfigException:
+        return []
+    ours = config.server_id
+    if ours is None:
+        return []
+    connection = MySqlConnection(config)
+    try:
+        replica = (connection.replicas() or {}).get(ours)
+    except (ConnectException, pymysql.err.MySQLError):
+        return []
+    finally:
+        connection.close()
+    if replica is None or replica.host == reader_host(config.topic_prefix):
+        return []
+    message = (
+        f"database.server.id={ours} is the id of a replica already connected to the server ({replica.described()}): "
+        "the job would stop at its start, or, started first, be disconnected when that replica reconnects "
+        "(error 4052/1236, 'A slave with the same server_uuid/server_id'). Set database.server.id to an id no "
+        "other replica uses, or omit it to let the connector choose one"
+    )
+    return [ConfigValue(SERVER_ID, props.get(SERVER_ID), errors=[message])]
 
 
 def matching_collections(props: Mapping[str, str]) -> list[str]:
@@ -188,7 +230,9 @@ def position_retention(props: Mapping[str, str], offset: Mapping[str, Any] | Non
     """How long the server keeps the binlog file the stored offset needs (MySqlConnector.position_retention,
     cdc_mysql.retention): read-only, one connection and at most one short binlog dump."""
     config = MySqlConnectorConfig({**props, "connect.timeout.ms": str(BACKLOG_CONNECT_TIMEOUT_MS)})
-    connection = MySqlConnection(config)
+    # The job's id (given, or stored in its offsets), so that the probe's throwaway id is never it.
+    given = config.server_id
+    connection = MySqlConnection(config, server_id=given if given is not None else stored_server_id(offset))
     try:
         return BinlogRetention(connection, snapshot_on_loss(config.snapshot_mode)).read(offset)
     finally:
