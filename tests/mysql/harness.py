@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,10 @@ from cdc_mysql.task import MySqlConnectorTask
 from tests.rig import MariaDbServer
 from tests.support.task_context import MemoryOffsets, TaskContext
 
-_server_ids = itertools.count(1000 + int(time.time()) % 10000)
+# Each pytest worker numbers its readers in a range of its own: two workers share the session
+# MariaDB, and two readers with one server id disconnect each other (error 4052).
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_server_ids = itertools.count(1000 + _WORKER * 1_000_000 + int(time.time()) % 10000)
 
 
 def connector_props(server: MariaDbServer, **extra: Any) -> dict[str, str]:

@@ -160,8 +160,9 @@ def test_offsets_have_debezium_keys(mariadb_db) -> None:
     first, second = (r.source_offset for r in recs)
     assert recs[0].source_partition == {"server": "dbserver1"}
     # Debezium's keys, plus the binlog lineage's server identity (cdc_mysql/lineage.py; `epoch`
-    # appears only once a failover bumped it above 0) and the reader's server id (cdc_mysql/server_ids.py).
-    keys = {"file", "pos", "gtids", "row", "ts_sec", "server_identity", "reader_server_id"}
+    # appears only once a failover bumped it above 0); the reader's server id only when the connector
+    # chose it (cdc_mysql/server_ids.py), and connector_props gives one.
+    keys = {"file", "pos", "gtids", "row", "ts_sec", "server_identity"}
     assert set(first) == keys and first["row"] == 1
     assert set(second) == keys and second["row"] == 2
     assert first["server_identity"].startswith("server_id=")

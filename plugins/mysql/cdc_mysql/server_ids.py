@@ -93,14 +93,14 @@ def stored_server_id(offset: Mapping[str, Any] | None) -> int | None:
 def resolve(given: int | None, stored: int | None, choose: Callable[[], int]) -> ServerIdChoice:
     """The task's id: the config's, else the stored one, else `choose()` (called only then).
 
-    A stored id that differs from the given one is logged once (at INFO): the offsets then take
-    the given id with the next record."""
+    A stored id that differs from the given one is logged once (at INFO). While an id is given the
+    offsets hold none (the config says it), so their keys stay Debezium's plus cdc's lineage."""
     if given is not None:
         if stored is not None and stored != given:
             log.info(
                 "database.server.id=%d is used; the stored offset names %d, the id the connector read the binlog "
-                "with before (the offsets take %d from now on)",
-                given, stored, given,
+                "with before (the offsets keep no id of their own while one is given)",
+                given, stored,
             )  # fmt: skip
         return ServerIdChoice(given, FROM_CONFIG)
     if stored is not None:

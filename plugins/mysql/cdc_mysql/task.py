@@ -457,7 +457,9 @@ class MySqlConnectorTask(SourceTask):
             self.high_water = len(dispatcher.buffer)
         batch = dispatcher.take(limit)
         self.new_tables.stamp(batch)
-        server_ids.stamp(batch, self.reader_id.server_id)  # restarts register with the same id
+        # A chosen id is kept for restarts; a given one is the config's and not stored.
+        if self.reader_id.origin != server_ids.FROM_CONFIG:
+            server_ids.stamp(batch, self.reader_id.server_id)
         if batch and self.streaming is not None:
             if self._snapshot_tail:
                 tail, self._snapshot_tail = self._snapshot_tail, max(0, self._snapshot_tail - len(batch))
