@@ -20,8 +20,9 @@ def catalog(tmp_path: Path) -> dict[str, str]:
     return {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
 
 
-def test_guarded_upsert_and_delete_in_one_transaction(spark: Any, tmp_path: Path) -> None:
-    cat = catalog(tmp_path)
+def _apply_guarded_batches(spark: Any, cat: dict[str, Any]) -> None:
+    """Five inserts; an update, a delete and a late older update, replayed; a zombie insert of the
+    deleted key, older than its delete."""
     t = Table(TOPIC)
     applier = ChangeApplier({"target": "iceberg", "catalog": cat, "namespace": "lake"})
     applier(raw_frame(spark, TOPIC, [t.event("c", i, {"name": f"n{i}", "qty": i}, i) for i in range(1, 6)]), 0)
@@ -29,6 +30,11 @@ def test_guarded_upsert_and_delete_in_one_transaction(spark: Any, tmp_path: Path
     applier(raw_frame(spark, TOPIC, second), 1)
     applier(raw_frame(spark, TOPIC, second), 1)
     applier(raw_frame(spark, TOPIC, [t.event("c", 2, {"name": "zombie"}, 9)]), 2)
+
+
+def test_guarded_upsert_and_delete_in_one_transaction(spark: Any, tmp_path: Path) -> None:
+    cat = catalog(tmp_path)
+    _apply_guarded_batches(spark, cat)
     assert visible(iceberg_rows(cat, "lake", "shop_inv_items")) == {
         1: (1, "new", None),
         3: (3, "n3", 3),
@@ -79,13 +85,7 @@ def test_a_rest_catalog_takes_the_same_guarded_batches(spark: Any, tmp_path: Pat
 
     with serving(tmp_path / "rest", token="rest-token-value") as server:
         cat = {"type": "rest", "uri": server.uri, "token": "rest-token-value"}
-        t = Table(TOPIC)
-        applier = ChangeApplier({"target": "iceberg", "catalog": cat, "namespace": "lake"})
-        applier(raw_frame(spark, TOPIC, [t.event("c", i, {"name": f"n{i}", "qty": i}, i) for i in range(1, 6)]), 0)
-        second = [t.event("u", 1, {"name": "new"}, 10), t.event("d", 2, None, 11), t.event("u", 3, {"name": "old"}, 0)]
-        applier(raw_frame(spark, TOPIC, second), 1)
-        applier(raw_frame(spark, TOPIC, second), 1)
-        applier(raw_frame(spark, TOPIC, [t.event("c", 2, {"name": "zombie"}, 9)]), 2)
+        _apply_guarded_batches(spark, cat)
         reader = RestCatalog("check", uri=server.uri, token="rest-token-value")
         rows = reader.load_table(("lake", "shop_inv_items")).scan().to_arrow().to_pylist()
         assert visible(rows) == {1: (1, "new", None), 3: (3, "n3", 3), 4: (4, "n4", 4), 5: (5, "n5", 5)}
