@@ -24,8 +24,8 @@ from tests.support.examples import examples
 
 REPO = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-JOB_COMMANDS = ("run", "signal", "status", "validate", "verify")
-JOB_SIDE_MODULES = ("cdc.cli.jobs", "cdc.cli.verify", "cdc.cli.signal", "cdc.cli.job_files")
+JOB_COMMANDS = ("plan", "run", "signal", "status", "validate", "verify")
+JOB_SIDE_MODULES = ("cdc.cli.jobs", "cdc.cli.verify", "cdc.cli.signal", "cdc.cli.plan", "cdc.cli.job_files")
 
 
 def _name(requirement: str) -> str:
@@ -146,4 +146,4 @@ print(*sorted(m for m in sys.modules if m.startswith(("cdc.jobs", "cdc_spark", "
     assert out.returncode == 0, out.stderr
     # `--help` loads the job commands' click definitions to list them; the job layer stays unloaded
     loaded = out.stdout.splitlines()[-1].split()
-    assert set(loaded) <= {"cdc.cli.jobs", "cdc.cli.verify", "cdc.cli.signal"}, loaded
+    assert set(loaded) <= {"cdc.cli.jobs", "cdc.cli.verify", "cdc.cli.signal", "cdc.cli.plan"}, loaded

@@ -515,8 +515,15 @@ class PostgresIncrementalSnapshot:
             size = self.signals.chunk_size
             values_cols = sql.SQL(", ").join(sql.Identifier(c.name) for c in table.value_columns)
             order_by = sql.SQL(", ").join(sql.Identifier(c) for c in order)
+            # The chunk query has parameters, so psycopg reads `%` as a placeholder: a filter's own `%`
+            # (a LIKE pattern, a key literal holding one) is doubled; the maximum's query above has none.
+            cond_args = (
+                sql.SQL(" AND ({})").format(sql.SQL(current.condition.replace("%", "%%")))
+                if current.condition
+                else sql.SQL("")
+            )
             query = sql.SQL("SELECT {}, {} FROM {} WHERE {}{} ORDER BY {} LIMIT {}").format(
-                values_cols, cols, relation, where, cond, order_by, sql.Literal(size)
+                values_cols, cols, relation, where, cond_args, order_by, sql.Literal(size)
             )
             fetched = conn.execute(query, args).fetchall()
             width = max((c.index for c in table.value_columns), default=-1) + 1
