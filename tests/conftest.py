@@ -42,11 +42,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # --- (tests/support/spark_gateway.py), started on first use; CDC_TESTS_SPARK_GATEWAY=off
     # --- gives every run a JVM of its own.
     worker = getattr(config, "workerinput", {}).get("workerid", "main")
-    logs = config.cache.mkdir("spark-gateway") if config.cache is not None else Path(tempfile.gettempdir())
+    cache_dir = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    logs = cache_dir.mkdir("spark-gateway") if cache_dir is not None else Path(tempfile.gettempdir())
     spark_gateway.install(logs / f"{worker}.log")
     if os.environ.get("CDC_TESTS_SPARK_CDS", "").lower() == "off":
         return
-    cache = config.cache.mkdir("spark-cds") if config.cache is not None else Path(tempfile.gettempdir()) / "cdc-cds"
+    cache = cache_dir.mkdir("spark-cds") if cache_dir is not None else Path(tempfile.gettempdir()) / "cdc-cds"
     config.stash[_SPARK_CDS] = spark_cds.ArchiveBuild(cache)
 
 

@@ -48,7 +48,7 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
             s.get("errors.deadletterqueue.context.headers.enable", False)
         ).lower()
     conf["truncate.enabled"] = str(s.get("truncate", "apply") == "apply").lower()
-    for key in ("apply.on", "buckets"):  # delta: where batches are applied, a new table's key buckets
+    for key in ("apply.on", "buckets"):  # delta, iceberg: where batches are applied, a new table's key buckets
         if key in s:
             conf[key] = str(s[key])
     placeholder = job.source.get("unavailable.value.placeholder")

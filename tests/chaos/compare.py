@@ -168,6 +168,20 @@ def delta_rows(path: Path) -> list[Row] | None:
     return _current(table.to_pylist())
 
 
+def iceberg_rows(lake: Path, namespace: str, table: str) -> list[Row] | None:
+    """The current rows of an Iceberg table of the SQLite SQL catalog in `lake`, read with
+    pyiceberg's own catalog."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NoSuchTableError
+
+    catalog = load_catalog("cdc", uri=f"sqlite:///{lake}/catalog.db", warehouse=f"file://{lake}")
+    try:
+        tbl = catalog.load_table((namespace, table))
+    except NoSuchTableError:
+        return None
+    return _current(tbl.scan().to_arrow().to_pylist())
+
+
 def warehouse_rows(dsn: str, schema: str, table: str) -> list[Row] | None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         found = conn.execute(

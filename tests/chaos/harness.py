@@ -1,7 +1,7 @@
 """The chaos run: a seeded whole-pipeline fault test (issue 16), shared by tests/chaos and
 benchmarks/chaos.py.
 
-One run, for one variant (mariadb-delta, mariadb-postgres or postgres-delta):
+One run, for one variant (mariadb-delta, mariadb-postgres, postgres-delta or mariadb-iceberg):
 
 1. Private servers from the test rig (tests/rig): the source database, and for the warehouse
    variant a second PostgreSQL as the target. Three tables with different key shapes and
@@ -53,7 +53,7 @@ from confluent_kafka import KafkaException
 from cdc.log.base import LogError, LogReader, TopicDescription, TopicPartition
 from cdc.log.kafka import KafkaLog
 from cdc.storage.offsets import read_topic
-from tests.chaos.compare import TableDiff, compare_all, delta_rows, warehouse_rows
+from tests.chaos.compare import TableDiff, compare_all, delta_rows, iceberg_rows, warehouse_rows
 from tests.chaos.db import SourceDb
 from tests.chaos.schema import BY_NAME, TABLES, Table
 from tests.chaos.writer import Writer, populate
@@ -64,7 +64,8 @@ from tests.rig import postgres as postgres_rig
 from tests.rig.kafka import KafkaBroker
 from tests.support.proc import REPO, cdc_argv
 
-VARIANTS = ("mariadb-delta", "mariadb-postgres", "postgres-delta")
+ICEBERG_NAMESPACE = "chaos"  # the mariadb-iceberg variant's tables, in a SQL catalog under lake/
+VARIANTS = ("mariadb-delta", "mariadb-postgres", "postgres-delta", "mariadb-iceberg")
 TRANSPORTS = ("embedded", "kafka")
 JOB = "chaos"
 PREFIX = "chaos"
@@ -226,6 +227,7 @@ class Servers:
     source: SourceDb
     target: PostgresServer | None  # the warehouse variant's PostgreSQL
     kafka: KafkaBroker | None = None  # transport kafka: the run's broker
+    lake_format: str = "delta"  # without a warehouse target: delta, or iceberg (a SQLite SQL catalog)
 
 
 @contextlib.contextmanager
@@ -253,7 +255,8 @@ def private_servers(variant: str, transport: str = "embedded") -> Iterator[Serve
         else:
             server = stack.enter_context(postgres_rig.spawn_local())
         target = stack.enter_context(postgres_rig.spawn_local()) if variant.endswith("postgres") else None
-        yield Servers(SourceDb(server), target, kafka)
+        lake_format = "iceberg" if variant.endswith("iceberg") else "delta"
+        yield Servers(SourceDb(server), target, kafka, lake_format)
 
 
 def write_job(path: Path, servers: Servers, workdir: Path, seed: int) -> tuple[Path, str]:
@@ -288,7 +291,10 @@ def write_job(path: Path, servers: Servers, workdir: Path, seed: int) -> tuple[P
   slot.name: chaos_slot
   table.include.list: {",".join(f"public.{t.name}" for t in TABLES)}
 """
-    if servers.target is None:
+    if servers.target is None and servers.lake_format == "iceberg":
+        # The default catalog: SQLite at lake/catalog.db, the tables under lake/.
+        sink = f"  type: iceberg\n  path: {workdir / 'lake'}\n  schema: {ICEBERG_NAMESPACE}\n"
+    elif servers.target is None:
         sink = f"  type: delta\n  path: {workdir / 'lake'}\n"
     else:
         sink = f"  type: postgres\n  dsn: {servers.target.dsn}\n  schema: {WAREHOUSE_SCHEMA}\n"
@@ -764,8 +770,10 @@ class Chaos:
         if code not in (0, None):
             res.errors.append(f"the final --until-caught-up run exited {code}: {final.last_line()}")
         self.note(f"final run exited {code}; comparing")
-        if servers.target is None:
-            lake = self.workdir / "lake"
+        lake = self.workdir / "lake"
+        if servers.target is None and servers.lake_format == "iceberg":
+            res.diffs = compare_all(servers.source, lambda name: iceberg_rows(lake, ICEBERG_NAMESPACE, name))
+        elif servers.target is None:
             res.diffs = compare_all(servers.source, lambda name: delta_rows(lake / name))
         else:
             dsn = servers.target.dsn

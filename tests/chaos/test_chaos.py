@@ -3,7 +3,8 @@ the initial snapshot, with snapshotted rows deleted before the restart; one insi
 micro-batch or at a random moment), the source database killed with -9 and restarted where
 the variant says so, a writer changing the source throughout; then one `--until-caught-up`
 run, and the target must equal the source row by row, with `cdc verify` agreeing. One more
-case runs mariadb-delta over the Kafka transport (a Tansu broker spawned for it: offsets stored
+case runs mariadb-delta over the Kafka transport, and one mariadb-iceberg (the Iceberg target in a
+SQLite SQL catalog, applied by Spark's tasks as Delta is) (a Tansu broker spawned for it: offsets stored
 every second or five, so kills replay changes the sink must absorb).
 
 The seed is CDC_CHAOS_SEED if set, else a fixed default; every failure message names it.
@@ -34,6 +35,7 @@ SHORT_SIZES = {"accounts": 2000, "order_lines": 3000, "tags": 1500}
         pytest.param("mariadb-postgres", False, "embedded", id="mariadb-postgres-False"),
         pytest.param("postgres-delta", True, "embedded", id="postgres-delta-True"),
         pytest.param("mariadb-delta", True, "kafka", id="mariadb-delta-True-kafka"),
+        pytest.param("mariadb-iceberg", True, "embedded", id="mariadb-iceberg-True"),
     ],
 )
 def test_chaos_short_run(variant: str, db_kill: bool, transport: str, tmp_path: Path) -> None:

@@ -3,9 +3,12 @@
 MODE=stream runs small micro-batches until killed, touching MARKS/started-<batch> as each
 batch begins; MODE=catchup restarts from the checkpoint with Trigger.AvailableNow.
 CRASH=<point>:<batch> makes the driver die (os._exit, as a kill would) inside the parallel
-Delta apply's commit protocol (delta_parallel.py) of that batch: `before-commit` after the
+Delta apply's commit protocol (lake_parallel.py) of that batch: `before-commit` after the
 tasks wrote their files and before any commit, `after-commit` right after the first table's
 commit (its tombstones not yet committed).
+
+CRASH_TARGET=iceberg in the environment applies to Iceberg (a SQLite SQL catalog in LAKE,
+namespace `lake`) instead of Delta at LAKE.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from tests.spark.conftest import spark_builder
 
 def crash_at(spec: str) -> None:
     """Patch the commit of the parallel Delta apply to exit at `spec` (<point>:<batch>)."""
-    from cdc_spark.apply import delta_parallel
+    from cdc_spark.apply import lake_parallel
 
     point, batch = spec.split(":")
-    original = delta_parallel.ParallelDelta._commit_one
+    original = lake_parallel.ParallelLake._commit_one
 
     def commit_one(self: Any, lay: Any, rows: Any, batch_id: int) -> int:
         if batch_id == int(batch) and point == "before-commit":
@@ -35,7 +38,16 @@ def crash_at(spec: str) -> None:
             os._exit(137)
         return done
 
-    delta_parallel.ParallelDelta._commit_one = commit_one  # type: ignore[method-assign]
+    lake_parallel.ParallelLake._commit_one = commit_one  # type: ignore[method-assign]
+
+
+def sink_config(lake: str) -> dict[str, Any]:
+    """The sink's settings for CRASH_TARGET (delta by default) with the lake at `lake`."""
+    if os.environ.get("CRASH_TARGET") == "iceberg":
+        Path(lake, "wh").mkdir(parents=True, exist_ok=True)
+        catalog = {"uri": f"sqlite:///{lake}/catalog.db", "warehouse": f"file://{lake}/wh"}
+        return {"target": "iceberg", "catalog": catalog, "namespace": "lake"}
+    return {"target": "delta", "path": lake}
 
 
 def main(state: str, lake: str, ckpt: str, marks: str, mode: str, crash: str = "") -> None:
@@ -44,7 +56,7 @@ def main(state: str, lake: str, ckpt: str, marks: str, mode: str, crash: str = "
     spark = spark_builder().getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    applier = ChangeApplier({"target": "delta", "path": lake})
+    applier = ChangeApplier(sink_config(lake))
 
     def apply(df: Any, batch_id: int) -> None:
         Path(marks, f"started-{batch_id}").touch()

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from cdc_spark.apply import buckets
-from cdc_spark.apply.delta_tasks import guarded_merge, pack_error, unpack_error
 from cdc_spark.apply.errors import SchemaEvolutionError, TargetApplyError, ValueOutOfRangeError
+from cdc_spark.apply.lake_tasks import guarded_merge, pack_error, unpack_error
 
 SEEDS = range(40)
 

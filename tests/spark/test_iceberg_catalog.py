@@ -163,3 +163,11 @@ def test_a_postgres_target_s_password_is_not_in_the_config_s_repr() -> None:
         {"target": "postgres", "dsn": "postgresql://u:dsn-secret-value@h:5432/db", "sslpassword": "ssl-secret-value"}
     )
     assert "dsn-secret-value" not in repr(config) and "ssl-secret-value" not in repr(config)
+
+
+def test_a_sqlite_catalog_in_a_directory_not_made_yet_is_opened(tmp_path: Path) -> None:
+    """A job's default catalog is <sink.path>/catalog.db, before the first run made the lake."""
+    lake = tmp_path / "not" / "yet"
+    catalog = open_catalog({"uri": f"sqlite:///{lake}/catalog.db", "warehouse": f"file://{lake}"})
+    catalog.create_namespace("lake")
+    assert (lake / "catalog.db").is_file()

@@ -173,11 +173,17 @@ class RestCatalogApp:
         # pyiceberg leaves out the optional fields it has no value for (exclude_none) but reads them as required.
         optional = {"location": None, "partition-spec": None, "write-order": None}
         create = CreateTableRequest.model_validate({**optional, **json.loads(body)})
+        extra: dict[str, Any] = {}
+        if create.partition_spec is not None:  # the sink's bucketed tables (iceberg_layout.py)
+            extra["partition_spec"] = create.partition_spec
+        if create.write_order is not None:
+            extra["sort_order"] = create.write_order
         table = self.catalog.create_table(
             (*_namespace(request), create.name),
             schema=create.table_schema,
             location=create.location,
             properties=create.properties,
+            **extra,
         )
         return _table_response(table)
 

@@ -1,11 +1,12 @@
-"""The bucketed Delta layout: what lets Spark tasks apply a micro-batch in parallel.
+"""The bucketed lake layout (Delta here, Iceberg in iceberg_layout.py): what lets Spark tasks
+apply a micro-batch in parallel.
 
 A table the sink creates is partitioned by one column, `__bucket`: each row's bucket is a
 hash of its key (the change event's canonical key text, decode/events.py) modulo the table's
 bucket count, kept in the table property `cdc.buckets` and fixed at creation. A key therefore
 lives in exactly one bucket directory, and the task that owns a bucket can read the bucket's
 files, apply the guarded changes and write their replacements without meeting another task's
-key; the driver only commits the tasks' file actions (delta_parallel.py).
+key; the driver only commits the tasks' file actions (lake_parallel.py).
 
 What a reader of the table sees: the row columns, the sink's `__seq`/`__op`/... columns, and
 the `__bucket` partition column (an int, 0 ≤ b < cdc.buckets); readers that filter by key
@@ -69,21 +70,37 @@ class DataFile:
     """One file of a bucket, as the table's log lists it, with the min/max statistics it has
     (column → (min, max)), which the tasks prune files by."""
 
-    path: str  # relative to the table root, decoded
+    path: str  # relative to the table root, decoded (iceberg: the full path the manifests list)
     size: int
     bounds: Mapping[str, tuple[object, object]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FileAction:
+    """A task's file action for the driver's commit: a file it wrote (`add`, its path relative
+    to the table root) or one it replaced (`remove`, its path as the table lists it)."""
+
+    kind: str  # add | remove
+    path: str
+    bucket: int
+    size: int = 0
+    stats: str | None = None  # delta adds: the file's statistics JSON (stats_json)
 
 
 @dataclass(frozen=True)
 class Layout:
     """A bucketed table as of the version the batch reads (picklable: shipped to the tasks)."""
 
-    path: str  # the table root
+    path: str  # the table root (iceberg: its location)
     buckets: int
     exists: bool
     version: int = -1
     schema: pa.Schema | None = None  # the row columns (without `__bucket`); None: no table yet
     files: dict[int, list[DataFile]] = field(default_factory=dict)  # bucket → its files
+    kind: str = "delta"  # delta | iceberg (iceberg_layout.py)
+    # iceberg: the table's columns with their field ids, `__bucket` included: the schema of
+    # the files the tasks write (Iceberg readers find columns by id). Delta: None.
+    file_schema: pa.Schema | None = None
 
     def in_bucket(self, bucket: int) -> list[DataFile]:
         return self.files.get(bucket, [])

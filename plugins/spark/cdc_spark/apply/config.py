@@ -99,11 +99,12 @@ class SinkConfig:
     table_delete_modes: Mapping[str, str] = field(default_factory=dict)
     # The source connector's unavailable.value.placeholder: where it stands, the target keeps its value.
     unavailable_value_placeholder: str = unavailable.DEFAULT
-    # delta: where a batch's MERGE runs. executors: Spark tasks apply disjoint key buckets of each
-    # table (buckets.py) and the driver commits their files; driver: one delta-rs MERGE per table
+    # delta, iceberg: where a batch is applied. executors: Spark tasks apply disjoint key buckets of
+    # each table (buckets.py) and the driver commits their files; driver: one delta-rs MERGE (or
+    # pyiceberg delete + append) per table
     # on the driver (the earlier layout; tables in it stay on the driver whatever this says).
     apply_on: str = "executors"
-    buckets: int = 16  # delta, apply.on=executors: the key buckets of a table the sink creates
+    buckets: int = 16  # delta, iceberg, apply.on=executors: the key buckets of a table the sink creates
 
     @classmethod
     def parse(cls, conf: Mapping[str, Any]) -> SinkConfig:
@@ -207,7 +208,7 @@ class SinkConfig:
             table_delete_modes=table_delete_modes,
             unavailable_value_placeholder=_placeholder(c),
             apply_on=_apply_on(c, target),
-            buckets=_int(c, "buckets", 16, 1, "1 to 10000 (key buckets of a new Delta table)", upper=10_000),
+            buckets=_int(c, "buckets", 16, 1, "1 to 10000 (key buckets of a new Delta or Iceberg table)", upper=10_000),
         )
 
     @property
@@ -243,8 +244,8 @@ def _apply_on(c: Mapping[str, Any], target: str) -> str:
             f"apply.on={value!r}: use executors (Spark tasks apply each table's key buckets in parallel) or "
             "driver (one MERGE per table on the Spark driver)"
         )
-    if "apply.on" in c and target != "delta":
-        raise SinkConfigError(f"apply.on is a setting of target=delta; drop it for target={target}")
+    if "apply.on" in c and target not in ("delta", "iceberg"):
+        raise SinkConfigError(f"apply.on is a setting of target=delta and target=iceberg; drop it for target={target}")
     return value
 
 

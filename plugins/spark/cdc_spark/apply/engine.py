@@ -2,8 +2,10 @@
 dead letters.
 
 Decoding and the per-partition reduction run in Spark, one task per topic partition.
-Delta and Iceberg commit once per table on the driver (their writers are single-committer),
-so their per-partition winners are collected and reduced across partitions in Arrow there;
+Delta and Iceberg (apply.on=executors, the default) shuffle by (table, key bucket); each task
+applies whole buckets and writes files, and the driver commits the tasks' file actions once
+per table (lake_parallel.py). Their tables in another layout (apply.on=driver, earlier tables,
+partition.by, scd2) have the per-partition winners collected and reduced in Arrow on the driver;
 PostgreSQL shuffles by key, reduces each partition to its keys' latest events in Arrow and
 upserts from every partition in parallel.
 
@@ -72,7 +74,7 @@ class ChangeApplier:
         # Where this batch's time went (Delta/Iceberg, on the driver): phase → seconds, for its log line.
         self._phases: dict[str, float | int] = {}
         self.metrics = process_metrics()  # per-table figures (apply/metrics.py), read by `cdc run`
-        # Delta, apply.on=executors: the processes (host:pid) whose tasks applied the last batch.
+        # Delta/Iceberg, apply.on=executors: the processes (host:pid) whose tasks applied the last batch.
         self.apply_workers: frozenset[str] = frozenset()
 
     @property
@@ -100,7 +102,7 @@ class ChangeApplier:
         if "__seq" not in raw.columns:  # raw records (the source did not decode them)
             raw = decode(raw, self.deserializer, self.config.keeps_only_latest, self.config.placeholder)
         self._poison, self._parked, self._phases, self._schemas = None, [], {}, {}
-        if self.config.target == "delta" and self.config.apply_on == "executors":
+        if self.config.target in ("delta", "iceberg") and self.config.apply_on == "executors":
             events = raw.persist()
             try:
                 self._apply_lake(events, batch_id)
@@ -249,15 +251,26 @@ class ChangeApplier:
         self._phases["latest"] = time.perf_counter() - t1
         self._apply_winners(*winners, batch_id)
 
+    def _layouts(self) -> Any:
+        """The target's bucketed tables (lake_parallel.LakeLayouts), built on the driver."""
+        if self.config.target == "iceberg":
+            from cdc_spark.apply.iceberg_layout import IcebergLayouts
+
+            return IcebergLayouts(self.target.catalog, self.target.namespace, self.config.app_id)
+        from cdc_spark.apply.delta_layout import DeltaLayouts
+
+        return DeltaLayouts(self.target.path, self.config.app_id)
+
     def _apply_lake(self, events: DataFrame, batch_id: int) -> None:
-        """Delta with apply.on=executors: the tables in the bucketed layout are applied by Spark
-        tasks and committed here from their file actions (delta_parallel.py); the others (an
-        earlier layout, partition.by, scd2) by the driver's MERGE (_apply_collected)."""
-        from cdc_spark.apply.delta_parallel import ParallelDelta
+        """Delta and Iceberg with apply.on=executors: the tables in the bucketed layout are
+        applied by Spark tasks and committed here from their file actions (lake_parallel.py);
+        the others (an earlier layout, partition.by, scd2) by the driver's path (_apply_collected)."""
+        from cdc_spark.apply.lake_parallel import ParallelLake
 
         t0 = time.perf_counter()
+        layouts = self._layouts()
         topics = [r["topic"] for r in events.select("topic").distinct().collect() if r["topic"] is not None]
-        mine, driver = ParallelDelta(self.config, self.target.path, events).split(sorted(topics), self._keeps_history)
+        mine, driver = ParallelLake(self.config, layouts, events).split(sorted(topics), self._keeps_history)
         if driver:
             on_driver = F.col("topic").isin(driver)
             if not mine:  # poison events without a topic go with the driver's share
@@ -269,7 +282,7 @@ class ChangeApplier:
         if "value_schema" not in events.columns:  # decoded elsewhere: full values, no side channel
             mine_only = mine_only.withColumn("schema_id", F.lit(None).cast("bigint"))
             mine_only = mine_only.withColumn("value_schema", F.lit(None).cast("string"))
-        parallel = ParallelDelta(self.config, self.target.path, mine_only)
+        parallel = ParallelLake(self.config, layouts, mine_only)
         # Keyless rows (poison events, truncates, snapshot ends) and the value schemas the source
         # cut off the records (decode/schemas.py): one small collect.
         loose = mine_only.filter(F.col("key").isNull() | F.col("value_schema").isNotNull())

@@ -24,6 +24,7 @@ URI's password is hidden, and a library's error text has every secret value repl
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -181,6 +182,7 @@ def open_catalog(catalog: Mapping[Any, Any] | CatalogSpec) -> Catalog:
     from pyiceberg.exceptions import NotInstalledError
 
     spec = catalog if isinstance(catalog, CatalogSpec) else parse_catalog(catalog)
+    _make_sqlite_directory(spec.properties.get(URI))
     try:
         return load_catalog(spec.name, **spec.properties)
     except NotInstalledError as e:  # pyiceberg's text names its pip extra
@@ -192,6 +194,17 @@ def open_catalog(catalog: Mapping[Any, Any] | CatalogSpec) -> Catalog:
         ) from None
     except Exception as e:
         raise CatalogOpenError(spec.describe(), spec.hide(one_line(e))) from None
+
+
+def _make_sqlite_directory(uri: object) -> None:
+    """A SQLite catalog file's directory, made when missing (SQLite creates the file, not its
+    directory): a job's default catalog is `<sink.path>/catalog.db`, and the lake directory does
+    not exist before the first run."""
+    if not isinstance(uri, str) or not uri.startswith("sqlite:///"):
+        return
+    path = uri.removeprefix("sqlite:///").split("?", 1)[0]  # SQLAlchemy's: relative, or /absolute
+    if path and path != ":memory:" and os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
 
 
 def shown_uri(uri: str) -> str:

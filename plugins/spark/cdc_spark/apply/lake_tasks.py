@@ -1,5 +1,6 @@
-"""The Spark task's half of the parallel Delta apply: one task owns whole buckets (buckets.py)
-of each table and, for each, applies its keys' latest events to the bucket's stored rows.
+"""The Spark task's half of the parallel lake apply (Delta and Iceberg): one task owns whole
+buckets (buckets.py) of each table and, for each, applies its keys' latest events to the
+bucket's stored rows.
 
 Per (table, bucket), in the task:
 1. the bucket's events reduced to each key's latest (and the earlier events whose values a
@@ -10,7 +11,12 @@ Per (table, bucket), in the task:
    exactly as the driver's MERGE does (delta.py): the newer of stored row and event wins;
 4. the rewritten files and one file of new rows written as new Parquet files, never changed
    in place; their add actions and the replaced files' remove actions go back to the driver,
-   which commits them all in one Delta transaction per table (delta_parallel.py).
+   which commits them all in one Delta transaction or Iceberg snapshot per table
+   (lake_parallel.py). An Iceberg file carries the table's field ids and its `__bucket` column.
+
+For an Iceberg table not created yet (the plan's `probe_main`/`probe_tombs`: its files need
+the field ids the catalog assigns), the task reports the columns its rows would have instead
+of writing them, and the driver creates the table and applies the batch again.
 
 A task that fails leaves only files no table version references; the batch is replayed.
 Memory: one bucket's events and the stored files holding its keys, whatever the batch size.
@@ -45,14 +51,14 @@ from cdc_spark.decode.flatbatch import FlatBatch
 # What a task sends back, one row per file action, per applied table, per refused row.
 RESULT = pa.schema(
     [
-        ("kind", pa.string()),  # add | remove | applied | parked | blanked | kept | error
+        ("kind", pa.string()),  # add | remove | columns | applied | parked | blanked | kept | error
         ("topic", pa.string()),
-        ("table", pa.string()),  # the Delta table the action is for (the main table or its tombstones)
+        ("table", pa.string()),  # the lake table the action is for (the main table or its tombstones)
         ("path", pa.string()),
         ("size", pa.int64()),
         ("bucket", pa.int32()),
         ("stats", pa.string()),
-        ("schema", pa.binary()),  # add: the file's Arrow schema (IPC); error: the packed error
+        ("schema", pa.binary()),  # add, columns: the rows' Arrow schema (IPC); error: the packed error
         ("rows", pa.int64()),  # applied: rows written from the batch
         ("newest_ms", pa.int64()),  # applied: newest source commit time among the events
         ("partition", pa.int32()),  # parked: the event's topic partition and offset
@@ -75,6 +81,9 @@ class TablePlan:
     soft: bool
     apply_main: bool  # False: the table already has this batch (a replay); only tombstones left
     apply_tombs: bool
+    # Iceberg tables not created yet: report the rows' columns instead of writing files.
+    probe_main: bool = False
+    probe_tombs: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,21 +226,29 @@ class BucketApply:
             if kept:  # the driver warns (the tasks' logs are not the job's)
                 rows = needing(source, kept).num_rows
                 self.out.add(kind="kept", topic=self.topic, table=table, rows=rows, problem=",".join(sorted(kept)))
-        if tp.apply_main:
+        if tp.apply_main and tp.probe_main:
+            self._columns(table, source)
+        elif tp.apply_main:
             applied = source
             if tombs is not None:
                 applied = drop_shadowed(source, tombs.rows_with_keys(source, keys)[0], keys)
             merged = guarded_merge(stored, applied, keys, keep_deletes=tp.soft)
             self._replace(main, table, holding, merged)
         if tombs is not None and tp.apply_tombs:
-            deletes = source.filter(source.column("__deleted")).select([*keys, "__seq"])
+            deletes = source.filter(source.column("__deleted"))
             if deletes.num_rows:
-                now = pa.array([int(time.time() * 1000)] * deletes.num_rows, pa.int64())
-                deletes = deletes.append_column("__deleted_at_ms", now)
+                deletes = _tombstones(deletes, keys)
                 remembered, files = tombs.rows_with_keys(deletes, keys)
                 if tp.tombs is not None and tp.tombs.schema is not None:
                     deletes, _ = conform(table, tp.tombs.schema, deletes)
-                self._replace(tombs, table + "__tombstones", files, guarded_merge(remembered, deletes, keys, True))
+                if tp.probe_tombs:
+                    self._columns(table + "__tombstones", deletes)
+                else:
+                    self._replace(tombs, table + "__tombstones", files, guarded_merge(remembered, deletes, keys, True))
+
+    def _columns(self, table: str, rows: pa.Table) -> None:
+        schema = rows.schema.remove_metadata().serialize().to_pybytes()
+        self.out.add(kind="columns", topic=self.topic, table=table, bucket=self.bucket, schema=schema)
 
     def _replace(self, files: BucketFiles, table: str, old: list[layout.DataFile], rows: pa.Table) -> None:
         """Write `rows` (the bucket's new content for the files `old`) as a new file; remove `old`."""
@@ -244,7 +261,7 @@ class BucketApply:
                 path=path,
                 size=size,
                 bucket=self.bucket,
-                stats=layout.stats_json(rows),
+                stats=layout.stats_json(rows) if files.layout.kind == "delta" else None,
                 schema=rows.schema.remove_metadata().serialize().to_pybytes(),
             )
         for f in old:
@@ -282,9 +299,12 @@ class BucketFiles:
         it; deltalake ≥ 1.6 writes view types)."""
         schema = self.layout.schema
         assert schema is not None
-        path = f"{self.base}/{f.path}"
-        present = set(pq.read_schema(path, filesystem=self.fs).names)
-        data = pq.read_table(path, columns=[c for c in columns if c in present], filesystem=self.fs)
+        if self.layout.kind == "iceberg":  # the full path, as the manifests list it
+            fs, path = filesystem(f.path)
+        else:
+            fs, path = self.fs, f"{self.base}/{f.path}"
+        present = set(pq.read_schema(path, filesystem=fs).names)
+        data = pq.read_table(path, columns=[c for c in columns if c in present], filesystem=fs)
         data = data.cast(without_views(data.schema))
         arrays = [
             data.column(c).cast(schema.field(c).type) if c in present else pa.nulls(data.num_rows, schema.field(c).type)
@@ -293,11 +313,39 @@ class BucketFiles:
         return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in columns]))
 
     def write(self, rows: pa.Table) -> tuple[str, int]:
-        relative = layout.file_name(self.bucket, str(uuid.uuid4()))
+        """A new file of `rows`; its path relative to the table root, and its size."""
+        if self.layout.kind == "iceberg":
+            relative = f"data/{layout.BUCKET}={self.bucket}/00000-0-{uuid.uuid4()}.parquet"
+            rows = _iceberg_file(rows, self.bucket, self.layout.file_schema)
+        else:
+            relative = layout.file_name(self.bucket, str(uuid.uuid4()))
         path = f"{self.base}/{relative}"
         self.fs.create_dir(os.path.dirname(path), recursive=True)
         pq.write_table(rows, path, filesystem=self.fs, compression="snappy")
         return relative, self.fs.get_file_info(path).size
+
+
+def _iceberg_file(rows: pa.Table, bucket: int, schema: pa.Schema | None) -> pa.Table:
+    """`rows` as an Iceberg data file of the bucket: the table's columns in its order, with
+    their field ids and `__bucket`. Columns the table does not have yet are left out: the
+    driver sees them in the add's reported schema, adds them and applies the batch again."""
+    assert schema is not None
+    n = rows.num_rows
+    arrays = []
+    for f in schema:
+        if f.name == layout.BUCKET:
+            arrays.append(pa.array([bucket] * n, f.type))
+        elif f.name in rows.column_names:
+            arrays.append(rows.column(f.name).cast(f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _tombstones(deletes: pa.Table, keys: list[str]) -> pa.Table:
+    """The tombstone rows of the batch's deletes: their keys, sequence and time."""
+    now = pa.array([int(time.time() * 1000)] * deletes.num_rows, pa.int64())
+    return deletes.select([*keys, "__seq"]).append_column("__deleted_at_ms", now)
 
 
 def guarded_merge(stored: pa.Table, source: pa.Table, keys: list[str], keep_deletes: bool) -> pa.Table:
