@@ -46,6 +46,12 @@ BYTES_BEHIND_SOURCE = "BytesBehindSource"
 # How long the database keeps the position the stored offset needs: a PositionRetention's
 # `to_json()` (cdc.api.retention), sampled by the connector; ours.
 POSITION_RETENTION = "PositionRetention"
+# Debezium's schema history metrics (SchemaHistoryMXBean, context=schema-history), as one map:
+# Status (0 stopped, 1 recovering, 2 running), RecoveryStartTime (epoch s, -1 before a recovery),
+# ChangesRecovered, ChangesApplied, LastRecoveredChange / LastAppliedChange (the history record's
+# JSON, "" before the first), and ours: LastRecoveredChangeTs / LastAppliedChangeTs (epoch ms, from
+# which MilliSecondsSinceLastRecoveredChange / ...AppliedChange are derived when read).
+SCHEMA_HISTORY = "SchemaHistory"
 
 
 class TaskMetrics:

@@ -17,6 +17,7 @@ from cdc.log.base import GroupConsumer, LogProducer, LogRecord, TopicLog
 from cdc.log.base import TopicPartition as LogTP
 from cdc.runtime.errors import SKIP, RetryWithToleranceOperator, Stage
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
+from cdc.runtime.task_meters import OffsetCommitMeter
 from cdc.transforms.chain import TransformationChain
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class WorkerSinkTask(WorkerTask):
         self.retry_backoff = 1.0
         self.commit_requested = False
         self._last_commit = time.monotonic()
+        self.commits = OffsetCommitMeter()
         self.records_put = 0
 
     def execute(self) -> None:
@@ -233,8 +235,19 @@ class WorkerSinkTask(WorkerTask):
         self._dlq_producer.send(self.dlq_topic, m.value, key=m.key, headers=headers, timestamp=m.timestamp)
 
     def _commit(self) -> None:
+        """Timed for offset-commit-* (Kafka's WorkerSinkTask.onCommitCompleted): a commit with nothing to
+        commit counts as a successful one, as Kafka's skipped commit does."""
         self._last_commit = time.monotonic()
         self.commit_requested = False
+        started = time.perf_counter()
+        try:
+            self._commit_consumed()
+        except BaseException:
+            self.commits.record((time.perf_counter() - started) * 1000, False)
+            raise
+        self.commits.record((time.perf_counter() - started) * 1000, True)
+
+    def _commit_consumed(self) -> None:
         if self._dlq_producer is not None and self._dlq_producer.flush(30):
             # A consumed offset moves past a failed record only once the record is in the DLQ.
             raise RuntimeError(f"Task {self.id}: dead letter queue {self.dlq_topic!r} did not acknowledge records")

@@ -32,6 +32,7 @@ from cdc.runtime.signal_log import TopicSignalLog
 from cdc.runtime.source_batches import SubmittedBatch, SubmittedBatches, latest_offsets
 from cdc.runtime.submitted_records import SubmittedRecord, SubmittedRecords
 from cdc.runtime.task import ConnectorTaskId, TaskStatusListener, WorkerTask
+from cdc.runtime.task_meters import OffsetCommitMeter
 from cdc.storage.offsets import OffsetBackingStore, OffsetStorageWriter
 from cdc.transforms.chain import TransformationChain
 
@@ -50,6 +51,10 @@ def _to_bytes(
         return batch(topics, schemas, values)  # type: ignore[no-any-return]
     convert = converter.from_connect_data
     return [convert(t, s, v, r.headers) for t, s, v, r in zip(topics, schemas, values, records, strict=True)]
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 class SourceTaskContextImpl:
@@ -203,6 +208,7 @@ class WorkerSourceTask(WorkerTask):
         self._in_flight: _Transaction | None = None
         self._next: _Transaction | None = None  # polled, converted, waiting for the writer
         self.transactions = 0  # log transactions written (each with its offsets)
+        self.commits = OffsetCommitMeter()
         self._txn_writer: ThreadPoolExecutor | None = None
         if transactional and self.PIPELINE:
             self._txn_writer = ThreadPoolExecutor(1, thread_name_prefix=f"{id.connector}-{id.task}-writer")
@@ -429,16 +435,22 @@ class WorkerSourceTask(WorkerTask):
             self._commit_offsets()
 
     def _commit_offsets(self) -> None:
+        """Kafka's WorkerSourceTask.commitOffsets, timed for offset-commit-*: a flush with nothing new
+        to store counts as a successful commit, as in Kafka."""
         self._last_flush = time.monotonic()
+        started = time.perf_counter()
         for partition, offset in self.submitted.committable():
             self.writer.offset(partition, offset)
         if not self.writer.has_pending():
+            self.commits.record(_ms_since(started), True)
             return
         try:
             self.writer.flush()
         except Exception as e:
+            self.commits.record(_ms_since(started), False)
             log.error("Task %s: storing offsets failed, will retry at the next interval: %s", self.id, e)
             return
+        self.commits.record(_ms_since(started), True)
         self._task_commit()
 
     # -- transactional -----------------------------------------------------------------------
@@ -502,7 +514,10 @@ class WorkerSourceTask(WorkerTask):
             self._finish_in_flight()
 
     def _write_transaction(self, txn: _Transaction) -> None:
-        """On the writer thread: the batches and their offsets in one log transaction."""
+        """On the writer thread: the batches and their offsets in one log transaction, timed as an
+        offset commit (Kafka's ExactlyOnceWorkerSourceTask.commitTransaction, whose time includes
+        waiting for the transaction's records too)."""
+        started = time.perf_counter()
         self.producer.begin_transaction()
         try:
             if self._wants_record_metadata:
@@ -515,8 +530,10 @@ class WorkerSourceTask(WorkerTask):
             self.offset_store.stage(self.producer, txn.entries)
             self.producer.commit_transaction()
         except BaseException:
+            self.commits.record(_ms_since(started), False)
             self.producer.abort_transaction()
             raise
+        self.commits.record(_ms_since(started), not txn.failed)
         if not txn.failed:
             self.offset_store.applied(txn.entries)  # the store's map follows the log at once (it locks)
 

@@ -15,6 +15,7 @@ from cdc.api.errors import ConnectException
 from cdc.api.metrics import TaskMetrics
 from cdc.runtime import logging_context
 from cdc.runtime.gc_tuning import raise_young_threshold
+from cdc.runtime.task_meters import OffsetCommitMeter
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,9 @@ class WorkerTask(ABC):
         self.active_topics: set[str] = set()
         self.metrics = TaskMetrics()
         self.meter: object | None = None  # the worker's cdc.runtime.task_meters meter of the plugin's calls
+        # connector-task-metrics offset-commit-* (cdc.runtime.task_meters.OffsetCommitMeter): set by the
+        # runners that commit offsets here (source and sink), None for a task in another process.
+        self.commits: OffsetCommitMeter | None = None
         self._metrics_next = 0.0
         self._metrics_due = False
         self._metrics_last: str | None = None

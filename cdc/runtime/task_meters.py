@@ -6,6 +6,10 @@ around the plugin's `poll()`/`put()` and the consumer's `poll()`. Here the worke
 bound methods on the instances it builds (`meter_source`, `meter_sink`), so the task runners
 stay as they are; the cost is two clock reads and a few integer adds per call, none per record.
 Only the task's own thread writes a meter; a scrape reads plain ints.
+
+`OffsetCommitMeter` is Kafka Connect's connector-task-metrics `offset-commit-*`: the task runners
+record each offset commit themselves (WorkerSourceTask's flush or log transaction, WorkerSinkTask's
+consumer commit), since a commit is not a plugin call.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from cdc.runtime.sampled import SampledStat
 
 
 @dataclass
@@ -82,3 +88,36 @@ def meter_sink(task: Any, consumer: Any) -> SinkTaskMeter:
     consumer.poll = meter.read.wrap(consumer.poll, _returned)
     task.put = meter.put.wrap(task.put, _given)
     return meter
+
+
+class OffsetCommitMeter:
+    """Kafka's WorkerTask.TaskMetricsGroup.recordCommit: a successful commit's duration goes to the
+    commit-time sensor (offset-commit-avg-time-ms, offset-commit-max-time-ms), every attempt to the
+    completion sensor (offset-commit-success-percentage / -failure-percentage, fractions 0 to 1).
+    All four over Kafka's sample window (cdc.runtime.sampled): NaN times and 0.0 fractions when no
+    commit was attempted in the last 30 to 60 s. `attempts` and `failures` count since the task started."""
+
+    def __init__(self) -> None:
+        self.time = SampledStat()
+        self.completion = SampledStat()
+        self.attempts = 0
+        self.failures = 0
+
+    def record(self, duration_ms: float, success: bool, now: float | None = None) -> None:
+        """One commit attempt; the task's thread (or its log-transaction writer) calls it."""
+        if success:
+            self.time.record(duration_ms, now)
+        else:
+            self.failures += 1
+        self.completion.record(1.0 if success else 0.0, now)
+        self.attempts += 1
+
+    def values(self, now: float | None = None) -> dict[str, float]:
+        """Kafka's attribute names -> their values as of `now` (cdc.runtime.sampled's clock)."""
+        failure, success = self.completion.frequencies(now)
+        return {
+            "offset-commit-avg-time-ms": self.time.avg(now),
+            "offset-commit-max-time-ms": self.time.max(now),
+            "offset-commit-success-percentage": success,
+            "offset-commit-failure-percentage": failure,
+        }

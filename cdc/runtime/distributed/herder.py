@@ -24,6 +24,7 @@ from cdc.config.providers import ConfigTransformer, has_references, reverse_tran
 from cdc.runtime.abstract_herder import AbstractHerder, config_secrets, keep_hidden_passwords
 from cdc.runtime.distributed.config_topic import ClusterConfigState, ConfigTopic
 from cdc.runtime.distributed.membership import GroupMembership, GroupTimeouts, slot_of
+from cdc.runtime.distributed.rebalance_metrics import RebalanceMetrics
 from cdc.runtime.herder import (
     ForwardRequired,
     NotFoundError,
@@ -91,6 +92,7 @@ class DistributedHerder(AbstractHerder):
             self._on_assigned,
             self._on_revoked,
         )
+        self.rebalance = RebalanceMetrics()  # connect-worker-rebalance-metrics
         self.running: dict[str, _RunningConnector] = {}
         self.task_sources: dict[ConnectorTaskId, tuple[dict[str, str], dict[str, str]]] = {}
         self._woken = threading.Event()
@@ -146,6 +148,7 @@ class DistributedHerder(AbstractHerder):
             return False
 
     def _on_assigned(self, slots: set[int]) -> None:
+        self.rebalance.started(self.membership.generation)
         self._synced = self._read_config_to_end(self._sync_timeout)
         if not self._synced:
             log.warning(
@@ -218,6 +221,9 @@ class DistributedHerder(AbstractHerder):
             if self._owns(f"connector-{name}"):
                 self._reconcile_connector(name, props, state)
         self._reconcile_tasks(state)
+        # The config topic is read and the assigned work started: a rebalance under way is complete
+        # (Kafka's handleRebalanceCompleted, after startWork).
+        self.rebalance.succeeded()
         self._handle_restarts(state)
         for id in self.restarts.due({i: t.failure is not None for i, t in self.worker.tasks.items()}):
             self._restart_task_here(id, state)
@@ -374,6 +380,11 @@ class DistributedHerder(AbstractHerder):
                     self._restart_task_here(id, state)
 
     # -- REST: writes go through the leader -------------------------------------------------
+    def leader_url(self) -> str | None:
+        """The group leader's REST URL (Kafka's leaderUrl(), the leader-name metric): this worker's own
+        when it leads, else the one the leader last wrote to the config topic."""
+        return self.url if self.membership.is_leader else self.configs.state.leader_url
+
     def _require_leader(self) -> None:
         if not self.membership.is_leader:
             raise ForwardRequired(self.configs.state.leader_url)

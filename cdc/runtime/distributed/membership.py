@@ -33,6 +33,7 @@ The leader is the owner of slot 0; it alone writes connector configs and target 
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ from cdc.log.murmur2 import partition_for_key
 log = logging.getLogger(__name__)
 
 SlotsCallback = Callable[[set[int]], None]
+_GROUP_METADATA_MAGIC = b"CGMDv2:"
 
 
 @dataclass(frozen=True)
@@ -130,10 +132,24 @@ class GroupMembership:
         consumer.assign(parts)
         if parts:
             consumer.pause(parts)  # membership only: never fetch the offsets topic
-        self.generation += 1
+        generation = self._group_generation()
+        self.generation = generation if generation is not None else self.generation + 1
         self.slots = {p.partition for p in parts}
         log.info("Joined group generation %d with slots %s", self.generation, sorted(self.slots))
         self._on_assigned(set(self.slots))
+
+    def _group_generation(self) -> int | None:
+        """The group's generation id (Kafka Connect's `epoch`), which librdkafka exposes only inside its
+        serialized group metadata (rd_kafka_consumer_group_metadata_write: the magic `CGMDv2:`, then
+        the generation as a native int32). None when unreadable: the caller counts its own joins."""
+        try:
+            raw = self._consumer.consumer_group_metadata()
+        except (KafkaException, RuntimeError):
+            return None
+        if not isinstance(raw, bytes) or not raw.startswith(_GROUP_METADATA_MAGIC) or len(raw) < 11:
+            return None
+        (generation,) = struct.unpack_from("=i", raw, len(_GROUP_METADATA_MAGIC))
+        return generation if generation >= 0 else None  # -1: none (Tansu's first generation is 0)
 
     def _revoke(self, consumer: Consumer, parts: list[KTopicPartition]) -> None:
         revoked = {p.partition for p in parts} or set(self.slots)

@@ -9,12 +9,19 @@ turn Kafka Connect's MBeans into Prometheus metrics, so their dashboards and ale
 - `type=connector-metrics` string attributes -> `kafka_connect_connector_<attr>{connector,<attr>="value"} 1`;
 - `type=connector-task-metrics` status -> `kafka_connect_connector_task_status{connector,task,status} 1`;
 - `type=<group>-metrics,connector=,task=` -> `kafka_connect_<group>_<attr>{connector,task}`, a
-  counter for `*-total` attributes (Strimzi's `type: COUNTER`), else a gauge.
+  counter for `*-total` attributes (Strimzi's `type: COUNTER`), else a gauge; the
+  connector-task-metrics `offset-commit-*-percentage` too, as the jmx_exporter example names them
+  (Strimzi's rules drop them);
+- `type=connect-worker-rebalance-metrics` -> `kafka_connect_worker_rebalance_<attr>` (a counter for
+  `completed-rebalances-total`), and `leader-name` as `…_leader_name{leader_name="<url>"} 1`; only
+  a distributed worker has them, as in Kafka.
 
 Kafka Connect's own classes mirrored: ConnectMetricsRegistry (the names), WorkerConnector,
-WorkerTask, WorkerSourceTask, WorkerSinkTask and ErrorHandlingMetrics (what is counted).
-Attributes the runtime has no figure for (offset commit times, rebalance timings) are left out
-rather than reported as 0.
+WorkerTask, WorkerSourceTask, WorkerSinkTask, ErrorHandlingMetrics and DistributedHerder's
+HerderMetrics (what is counted). Kafka's windowed Avg/Max/Frequencies (offset-commit-*,
+rebalance-*-time-ms) are computed over its sample window (cdc.runtime.sampled), NaN included.
+Attributes the runtime has no figure for (running-ratio, batch-size-*, connect-protocol) are left
+out rather than reported as 0.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from cdc.runtime.prometheus.rates import Rates
 from cdc.runtime.prometheus.view import TaskView, WorkerView
 from cdc.runtime.sink_task import WorkerSinkTask
 from cdc.runtime.source_task import WorkerSourceTask
-from cdc.runtime.task_meters import SinkTaskMeter, SourceTaskMeter
+from cdc.runtime.task_meters import OffsetCommitMeter, SinkTaskMeter, SourceTaskMeter
 
 TASK_STATES = ("running", "paused", "failed", "unassigned", "destroyed", "restarting")
 _TASK = ["connector", "task"]
@@ -57,9 +64,29 @@ class _Families:
         return iter(self._families.values())
 
 
+REBALANCE_ATTRS = (
+    "rebalancing",
+    "epoch",
+    "rebalance-avg-time-ms",
+    "rebalance-max-time-ms",
+    "time-since-last-rebalance-ms",
+)
+COMMIT_ATTRS = (
+    "offset-commit-avg-time-ms",
+    "offset-commit-max-time-ms",
+    "offset-commit-success-percentage",
+    "offset-commit-failure-percentage",
+)
+
+
+def _prometheus(attr: str) -> str:
+    return attr.replace("-", "_")
+
+
 def connect_metrics(view: WorkerView, rates: Rates) -> Iterator[Metric]:
     f = _Families()
     _worker(view, f)
+    _rebalance(view, f)
     for c in view.connectors:
         labels = [c.name]
         if c.status:
@@ -93,6 +120,7 @@ def connect_metrics(view: WorkerView, rates: Rates) -> Iterator[Metric]:
                 "connector-task-metrics status (1 for the current one)",
                 ["connector", "task", "status"],
             ).add_metric([*labels, t.status], 1)
+        _offset_commits(t, labels, f)
         if isinstance(t.runner, WorkerSourceTask):
             _source_task(t, labels, f, rates, seen)
         elif isinstance(t.runner, WorkerSinkTask):
@@ -122,6 +150,39 @@ def _worker(view: WorkerView, f: _Families) -> None:
                 f"connect-worker-metrics connector-{state}-task-count",
                 ["connector"],
             ).add_metric([name], sum(1 for t in tasks if t.status == state))
+
+
+def _rebalance(view: WorkerView, f: _Families) -> None:
+    values = view.rebalance
+    if values is None:  # standalone: no group, no rebalances
+        return
+    f.counter(
+        "kafka_connect_worker_rebalance_completed_rebalances",
+        "connect-worker-rebalance-metrics completed-rebalances-total: rebalances this worker completed",
+        [],
+    ).add_metric([], values["completed-rebalances-total"])
+    for attr in REBALANCE_ATTRS:
+        f.gauge(
+            f"kafka_connect_worker_rebalance_{_prometheus(attr)}", f"connect-worker-rebalance-metrics {attr}", []
+        ).add_metric([], values[attr])
+    if view.leader_name:
+        f.gauge(
+            "kafka_connect_worker_rebalance_leader_name",
+            "connect-worker-rebalance-metrics leader-name: the group leader's REST URL",
+            ["leader_name"],
+        ).add_metric([view.leader_name], 1)
+
+
+def _offset_commits(t: TaskView, labels: list[str], f: _Families) -> None:
+    commits = getattr(t.runner, "commits", None)
+    if not isinstance(commits, OffsetCommitMeter):  # a task in another process
+        return
+    for attr, value in commits.values().items():
+        f.gauge(
+            f"kafka_connect_connector_task_{_prometheus(attr)}",
+            f"connector-task-metrics {attr} (over the last 30 to 60 s)",
+            _TASK,
+        ).add_metric(labels, value)
 
 
 def _source_task(t: TaskView, labels: list[str], f: _Families, rates: Rates, seen: set[object]) -> None:

@@ -5,9 +5,13 @@ schema-history>,server=<topic.prefix>`; the rules of Debezium's monitoring examp
 Strimzi turn each numeric attribute into `debezium_metrics_<Attribute>{plugin, name, context}`
 (`name` is the server, i.e. `topic.prefix`), the RowsScanned map into one sample per table
 (`table` label), booleans into 1/0, and drop strings. The values are those the connector last
-published (cdc.api.metrics, at most every 2 s); the durations since an event or a snapshot's
-start are computed at scrape time from the published timestamps, so an idle task publishes
-nothing new.
+published (cdc.api.metrics, at most every 2 s); the durations since an event, a snapshot's
+start or a schema history change are computed at scrape time from the published timestamps, so
+an idle task publishes nothing new. The schema-history context (MySQL's; PostgreSQL has no
+schema history) appears when the connector publishes it (cdc_debezium.history_metrics):
+Status (0 stopped, 1 recovering, 2 running), RecoveryStartTime, ChangesRecovered,
+ChangesApplied and MilliSecondsSinceLast{Recovered,Applied}Change; LastRecoveredChange and
+LastAppliedChange are strings, dropped like every string.
 
 cdc's own figures, which Debezium has no MBean for, are `cdc_source_*`, with the same labels:
 `cdc_source_bytes_behind` (the database's log position minus the reader's: what the source
@@ -48,6 +52,12 @@ STREAMING_ATTRS = (
 QUEUE_ATTRS = (m.QUEUE_TOTAL_CAPACITY, m.QUEUE_REMAINING_CAPACITY)
 SNAPSHOT_DEFAULTS = {m.SNAPSHOT_RUNNING: 0, m.SNAPSHOT_COMPLETED: 0, m.SNAPSHOT_ABORTED: 0, "SnapshotPaused": 0}
 STREAMING_DEFAULTS = {m.CONNECTED: 0, m.TOTAL_NUMBER_OF_EVENTS_SEEN: 0, m.NUMBER_OF_COMMITTED_TRANSACTIONS: 0}
+SCHEMA_HISTORY_ATTRS = ("Status", "RecoveryStartTime", "ChangesRecovered", "ChangesApplied")
+# MilliSecondsSince... attribute -> the published epoch-ms time it counts from (-1 before the first)
+SCHEMA_HISTORY_SINCE = {
+    "MilliSecondsSinceLastRecoveredChange": "LastRecoveredChangeTs",
+    "MilliSecondsSinceLastAppliedChange": "LastAppliedChangeTs",
+}
 
 
 def plugin_of(connector_class: str) -> str | None:
@@ -137,6 +147,15 @@ def _task(out: _Out, t: TaskView, plugin: str, name: str, now_ms: int) -> None:
             rows,
             f"Debezium snapshot metric RowsScanned per table (debezium.{plugin}:...,context=snapshot,key=<table>)",
         )
+    # -- schema history --------------------------------------------------------------------------
+    history = values.get(m.SCHEMA_HISTORY)
+    if isinstance(history, dict):
+        for attr in SCHEMA_HISTORY_ATTRS:
+            _attr(out, attr, plugin, name, "schema-history", history.get(attr))
+        for attr, ts_key in SCHEMA_HISTORY_SINCE.items():
+            ts = history.get(ts_key)
+            since = max(0, now_ms - ts) if isinstance(ts, int) and not isinstance(ts, bool) else -1
+            _attr(out, attr, plugin, name, "schema-history", since)
     # -- cdc's own ------------------------------------------------------------------------------
     for attr, metric, context, doc in (
         (m.BYTES_BEHIND_SOURCE, "cdc_source_bytes_behind", "streaming", "log bytes the source has not read yet"),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.api.source import SourceConnector
+from cdc.runtime.distributed.rebalance_metrics import RebalanceMetrics
 from cdc.runtime.sink_task import WorkerSinkTask
 from cdc.runtime.source_task import WorkerSourceTask
 from cdc.runtime.task import WorkerTask
@@ -48,6 +49,10 @@ class WorkerView:
     now_ms: int
     connectors: list[ConnectorView]
     tasks: list[TaskView]
+    # connect-worker-rebalance-metrics: a distributed worker's (cdc.runtime.distributed.rebalance_metrics),
+    # None in standalone mode, which has no rebalances (nor, in Kafka, these metrics)
+    rebalance: dict[str, float] | None = None
+    leader_name: str | None = None  # the group leader's REST URL, as far as this worker knows
 
 
 def _running_connectors(herder: Any) -> dict[str, tuple[dict[str, str], Any]]:
@@ -137,4 +142,8 @@ def worker_view(herder: Any) -> WorkerView:
                 report.timestamp if report is not None and report.timestamp else None,
             )
         )
-    return WorkerView(worker.worker_id, int(time.time() * 1000), connectors, tasks)
+    rebalance = getattr(herder, "rebalance", None)
+    if not isinstance(rebalance, RebalanceMetrics):  # standalone
+        return WorkerView(worker.worker_id, int(time.time() * 1000), connectors, tasks)
+    leader = herder.leader_url()
+    return WorkerView(worker.worker_id, int(time.time() * 1000), connectors, tasks, rebalance.values(), leader)

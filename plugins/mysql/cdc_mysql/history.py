@@ -20,6 +20,7 @@ from typing import Any
 from cdc.api import ConnectException
 from cdc.api.history import HistoryLog, history_log
 from cdc.api.kafka_clients import librdkafka_config
+from cdc_debezium.history_metrics import SchemaHistoryMetrics
 from cdc_mysql import config as cfg
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,44 @@ class FileSchemaHistory(SchemaHistory):
                         "restore the file or set snapshot.mode=recovery to rebuild it"
                     ) from e
         return out
+
+
+class MeteredSchemaHistory(SchemaHistory):
+    """A history whose use Debezium's schema-history metrics count (cdc_debezium.history_metrics), as
+    Debezium's AbstractSchemaHistory tells its listener: each record written is an applied change,
+    each record read back at a restart (`recover`) a recovered one."""
+
+    def __init__(self, inner: SchemaHistory, metrics: SchemaHistoryMetrics) -> None:
+        self.inner = inner
+        self.metrics = metrics
+        metrics.started()
+
+    def record(self, record: dict[str, Any]) -> None:
+        self.inner.record(record)
+        self.metrics.on_change_applied(record)
+
+    def records(self) -> list[dict[str, Any]]:
+        return self.inner.records()
+
+    def exists(self) -> bool:
+        return self.inner.exists()
+
+    def recover(self) -> list[dict[str, Any]]:
+        """The records, read as a restart's recovery: RECOVERING meanwhile, each one counted."""
+        self.metrics.recovery_started()
+        try:
+            records = self.inner.records()
+            for record in records:
+                self.metrics.on_change_from_history(record)
+        finally:
+            self.metrics.recovery_stopped()
+        return records
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            self.metrics.stopped()
 
 
 def _ensure_history_topic(topic: str, admin_conf: dict[str, str], timeout: float = 15.0) -> None:

@@ -18,6 +18,7 @@ from cdc.api import ConnectException, SourceRecord, SourceTask, Struct, TaskMetr
 from cdc.api import metrics as m
 from cdc_debezium.config import DATABASE_EXCLUDE_LIST, DATABASE_INCLUDE_LIST
 from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.history_metrics import SchemaHistoryMetrics
 from cdc_debezium.metrics import Periodic, SourceLag, StreamingMetrics
 from cdc_debezium.naming import TopicNamingStrategy
 from cdc_debezium.progress import SnapshotProgress
@@ -33,7 +34,7 @@ from cdc_mysql.debezium_keys import SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS
 from cdc_mysql.dispatcher import EventDispatcher
 from cdc_mysql.gtid import MariaDbGtidSet
 from cdc_mysql.gtid import contains as gtid_contains
-from cdc_mysql.history import SchemaHistory, open_history
+from cdc_mysql.history import MeteredSchemaHistory, open_history
 from cdc_mysql.incremental import MySqlIncrementalSnapshot
 from cdc_mysql.lineage import BinlogLineage, position, sequence_text
 from cdc_mysql.offset_context import MySqlOffsetContext
@@ -117,7 +118,8 @@ class MySqlConnectorTask(SourceTask):
             config.key_columns.for_table,
             config.schema_options,
         )
-        self.history: SchemaHistory = open_history(config, self.context)
+        self.history_metrics = SchemaHistoryMetrics()  # Debezium's context=schema-history
+        self.history = MeteredSchemaHistory(open_history(config, self.context), self.history_metrics)
         heartbeat = Heartbeat(config.heartbeat_interval_ms, topics.heartbeat_topic(), config.topic_prefix)
         tx = TransactionMonitor(topics.transaction_topic()) if config.provide_transaction_metadata else None
         self.dispatcher = EventDispatcher(config, self.source_info, self.history, heartbeat, tx)
@@ -287,7 +289,8 @@ class MySqlConnectorTask(SourceTask):
             assert stored is not None
             offset = stored
             added = self._newly_captured()
-            records = self._history_records()  # read once: a Kafka history is read from its start
+            # read once: a Kafka history is read from its start; Debezium's recovery of the history
+            records = self._history_records(recover=True)
             if records is not None:
                 self._warn_about_tables_never_read(added, records)
                 # The declared column types of the DDL in the history, as the run that wrote it had them
@@ -369,11 +372,12 @@ class MySqlConnectorTask(SourceTask):
             return []
         return self.new_tables.newly_captured(self.stored_offset, captured_tables(self.connection.conn, self.config))
 
-    def _history_records(self) -> list[dict[str, Any]] | None:
+    def _history_records(self, recover: bool = False) -> list[dict[str, Any]] | None:
         """The schema history's records at a restart; None (with a warning) if it cannot be read, which
-        does not stop the restart: decoding does not need it (history.py)."""
+        does not stop the restart: decoding does not need it (history.py). `recover`: read as the
+        restart's recovery of the history, which the schema-history metrics count."""
         try:
-            return self.history.records()
+            return self.history.recover() if recover else self.history.records()
         except ConnectException as e:
             log.warning(
                 "Could not read the schema history (%s): newly captured tables are not checked for, and the "
@@ -504,6 +508,7 @@ class MySqlConnectorTask(SourceTask):
             connected = getattr(streaming, "_reader", None) is not None  # None while reconnecting
             out.update(self.stream_metrics.values(connected))
             out[m.BYTES_BEHIND_SOURCE] = self.source_lag.value()
+        out[m.SCHEMA_HISTORY] = self.history_metrics.values()
         return out
 
     def _read_retention(self) -> dict[str, Any]:
