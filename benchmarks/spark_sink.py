@@ -43,7 +43,10 @@ line per figure (see benchmarks/_common.py); progress goes to stderr.
 - Executor-side apply (issue 32): the Delta sink runs twice on the same batch, with
   `apply.on=executors` (the default: Spark tasks apply key buckets) and `apply.on=driver` (the
   collect and one MERGE on the driver), each with the peak resident memory of the driver's
-  Python process, the driver JVM and the largest Python worker (RssWatch, from /proc).
+  Python process, the driver JVM and the largest Python worker (RssWatch, from /proc). The same
+  for Iceberg (a SQLite SQL catalog), its rows checked against the Delta lake's, and its
+  executor-side run against the whole job on the bare libraries (which writes Delta: there is
+  no bare Iceberg merge). `CDC_BENCH_ONLY=lake` runs only these and the bare job.
 - Not measured: SparkSession start and a 2,000-event warm-up batch (Python worker start-up).
 - Time: about 3 minutes on 2 cores, 17-24 s of it producing the events and ~20 s writing
   the large table.
@@ -90,6 +93,9 @@ KEYS = EVENTS // 5
 LARGE_ROWS = int(os.environ.get("CDC_BENCH_LARGE_ROWS", "5000000"))
 # CDC_BENCH_ONLY=avro: only the JSON and Avro sink runs and the Avro figures (issue 20)
 AVRO_ONLY = os.environ.get("CDC_BENCH_ONLY", "").lower() == "avro"
+# CDC_BENCH_ONLY=lake: only the lake sink runs (Delta and Iceberg, executors and driver) and the
+# whole job on the bare libraries
+LAKE_ONLY = os.environ.get("CDC_BENCH_ONLY", "").lower() == "lake"
 TOPIC = "bench.shop.items"
 TABLE = "bench_shop_items"
 SCHEMA_VALUE = (
@@ -561,6 +567,37 @@ def ours(spark: object, state: Path, sink: dict, checkpoint: str) -> float:
     return time.perf_counter() - t0
 
 
+def lake_iceberg(spark: object, work: Path, rows: int) -> tuple[float, float]:
+    """The same batch into Iceberg (a SQLite SQL catalog), apply.on=executors and driver: times,
+    driver memory, and the rows checked against the Delta lake's."""
+    from deltalake import DeltaTable
+    from pyiceberg.catalog import load_catalog
+
+    times = []
+    growth = []
+    for on in ("executors", "driver"):
+        root = work / f"iceberg_{on}"
+        root.mkdir()
+        catalog = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}"}
+        with RssWatch() as mem:
+            took = ours(spark, work / "state", {"target": "iceberg", "catalog": catalog, "namespace": "lake",
+                                               "apply.on": on}, str(work / f"ck_i_{on}"))  # fmt: skip
+        note(f"spark sink → iceberg (apply.on={on}): {took:.2f}s; {_memory(mem)}")
+        times.append(took)
+        growth.append(mem.growth("driver"))
+        got = load_catalog("cdc", **catalog).load_table(("lake", TABLE)).scan().to_arrow()
+        got = sorted(zip(*(got[c].to_pylist() for c in ("id", "name", "qty")), strict=True))
+        delta = DeltaTable(str(work / "lake" / TABLE)).to_pyarrow_table()
+        want = sorted(zip(*(delta[c].to_pylist() for c in ("id", "name", "qty")), strict=True))
+        if got != want:
+            raise RuntimeError(f"iceberg (apply.on={on}): {len(got)} rows, the Delta lake {len(want)} or others")
+    emit("driver Python RSS growth applying the batch to Iceberg, apply.on=executors vs driver [lower is better]",
+         growth[0], "MB", growth[1])  # fmt: skip
+    emit_throughput(f"spark sink to Iceberg, apply.on=executors vs driver, {EVENTS} events in one batch", rows,
+                    times[0], times[1], unit="rows/s")  # fmt: skip
+    return times[0], times[1]
+
+
 def warm_up(spark: object, work: Path) -> None:
     """One small batch through the same path, so the figure excludes Python worker start-up."""
     state = work / "warm"
@@ -606,7 +643,8 @@ def main() -> None:
 
         # Both merge into a new table each round; best of interleaved rounds (delta-rs warms up).
         rounds = itertools.count()
-        if not AVRO_ONLY:
+        bare_d = apply_d = 0.0
+        if not AVRO_ONLY and not LAKE_ONLY:
             apply_d, bare_d = best_of_pair(
                 lambda: apply_delta(final, str(work / f"apply_lake{next(rounds)}")),
                 lambda: bare_delta(final, str(work / f"bare_delta{next(rounds)}")),
@@ -626,6 +664,8 @@ def main() -> None:
         emit_throughput(f"spark sink to Delta, apply.on=executors vs driver, {EVENTS} events in one batch", rows,
                         ours_d, driver_d, unit="rows/s")  # fmt: skip
         if not AVRO_ONLY:
+            iceberg_x = lake_iceberg(spark, work, rows)[0]
+        if not AVRO_ONLY and not LAKE_ONLY:
             emit_throughput(
                 f"spark sink to Delta, {EVENTS} events/{KEYS} keys, final rows applied",
                 rows,
@@ -638,12 +678,10 @@ def main() -> None:
         if not AVRO_ONLY:
             bare_all = bare_pipeline(work / "state", str(work / "bare_pipeline"))
             note(f"bare libraries, whole job in one process (read, decode, dedupe, merge): {bare_all:.2f}s")
-            _same_rows(
-                str(work / "bare_pipeline"),
-                str(work / "bare_delta1"),
-                str(work / "lake" / TABLE),
-                str(work / "apply_lake0" / TABLE),
-            )
+            compared = [str(work / "bare_pipeline"), str(work / "lake" / TABLE)]
+            if not LAKE_ONLY:
+                compared += [str(work / "bare_delta1"), str(work / "apply_lake0" / TABLE)]
+            _same_rows(*compared)
             emit_throughput(
                 f"spark sink to Delta vs the whole job on the bare libraries without Spark, {EVENTS} events",
                 rows,
@@ -651,6 +689,18 @@ def main() -> None:
                 bare_all,
                 unit="rows/s",
             )
+
+            emit_throughput(
+                f"spark sink to Iceberg (apply.on=executors) vs the whole job on the bare libraries (Delta), {EVENTS}"
+                " events",
+                rows,
+                iceberg_x,
+                bare_all,
+                unit="rows/s",
+            )
+        if LAKE_ONLY:
+            spark.stop()
+            return
 
         # Avro: the same events in Confluent's wire format, through the same query (decode=debezium-avro).
         note("producing the same events in Avro ...")

@@ -29,7 +29,7 @@ def _source_rows(server) -> dict[int, tuple]:
 
 def _lake_rows(tmp_path: Path, db: str) -> dict[int, tuple]:
     table = DeltaTable(str(tmp_path / "lake" / "items"))  # the job's `target`
-    assert table.metadata().partition_columns == ["kind"]
+    assert table.metadata().partition_columns == ["kind", "__bucket"]
     return {r["id"]: (r["name"], r["price"]) for r in table.to_pyarrow_table().to_pylist() if not r["__deleted"]}
 
 

@@ -70,9 +70,12 @@ def test_the_job_runs_on_kafka_and_a_spark_cluster(tmp_path: Path, mariadb_db, t
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert _lake_rows(tmp_path, mariadb_db.database) == _source_rows(mariadb_db)
-    # parts (no partition.by) is applied by the executors' tasks: the bucketed layout, read with deltalake.
+    # Both are applied by the executors' tasks: the bucketed layout (items: partition.by first), read
+    # with deltalake.
     parts = DeltaTable(str(tmp_path / "lake" / "parts"))
     assert parts.metadata().partition_columns == ["__bucket"]
+    items = DeltaTable(str(tmp_path / "lake" / "items"))
+    assert items.metadata().partition_columns == ["kind", "__bucket"]
     with mariadb_db.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT id, label FROM parts")
         expected = dict(cur.fetchall())

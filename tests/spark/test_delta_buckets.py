@@ -119,6 +119,46 @@ def test_soft_deletes_truncates_and_late_events_on_the_tasks(spark: Any, tmp_pat
     assert visible(delta_rows(f"{lake}/shop_inv_items")) == {9: (9, "z", None)}
 
 
+def test_partition_by_tables_are_applied_by_the_tasks(spark: Any, tmp_path: Path) -> None:
+    """partition.by columns before `__bucket`: keys move between partitions (an update changes
+    the partition column, to NULL and to a value with a slash too); replays; read with deltalake,
+    whose values of the partition column come from the log."""
+    t = Table(TOPIC)
+    lake = str(tmp_path / "lake")
+    applier = ChangeApplier({"target": "delta", "path": lake, "buckets": 3, "partition.by": {TOPIC: ["name"]}})
+    rng = random.Random(23)
+    model: dict[int, tuple[int, str | None, int | None]] = {}
+    seq = 0
+    workers: set[str] = set()
+    for batch_id in range(4):
+        events = []
+        for _ in range(40):
+            seq += 1
+            k = rng.randrange(20)
+            op = rng.choice("cuud")
+            name = rng.choice(["a", "b", "x/y", "é 1", None])
+            events.append(t.event(op, k, {"name": name, "qty": seq}, seq))
+            if op == "d":
+                model.pop(k, None)
+            else:
+                model[k] = (k, name, seq)
+        frame = raw_frame(spark, TOPIC, events, partition=batch_id % 2, first_offset=batch_id * 40)
+        applier(frame, batch_id)
+        workers |= applier.apply_workers
+        applier(frame, batch_id)  # a replay: nothing changes
+        assert visible(delta_rows(f"{lake}/shop_inv_items")) == model
+    dt = DeltaTable(f"{lake}/shop_inv_items")
+    assert list(dt.metadata().partition_columns) == ["name", "__bucket"]
+    actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    assert {a["partition.name"] for a in actions} <= {"a", "b", "x/y", "é 1", None}
+    # A partition filter reads only that partition's files, and finds exactly the model's rows.
+    only_a = DeltaTable(f"{lake}/shop_inv_items").to_pyarrow_table(partitions=[("name", "=", "a")]).to_pylist()
+    assert sorted(r["id"] for r in only_a) == sorted(k for k, v in model.items() if v[1] == "a")
+    assert list(DeltaTable(f"{lake}/shop_inv_items__tombstones").metadata().partition_columns) == ["__bucket"]
+    _referenced_files_exist(f"{lake}/shop_inv_items")
+    assert workers and all(not w.endswith(f":{os.getpid()}") for w in workers)
+
+
 @pytest.mark.parametrize(
     ("conf", "message"),
     [

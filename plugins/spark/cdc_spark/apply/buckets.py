@@ -15,8 +15,9 @@ keeps the layout; VACUUM removes files no version references, including those a 
 wrote but never committed.
 
 A table written by an earlier sink (no `cdc.buckets`, or other partition columns) is left in
-its layout and applied on the driver as before (`layout_of` returns None); so are tables with
-`partition.by` set, scd2 history tables, and tables a job sets `apply.on: driver` for.
+its layout and applied on the driver as before (`layout_of` returns None); so are scd2
+history tables, and tables a job sets `apply.on: driver` for. A table with partition.by
+is partitioned by those columns, then `__bucket`; a task owns a bucket across all of them.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ class DataFile:
     path: str  # relative to the table root, decoded (iceberg: the full path the manifests list)
     size: int
     bounds: Mapping[str, tuple[object, object]] = field(default_factory=dict)
+    # delta, partition.by: the file's values of the table's own partition columns (typed, as
+    # deltalake reads them from the log); its rows hold no such column, as Delta writes them.
+    partition: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class FileAction:
     bucket: int
     size: int = 0
     stats: str | None = None  # delta adds: the file's statistics JSON (stats_json)
+    partition: Mapping[str, str | None] = field(default_factory=dict)  # delta: partition.by values, as text
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,8 @@ class Layout:
     # iceberg: the table's columns with their field ids, `__bucket` included: the schema of
     # the files the tasks write (Iceberg readers find columns by id). Delta: None.
     file_schema: pa.Schema | None = None
+    # delta: the table's partition.by columns, before `__bucket` (fixed at creation)
+    partition_by: tuple[str, ...] = ()
 
     def in_bucket(self, bucket: int) -> list[DataFile]:
         return self.files.get(bucket, [])
@@ -117,6 +124,7 @@ def layout_of(path: str, default_buckets: int) -> Layout | None:
     if not _bucketed(dt):
         return None
     count = dt.metadata().configuration[PROPERTY]
+    partition_by = tuple(dt.metadata().partition_columns[:-1])
     schema = pa.schema([f for f in pa.schema(dt.schema().to_arrow()) if f.name != BUCKET])
     actions = pa.table(dt.get_add_actions(flatten=True))
     files: dict[int, list[DataFile]] = {}
@@ -129,8 +137,11 @@ def layout_of(path: str, default_buckets: int) -> Layout | None:
             for c in bounded
             if row[f"min.{c}"] is not None and row[f"max.{c}"] is not None
         }
-        files.setdefault(bucket, []).append(DataFile(unquote(row["path"]), int(row["size_bytes"]), bounds))
-    return Layout(path, int(count), exists=True, version=dt.version(), schema=schema, files=files)
+        part = {c: row[f"partition.{c}"] for c in partition_by}
+        files.setdefault(bucket, []).append(DataFile(unquote(row["path"]), int(row["size_bytes"]), bounds, part))
+    return Layout(
+        path, int(count), exists=True, version=dt.version(), schema=schema, files=files, partition_by=partition_by
+    )
 
 
 def in_layout(path: str) -> bool:
@@ -142,13 +153,16 @@ def in_layout(path: str) -> bool:
 
 
 def _bucketed(dt: DeltaTable) -> bool:
+    """`cdc.buckets` set, and `__bucket` the last partition column (after partition.by's)."""
     meta = dt.metadata()
-    return meta.configuration.get(PROPERTY) is not None and list(meta.partition_columns) == [BUCKET]
+    columns = list(meta.partition_columns)
+    return meta.configuration.get(PROPERTY) is not None and columns[-1:] == [BUCKET] and BUCKET not in columns[:-1]
 
 
-def create(path: str, schema: pa.Schema, buckets: int) -> None:
-    """The empty bucketed table (its files come in the batch's commit). delta-rs checks table
-    properties against Delta's own unless told not to; `cdc.buckets` is ours."""
+def create(path: str, schema: pa.Schema, buckets: int, partition_by: tuple[str, ...] = ()) -> None:
+    """The empty bucketed table (its files come in the batch's commit), partitioned by the
+    table's partition.by columns, then `__bucket`. delta-rs checks table properties against
+    Delta's own unless told not to; `cdc.buckets` is ours."""
     from deltalake import DeltaTable
 
     full = pa.schema([*schema, pa.field(BUCKET, pa.int32(), nullable=True)])
@@ -156,7 +170,7 @@ def create(path: str, schema: pa.Schema, buckets: int) -> None:
         path,
         schema=full,
         mode="ignore",
-        partition_by=[BUCKET],
+        partition_by=[*partition_by, BUCKET],
         configuration={PROPERTY: str(buckets)},
         raise_if_key_not_exists=False,
     )
@@ -165,6 +179,28 @@ def create(path: str, schema: pa.Schema, buckets: int) -> None:
 def file_name(bucket: int, unique: str) -> str:
     """A data file's path in the table, in the form Delta writers use."""
     return f"{BUCKET}={bucket}/part-00000-{unique}-c000.snappy.parquet"
+
+
+def partition_text(value: object) -> str | None:
+    """A partition value as the Delta log writes it (the protocol's "Partition Value
+    Serialization"): null, a date as YYYY-MM-DD, a timestamp as `YYYY-MM-DD HH:MM:SS.ffffff`
+    (UTC for a zoned one), a boolean as true/false, numbers and strings as their text."""
+    import datetime as dt
+    import decimal
+
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, int | str | decimal.Decimal):
+        return str(value)
+    raise TypeError(f"a partition value of type {type(value).__name__} ({value!r})")
 
 
 def full_path(root: str, relative: str) -> str:

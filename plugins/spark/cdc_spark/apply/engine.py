@@ -5,7 +5,7 @@ Decoding and the per-partition reduction run in Spark, one task per topic partit
 Delta and Iceberg (apply.on=executors, the default) shuffle by (table, key bucket); each task
 applies whole buckets and writes files, and the driver commits the tasks' file actions once
 per table (lake_parallel.py). Their tables in another layout (apply.on=driver, earlier tables,
-partition.by, scd2) have the per-partition winners collected and reduced in Arrow on the driver;
+scd2) have the per-partition winners collected and reduced in Arrow on the driver;
 PostgreSQL shuffles by key, reduces each partition to its keys' latest events in Arrow and
 upserts from every partition in parallel.
 
@@ -259,12 +259,12 @@ class ChangeApplier:
             return IcebergLayouts(self.target.catalog, self.target.namespace, self.config.app_id)
         from cdc_spark.apply.delta_layout import DeltaLayouts
 
-        return DeltaLayouts(self.target.path, self.config.app_id)
+        return DeltaLayouts(self.target.path, self.config.app_id, self.config.partition_by)
 
     def _apply_lake(self, events: DataFrame, batch_id: int) -> None:
         """Delta and Iceberg with apply.on=executors: the tables in the bucketed layout are
         applied by Spark tasks and committed here from their file actions (lake_parallel.py);
-        the others (an earlier layout, partition.by, scd2) by the driver's path (_apply_collected)."""
+        the others (an earlier layout, scd2) by the driver's path (_apply_collected)."""
         from cdc_spark.apply.lake_parallel import ParallelLake
 
         t0 = time.perf_counter()

@@ -133,7 +133,6 @@ class ParallelLake:
             with self._naming(table):
                 bucketed = (
                     not keeps_history(topic)
-                    and not self.config.partition_by.get(table)
                     and self.layouts.in_layout(table)
                     and self.layouts.in_layout(table + TOMBSTONE_SUFFIX)
                 )
@@ -293,7 +292,7 @@ class ParallelLake:
             if added and lay.exists:
                 self.layouts.add_columns(table, added)
         actions = [
-            FileAction(r["kind"], r["path"], r["bucket"], r["size"] or 0, r["stats"])
+            FileAction(r["kind"], r["path"], r["bucket"], r["size"] or 0, r["stats"], json.loads(r["values"] or "{}"))
             for r in rows
             if r["kind"] in ("add", "remove")
         ]

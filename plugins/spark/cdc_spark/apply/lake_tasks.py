@@ -25,6 +25,7 @@ Memory: one bucket's events and the stored files holding its keys, whatever the 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import pickle
 import socket
@@ -40,8 +41,8 @@ import pyarrow.parquet as pq
 
 from cdc_spark.apply import buckets as layout
 from cdc_spark.apply.arrowutil import by_topic, drop_shadowed, for_lake, without_views
-from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.errors import Refused, naming_keys, ours
+from cdc_spark.apply.config import SinkConfig, partition_columns
+from cdc_spark.apply.errors import Refused, SinkConfigError, naming_keys, ours
 from cdc_spark.apply.evolution import check_lake_range, conform
 from cdc_spark.apply.latest import latest_and_earlier, topic_marks
 from cdc_spark.apply.refused import screen_lake
@@ -67,6 +68,7 @@ RESULT = pa.schema(
         ("error_class", pa.string()),
         ("deleted", pa.bool_()),
         ("worker", pa.string()),  # applied: the process that applied it (host:pid)
+        ("values", pa.string()),  # add, remove (delta, partition.by): the file's partition values, JSON
     ]
 )
 
@@ -251,9 +253,10 @@ class BucketApply:
         self.out.add(kind="columns", topic=self.topic, table=table, bucket=self.bucket, schema=schema)
 
     def _replace(self, files: BucketFiles, table: str, old: list[layout.DataFile], rows: pa.Table) -> None:
-        """Write `rows` (the bucket's new content for the files `old`) as a new file; remove `old`."""
-        if rows.num_rows:
-            path, size = files.write(rows)
+        """Write `rows` (the bucket's new content for the files `old`) as new files (one per
+        partition.by value); remove `old`."""
+        schema = rows.schema.remove_metadata().serialize().to_pybytes()
+        for path, size, values, written in files.write(rows) if rows.num_rows else []:
             self.out.add(
                 kind="add",
                 topic=self.topic,
@@ -261,11 +264,21 @@ class BucketApply:
                 path=path,
                 size=size,
                 bucket=self.bucket,
-                stats=layout.stats_json(rows) if files.layout.kind == "delta" else None,
-                schema=rows.schema.remove_metadata().serialize().to_pybytes(),
+                stats=layout.stats_json(written) if files.layout.kind == "delta" else None,
+                schema=schema,
+                values=json.dumps(values) if values else None,
             )
         for f in old:
-            self.out.add(kind="remove", topic=self.topic, table=table, path=f.path, size=f.size, bucket=self.bucket)
+            values = {c: layout.partition_text(v) for c, v in f.partition.items()}
+            self.out.add(
+                kind="remove",
+                topic=self.topic,
+                table=table,
+                path=f.path,
+                size=f.size,
+                bucket=self.bucket,
+                values=json.dumps(values) if values else None,
+            )
 
 
 class BucketFiles:
@@ -303,26 +316,61 @@ class BucketFiles:
             fs, path = filesystem(f.path)
         else:
             fs, path = self.fs, f"{self.base}/{f.path}"
-        present = set(pq.read_schema(path, filesystem=fs).names)
+        present = set(pq.read_schema(path, filesystem=fs).names) - set(f.partition)
         data = pq.read_table(path, columns=[c for c in columns if c in present], filesystem=fs)
         data = data.cast(without_views(data.schema))
-        arrays = [
-            data.column(c).cast(schema.field(c).type) if c in present else pa.nulls(data.num_rows, schema.field(c).type)
-            for c in columns
-        ]
+        n = data.num_rows
+        arrays = []
+        for c in columns:
+            kind = schema.field(c).type
+            if c in present:
+                arrays.append(data.column(c).cast(kind))
+            elif c in f.partition:  # a partition.by column: its value is the file's, in the log
+                arrays.append(pa.array([f.partition[c]] * n).cast(kind))
+            else:  # a column added after the file was written
+                arrays.append(pa.nulls(n, kind))
         return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in columns]))
 
-    def write(self, rows: pa.Table) -> tuple[str, int]:
-        """A new file of `rows`; its path relative to the table root, and its size."""
-        if self.layout.kind == "iceberg":
-            relative = f"data/{layout.BUCKET}={self.bucket}/00000-0-{uuid.uuid4()}.parquet"
-            rows = _iceberg_file(rows, self.bucket, self.layout.file_schema)
-        else:
-            relative = layout.file_name(self.bucket, str(uuid.uuid4()))
-        path = f"{self.base}/{relative}"
-        self.fs.create_dir(os.path.dirname(path), recursive=True)
-        pq.write_table(rows, path, filesystem=self.fs, compression="snappy")
-        return relative, self.fs.get_file_info(path).size
+    def write(self, rows: pa.Table) -> list[tuple[str, int, dict[str, str | None], pa.Table]]:
+        """New files of `rows`, one per value of the table's partition.by columns (Delta keeps
+        those values in the log, not in the file): each file's path relative to the table root,
+        its size, its partition values as the log writes them, and the rows it holds."""
+        out = []
+        for values, part in _by_partition(rows, self.layout.partition_by, self.layout.path):
+            if self.layout.kind == "iceberg":
+                relative = f"data/{layout.BUCKET}={self.bucket}/00000-0-{uuid.uuid4()}.parquet"
+                part = _iceberg_file(part, self.bucket, self.layout.file_schema)
+            else:
+                # The log's partitionValues are what readers use; the directory is only the bucket's.
+                relative = layout.file_name(self.bucket, str(uuid.uuid4()))
+            path = f"{self.base}/{relative}"
+            self.fs.create_dir(os.path.dirname(path), recursive=True)
+            pq.write_table(part, path, filesystem=self.fs, compression="snappy")
+            out.append((relative, self.fs.get_file_info(path).size, values, part))
+        return out
+
+
+def _by_partition(rows: pa.Table, columns: tuple[str, ...], table: str) -> list[tuple[dict[str, str | None], pa.Table]]:
+    """`rows` split by the values of the partition.by `columns`, each part without them."""
+    if not columns:
+        return [({}, rows)]
+    name = table.rstrip("/").rsplit("/", 1)[-1]
+    partition_columns(name, {name: columns}, rows.column_names)  # each is a column, or one line saying which not
+    indexed = rows.append_column("__row", pa.array(range(rows.num_rows), pa.int64()))
+    groups = indexed.group_by(list(columns), use_threads=False).aggregate([("__row", "list")])
+    out = []
+    for group in groups.to_pylist():
+        try:
+            values = {c: layout.partition_text(group[c]) for c in columns}
+        except TypeError as e:
+            raise SinkConfigError(
+                f"partition.by for table {name}: {e} cannot be a Delta partition "
+                "value here; partition by a string, integer, decimal, date, timestamp or boolean column, or set "
+                "apply.on: driver"
+            ) from None
+        part = rows.take(pa.array(group["__row_list"], pa.int64())).drop_columns(list(columns))
+        out.append((values, part))
+    return out
 
 
 def _iceberg_file(rows: pa.Table, bucket: int, schema: pa.Schema | None) -> pa.Table:
