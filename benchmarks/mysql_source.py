@@ -82,6 +82,18 @@ this load's spread. Converters alone: AvroConverter's batch 0.49-0.85 of bare fa
 the batch 55 us, one by one 77 us), so an Avro record costs about 2.5x a JSON one to encode and
 is 19x smaller.
 
+Group commit in the embedded log (issue 34; 200k changes, BENCH_ONLY=avro, 4 runs a side of 2 rounds,
+the commit before and after alternated, load 4-12 from other work on the 2 cores): end to end JSON
+0.44-0.66 before, 0.25-0.83 after; Avro 0.32-0.56 before, 0.31-0.81 after; no change beyond this
+load's spread, as expected: one task's transactions already group its polls (source_task.py), and
+what its writer thread waits on is bytes, not syncs. Sampled every 2 ms, the task's log writer
+thread was busy 84-87% of the JSON runs (inserts 42-51%, COMMIT 32-40%) and 37-53% of the Avro
+runs, before and after alike. A JSON record with schemas is ~3 KB, written twice (WAL, then the
+checkpoint into the database file): with commits of 4096 such records, synchronous=NORMAL is no
+faster than FULL here (the WAL's sync per commit and the checkpoint's syncs move the same bytes),
+only OFF is (about 2x). Group commit pays where commits are small and come from several writers
+at once: benchmarks/transport.py (`BENCH_ONLY=group`).
+
 Schema identity (issue 21, load 1.9-13, 3 runs a side): unchanged here (streaming 1.54-1.80 before, 1.64-1.84
 after; end to end 0.43-0.55, 0.53-0.58); records with equal copies of cached schemas (snapshot then binlog, any
 DDL) cost JsonConverter 12.8-14.1 us against 6.2-6.3 (load 2.8), now 6.5 either way.

@@ -39,7 +39,8 @@ from cdc.log.base import (
     TopicSpec,
     UnknownTopicError,
 )
-from cdc.log.embedded_locks import BusyTimeout, Deadline, FairLock, retry_busy
+from cdc.log.embedded_group import GroupCommit, _write_txn  # noqa: F401  (_write_txn: tests)
+from cdc.log.embedded_locks import BusyTimeout, Deadline, retry_busy
 from cdc.log.murmur2 import partition_for_key
 from cdc.log.private_files import make_private_dir, open_private_file, tighten
 from cdc.log.sqlite_copies import CopyWaitTimeout, connect_counted
@@ -142,9 +143,11 @@ class EmbeddedLog(TopicLog):
 
     `busy_timeout_ms` bounds each operation's wait for a busy log (embedded_locks): the
     process's writers queue in turn, and SQLite BUSY is waited out or retried until then.
-    Locks, always taken in this order: `_lock` (the log's own connection), a producer's
-    lock, `_write_lock` (one write transaction of this process at a time). Nothing inside a
-    write transaction takes `_lock`.
+    Writers that queue behind a commit in progress commit together in the next transaction
+    (`_group`, cdc.log.embedded_group: one WAL sync for all of them); each returns only after
+    the commit that holds its rows. Locks, always taken in this order: `_lock` (the log's own
+    connection), a producer's lock, `_group`'s queue (one write transaction of this process at
+    a time). A transaction body takes no lock: another writer's thread may run it.
     """
 
     owner_applies_retention = True  # the worker's LogCleaner enforces retention.ms (Worker.start)
@@ -180,7 +183,7 @@ class EmbeddedLog(TopicLog):
         self.default_partitions = default_partitions
         self.busy_timeout_ms = busy_timeout_ms
         self._lock = threading.RLock()
-        self._write_lock = FairLock()
+        self._group = GroupCommit()  # this process's write transactions, committed in groups
         self._conn = self.connect()
         for name in (DB_FILE, DB_FILE + "-wal", DB_FILE + "-shm"):
             tighten(self.state_dir / name)  # a log written by an older cdc, or with a wider mode
@@ -257,19 +260,20 @@ class EmbeddedLog(TopicLog):
 
     # -- waiting for a busy log (embedded_locks) ----------------------------------------------
     def write(self, conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], doing: str = "writing to") -> T:
-        """`body(conn)` in one write transaction (BEGIN IMMEDIATE ... COMMIT), after this process's
-        earlier writers. While SQLite answers BUSY the transaction is rolled back and `body` run
-        again whole, so it must only read and write through `conn`; after `busy_timeout_ms` a
-        LogError says what holds the log."""
+        """`body(conn)` in a write transaction (BEGIN IMMEDIATE ... COMMIT), after this process's
+        earlier writers; returns (or raises) only once that transaction is committed (or failed).
+
+        Bodies that queued behind a commit in progress share the next transaction, run in
+        arrival order by whichever of their threads leads the group, on that thread's connection
+        (group commit, cdc.log.embedded_group). While SQLite answers BUSY the transaction is
+        rolled back and `body` run again whole, so it must only read and write through the `conn`
+        it is given, take no lock and keep no state outside it; after `busy_timeout_ms` a LogError
+        says what holds the log."""
         deadline = Deadline(self.busy_timeout_ms / 1000)
-        if not self._write_lock.acquire(deadline.remaining()):
-            raise self._busy_error(deadline.waited(), doing)
         try:
-            return retry_busy(lambda: _in_write_txn(conn, body), deadline, conn)
+            return self._group.write(conn, body, deadline, self._meta.clear)
         except BusyTimeout as e:
             raise self._busy_error(e.waited_s, doing) from e
-        finally:
-            self._write_lock.release()
 
     def retrying(self, conn: sqlite3.Connection, read: Callable[[], T], doing: str = "reading") -> T:
         """`read()` (statements on `conn` outside a write transaction), retried while SQLite answers
@@ -515,41 +519,6 @@ def _migrate_records(conn: sqlite3.Connection, path: Path) -> None:
     )
     conn.execute("DROP TABLE records_layout1")
     log.info("Moved %d records of %s in %.1f s", count, path, time.monotonic() - started)
-
-
-def _in_write_txn(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
-    with _write_txn(conn):
-        return body(conn)
-
-
-class _write_txn:
-    """BEGIN IMMEDIATE ... COMMIT: take the write lock up front so two writers never deadlock
-    (a read transaction upgraded to a write gets SQLITE_BUSY at once, without waiting, when
-    another connection committed since it began)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        try:
-            if exc_type is None:
-                self.conn.execute("COMMIT")
-                return
-        except BaseException:
-            self._rollback()
-            raise
-        self._rollback()
-
-    def _rollback(self) -> None:
-        # SQLite rolls back by itself on some errors (SQLITE_FULL, IOERR, NOMEM): a ROLLBACK
-        # then fails and would hide the real error. A failed COMMIT (e.g. disk full) may leave
-        # the transaction open, and every later BEGIN on this connection would fail.
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
 
 
 class _ErrorsOnly:

@@ -9,8 +9,9 @@ Within one process its waiters also poll (sleeping up to 100 ms), so one busy th
 starve the others. Kafka's producer treats such errors as retriable and retries them until
 `delivery.timeout.ms`; here:
 
-- `FairLock` queues a process's writers in arrival order, so SQLite sees one writer per
-  process and none of a worker's tasks is starved by the others;
+- a process's writers queue in arrival order (`cdc.log.embedded_group`, which also commits the
+  ones that queued together in one transaction; `FairLock` is a plain lock of that order), so
+  SQLite sees one writer per process and none of a worker's tasks is starved by the others;
 - `retry_busy` runs an attempt again, with jittered backoff, while SQLite answers BUSY and the
   deadline has not passed, giving each attempt's busy handler only the time that is left.
 

@@ -31,6 +31,7 @@ from cdc_debezium.config import (
 from cdc_debezium.connector_config import RelationalDatabaseConnectorConfig
 from cdc_debezium.filters import IncludeExclude, include_exclude
 from cdc_debezium.key_columns import KeyColumns
+from cdc_debezium.queue import MAX_QUEUE_SIZE_IN_BYTES
 from cdc_debezium.signals import config as signal_config
 from cdc_postgres import debezium_keys, names, replica_identity, tls
 from cdc_postgres.column_mappers import ColumnMappers
@@ -318,6 +319,16 @@ _PG_KEYS = (
         "largest moves to a temporary file.",
     )
     .define(
+        MAX_QUEUE_SIZE_IN_BYTES,
+        ConfigType.LONG,
+        0,
+        Range.at_least(0),
+        Importance.MEDIUM,
+        "Bytes the queue between the WAL reader and poll() may hold, as Debezium's: the reader waits once the "
+        "queued records' estimated size reaches it (a larger record still passes, alone). 0: bounded by "
+        "max.queue.size records only. The estimate is cdc_debezium.queue.approximate_size.",
+    )
+    .define(
         TIME_PRECISION_MODE,
         ConfigType.STRING,
         "adaptive",
@@ -492,6 +503,8 @@ class PostgresConnectorConfig(RelationalDatabaseConnectorConfig):
         self.stream_in_progress_transactions: bool = self.get(STREAM_IN_PROGRESS_TRANSACTIONS)
         #: `stream.buffer.memory.bytes`: bytes of open streamed transactions kept in memory.
         self.stream_buffer_memory_bytes: int = self.get(STREAM_BUFFER_MEMORY_BYTES)
+        #: `max.queue.size.in.bytes`: the queue's bound by estimated size (0: none).
+        self.max_queue_size_in_bytes: int = self.get(MAX_QUEUE_SIZE_IN_BYTES)
         #: `event.processing.failure.handling.mode`: fail | warn | skip | ignore.
         self.processing_failure: str = self.get(EVENT_PROCESSING_FAILURE)
         # Values, names and topics

@@ -171,7 +171,6 @@ UNSUPPORTED: dict[str, tuple[str, str | None]] = {
     "lsn.flush.timeout.action": ("confirming the slot never times out", None),
     "lsn.flush.timeout.ms": ("confirming the slot never times out", None),
     "flush.lsn.source": ("the slot is always confirmed up to each stored offset", "true"),
-    "max.queue.size.in.bytes": ("the queue is bounded by max.queue.size records only", "0"),
     "errors.max.retries": ("a lost connection is retried until it works or the task stops", None),
     "errors.retry.delay.initial.ms": ("reconnects back off from 0.5 s to 10 s", None),
     "errors.retry.delay.max.ms": ("reconnects back off from 0.5 s to 10 s", None),

@@ -75,7 +75,7 @@ class PostgresConnectorTask(SourceTask):
         self.partition = {"server": self.server}
         self.dsn = c.dsn()
         self.queue: ChangeEventQueue[SourceRecord] = ChangeEventQueue(
-            c.max_batch_size, c.max_queue_size, c.poll_interval_ms
+            c.max_batch_size, c.max_queue_size, c.poll_interval_ms, c.max_queue_size_in_bytes
         )
         self.stop_event = threading.Event()
         self.progress = SnapshotProgress(log)
