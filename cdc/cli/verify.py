@@ -6,6 +6,7 @@ A job-layer command, found by `cdc` through the `cdc.commands` entry points (cdc
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -39,7 +40,59 @@ def _describe(e: Exception) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
-def verify(job_file: str, tables: tuple[str, ...], max_diffs: int, as_json: bool, quiet: bool) -> None:
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Heal the differing rows through the pipeline: send incremental-snapshot signals (execute-snapshot "
+    "with additional-conditions on exactly those keys) through the job's signal channel; with the job running, "
+    "wait until they are read and applied, then verify those keys again.",
+)
+@click.option(
+    "--repair-timeout",
+    default=300,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="SECONDS",
+    help="--repair: how long to wait for the snapshots to be read and applied before verifying again.",
+)
+@click.option(
+    "--online/--offline",
+    "online",
+    default=None,
+    help="--online: read the source in one consistent snapshot at a log position, wait until the lake applied "
+    "every change up to it, and compare the lake as it was there (keys changed after it are not compared): "
+    "for a running job. --offline: compare the source and the lake as they are now: for a stopped, caught-up "
+    "job. Default: online while `cdc run` runs the job, else offline.",
+)
+@click.option(
+    "--wait-timeout",
+    default=600,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="SECONDS",
+    help="--online: how long to wait for the lake to apply the changes up to the snapshot's position.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Compare a random sample of N keys per table (drawn by a seeded hash of the key, so keys only in the "
+    "target are sampled alike); the seed is printed.",
+)
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), help="--sample: the seed (default: a random one).")
+def verify(
+    job_file: str,
+    tables: tuple[str, ...],
+    max_diffs: int,
+    as_json: bool,
+    quiet: bool,
+    repair: bool,
+    repair_timeout: int,
+    online: bool | None,
+    wait_timeout: int,
+    sample: int | None,
+    seed: int | None,
+) -> None:
     """Compare the job's source tables with its sink tables, by key and row checksum.
 
     Checks the tables of sink.tables, or else every captured table that has a target.
@@ -49,33 +102,132 @@ def verify(job_file: str, tables: tuple[str, ...], max_diffs: int, as_json: bool
     are ignored. Prints per table the row counts and differences (missing, extra, changed
     rows with the columns that differ). Exits 0 when nothing differs, 1 when something
     does, 2 when the job or a database cannot be read, or the job has not run yet (no batch
-    committed and no target table). Run it once the job has caught up
-    (after `cdc run --until-caught-up`): rows that change while it reads show as differences.
+    committed and no target table).
+
+    While `cdc run` runs the job (or with --online) the verify is online: the source is read in one
+    snapshot exactly at a log position X (MySQL/MariaDB: START TRANSACTION WITH CONSISTENT SNAPSHOT and
+    its binlog position; PostgreSQL: a temporary slot's exported snapshot and its consistent point),
+    it waits (at most --wait-timeout) until the lake has applied every change up to X, and compares the
+    lake's rows as they were at X: a key whose stored row or delete is newer than X changed since and
+    is not compared (counted as "changed since"). With the job stopped (or --offline) the source and
+    the lake are compared as they are: run it once the job has caught up (`cdc run --until-caught-up`).
+
+    --repair turns each table's missing, changed and duplicate keys into Debezium `execute-snapshot`
+    signals (incremental, `additional-conditions` selecting exactly those keys, as many signals as
+    the signal table's 2048-character data column takes), sent one per table at a time through the
+    job's signal channel, as `cdc signal` sends them. With the job running it waits (at most
+    --repair-timeout) until the snapshots are read and the sink applied them, verifies those keys
+    again and prints before/after counts: exit 0 when none differs any more, else 1. With the job
+    stopped it sends the first signal of each table, which the job reads when it runs next, and
+    exits 1 (the rows still differ until then): run --repair again afterwards to send the rest and
+    check. Keys only in the target (extra) are reported, never signalled: a snapshot reads only rows
+    that exist. Nothing is written to the target.
     """
     from cdc.cli._common import echo_json, friendly_errors
     from cdc.jobs.load import load_job
-    from cdc.jobs.verify import verify_job
-    from cdc.jobs.verify.job import JobNotRunYet
+    from cdc.jobs.verify.catchup import NotApplied, job_running
+    from cdc.jobs.verify.job import JobNotRunYet, Verifier, verify_online, verify_tables
     from cdc.jobs.verify.report import as_json as to_json
-    from cdc.jobs.verify.report import text_lines
+    from cdc.jobs.verify.report import online_line, sample_line, text_lines
+    from cdc.jobs.verify.sample import new_seed
 
     def progress(message: str) -> None:
         if not quiet:
             click.echo(f"[verify] {message}", err=True)
 
+    if repair and (sample is not None or online):
+        raise click.UsageError("--repair verifies every key as the job stands; --sample and --online do not apply")
+    if repair:
+        _repair(job_file, list(tables) or None, max_diffs, as_json, repair_timeout, progress)
+        return
+    picked = (sample, new_seed() if seed is None else seed) if sample is not None else None
     with friendly_errors():
         job = load_job(job_file)
+        run = None
         try:
-            results, passed = verify_job(job, list(tables) or None, max_diffs, progress)
+            with Verifier(job, progress) as v:
+                if online if online is not None else job_running(job):
+                    results, passed, run = verify_online(v, list(tables) or None, max_diffs, wait_timeout, picked)
+                else:
+                    results, passed = verify_tables(v, list(tables) or None, max_diffs, sample=picked)
         except JobNotRunYet as e:
             raise ConfigException(str(e).replace("<job.yaml>", job_file)) from None
+        except NotApplied as e:
+            raise ConfigException(f"cannot verify {job_file} online: {e}") from None
         except ConfigException:
             raise
         except Exception as e:  # a database or table that cannot be read: one line, exit 2 (1 means differences)
             raise ConfigException(f"cannot verify {job_file}: {_describe(e)}") from None
     if as_json:
-        echo_json(to_json(results, passed))
+        doc = to_json(results, passed)
+        doc["online"] = run.to_json() if run is not None else None
+        if picked is not None:
+            doc["sample"] = {"keys": picked[0], "seed": picked[1]}
+        echo_json(doc)
     else:
+        if run is not None:
+            click.echo(online_line(run.position, run.waited_s))
+        if picked is not None:
+            click.echo(sample_line(*picked))
         for line in text_lines(results, passed):
             click.echo(line)
     sys.exit(1 if any(r.differences for r in results) else 0)
+
+
+def _repair(
+    job_file: str,
+    tables: list[str] | None,
+    max_diffs: int,
+    as_json: bool,
+    timeout_s: int,
+    progress: Callable[[str], None],
+) -> None:
+    """`cdc verify --repair` (cdc/jobs/verify/repair.py builds the signals, repair_run.py sends and waits)."""
+    from cdc.cli._common import echo_json, friendly_errors
+    from cdc.jobs.load import load_job
+    from cdc.jobs.verify.catchup import job_running
+    from cdc.jobs.verify.job import JobNotRunYet, Verifier, verify_tables
+    from cdc.jobs.verify.repair_run import Repair, check_channel, plan, verify_again
+    from cdc.jobs.verify.report import as_json as to_json
+    from cdc.jobs.verify.report import outcome_lines, plan_lines, repair_json, text_lines
+    from cdc.jobs.verify.source import SourceTable
+
+    def say(message: str) -> None:
+        progress(f"repair: {message}")
+
+    with friendly_errors():
+        job = load_job(job_file)
+        try:
+            with Verifier(job, progress) as v:
+                results, passed = verify_tables(v, tables, max_diffs, keep_keys=True)
+                if not as_json:
+                    for line in text_lines(results, passed):
+                        click.echo(line)
+                if not any(r.differences for r in results):
+                    if as_json:
+                        echo_json(to_json(results, passed) | {"repair": None})
+                    sys.exit(0)
+                check_channel(job)
+                plans = plan(v, results, say)
+                names = {p.table: v.keys_for(SourceTable(*p.table.split(".", 1))) for p in plans}
+                if not as_json:
+                    for line in plan_lines(plans, names, max_diffs):
+                        click.echo(line)
+                repair = Repair(v, plans, say)
+                outcome = repair.run_live(timeout_s) if job_running(job) else repair.start_stopped()
+                if outcome.running:
+                    outcome.after = verify_again(v, plans, max_diffs)
+        except JobNotRunYet as e:
+            raise ConfigException(str(e).replace("<job.yaml>", job_file)) from None
+        except (ConfigException, SystemExit):
+            raise
+        except Exception as e:  # a database, table or channel that cannot be used: one line, exit 2
+            raise ConfigException(f"cannot repair {job_file}: {_describe(e)}") from None
+    if as_json:
+        echo_json(to_json(results, passed) | {"repair": repair_json(plans, outcome, max_diffs)})
+    else:
+        for line in outcome_lines(plans, outcome, job_file):
+            click.echo(line)
+    healed = outcome.running and outcome.completed and not any(r.differences for r in outcome.after.values())
+    untouched = [r for r in results if r.differences and r.source not in outcome.after]
+    sys.exit(0 if healed and not untouched else 1)

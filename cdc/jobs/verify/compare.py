@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,13 +49,20 @@ class TableResult:
     samples: list[Difference] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None  # why the table could not be compared
+    # Every differing key (canonical text) by kind (missing, extra, changed, duplicate), when asked
+    # for (`compare(keep_keys=True)`, for `cdc verify --repair`); not part of the JSON report.
+    keys: dict[str, list[str]] | None = None
+    # Online verify (online.py): keys the lake holds a change of after the source snapshot's position,
+    # not compared (their later version is no difference); None when the comparison was not online.
+    changed_since: int | None = None
+    sampled: int | None = None  # --sample: the keys of the sample (source side), else None
 
     @property
     def differences(self) -> int:
         return self.missing + self.extra + self.changed + self.duplicates
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "source": self.source,
             "target": self.target,
             "source_rows": self.source_rows,
@@ -69,6 +76,11 @@ class TableResult:
             "notes": self.notes,
             "skipped": self.skipped,
         }
+        if self.changed_since is not None:
+            out["changed_since"] = self.changed_since
+        if self.sampled is not None:
+            out["sampled"] = self.sampled
+        return out
 
 
 RowSource = Callable[[], Iterator[tuple[Any, ...]]]
@@ -100,11 +112,14 @@ def digests(
     key_idx: list[int],
     target: bool,
     defaults: list[str | None] | None = None,
+    only: Container[str] | None = None,
+    exclude: Container[str] | None = None,
 ) -> pa.Table:
     """(k: canonical key as JSON, h: row digest, a: digest with column DEFAULTs read as NULL) per row.
 
     `a` exists for rows holding a column's default: after `ALTER TABLE … ADD COLUMN … DEFAULT`
     the database fills old rows without emitting change events, so the target has NULL there.
+    `only`: the rows of these canonical keys alone (the others are skipped); `exclude`: skip these keys.
     """
     chunks: list[pa.Table] = []
     keys: list[str] = []
@@ -113,7 +128,10 @@ def digests(
     convs = _converters(columns, target)
     for row in rows:
         values = [f(v) for f, v in zip(convs, row, strict=True)]
-        keys.append(_key([values[i] for i in key_idx]))
+        k = _key([values[i] for i in key_idx])
+        if (only is not None and k not in only) or (exclude is not None and k in exclude):
+            continue
+        keys.append(k)
         hashes.append(_digest(values))
         alt = None
         if defaults:
@@ -172,12 +190,25 @@ def compare(
     source_rows: RowSource,
     target_rows: RowSource,
     max_diffs: int,
+    keep_keys: bool = False,
+    only: Container[str] | None = None,
+    exclude: Container[str] | None = None,
 ) -> TableResult:
-    """Fill `result` with counts and up to `max_diffs` sample differences."""
+    """Fill `result` with counts and up to `max_diffs` sample differences; `keep_keys`: every
+    differing key too (`result.keys`); `only`: compare the rows of these canonical keys alone (a set,
+    or a sample.KeySample); `exclude`: not the rows of these keys (online.py: changed since the snapshot)."""
     key_idx = [next(i for i, c in enumerate(columns) if c.name == k) for k in key_names]
     defaults = [None if c.default is None or i in key_idx else canon(c, c.default) for i, c in enumerate(columns)]
-    src = digests(source_rows(), columns, key_idx, False, defaults if any(d is not None for d in defaults) else None)
-    tgt = digests(target_rows(), columns, key_idx, target=True).select(["k", "h"])
+    src = digests(
+        source_rows(),
+        columns,
+        key_idx,
+        False,
+        defaults if any(d is not None for d in defaults) else None,
+        only,
+        exclude,
+    )
+    tgt = digests(target_rows(), columns, key_idx, target=True, only=only, exclude=exclude).select(["k", "h"])
     result.source_rows, result.target_rows = src.num_rows, tgt.num_rows
     src, src_dup = _dedupe(src)
     if src_dup.num_rows:
@@ -205,6 +236,11 @@ def compare(
         )
     result.missing, result.extra, result.changed = missing.num_rows, extra.num_rows, changed.num_rows
     result.duplicates = tgt_dup.num_rows
+    if keep_keys:
+        result.keys = {
+            kind: table.column("k").to_pylist()
+            for kind, table in (("missing", missing), ("extra", extra), ("changed", changed), ("duplicate", tgt_dup))
+        }
     if not result.differences or max_diffs <= 0:
         return result
     picked = sorted(

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container
+from dataclasses import dataclass
 
 from cdc.api.errors import ConfigException
 from cdc.jobs.sink_config import TableNamer
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import topic_prefix, topic_router
-from cdc.jobs.verify.compare import TableResult, compare
-from cdc.jobs.verify.normalize import Column
+from cdc.jobs.verify.compare import TableResult, _key, compare
+from cdc.jobs.verify.normalize import Column, converter
+from cdc.jobs.verify.online import compare_at
+from cdc.jobs.verify.sample import KeySample, sample_keys
+from cdc.jobs.verify.snapshot import Point
 from cdc.jobs.verify.source import SourceReader, SourceTable, filters, open_source
-from cdc.jobs.verify.target import TargetReader, open_target, table_name
+from cdc.jobs.verify.target import VALID_TO, TargetReader, open_target, table_name
 from cdc_debezium.key_columns import KeyColumns
 
 _MAPPED = re.compile(r"^column\.(mask\.with\.\d+\.chars|mask\.hash\..+|truncate\.to\.\d+\.chars)$")
@@ -123,7 +127,18 @@ class Verifier:
         ).for_table(table.qualified)
         return list(chosen) if chosen is not None else self.source.primary_key(table)
 
-    def verify_table(self, table: SourceTable, max_diffs: int) -> TableResult:
+    def verify_table(
+        self,
+        table: SourceTable,
+        max_diffs: int,
+        keep_keys: bool = False,
+        only: set[str] | None = None,
+        at: Point | None = None,
+        sample: tuple[int, int] | None = None,
+    ) -> TableResult:
+        """`keep_keys`: every differing key in `result.keys` (for `--repair`); `only`: compare the rows of
+        these canonical keys alone (compare.compare); `at`: the lake at the source snapshot's position
+        (online.py; the source connection holds that snapshot); `sample`: (N, seed), N random keys."""
         target = self.target_table(table)
         result = TableResult(table.qualified, self.target.describe(target))
         all_columns = self.source.columns(table)
@@ -182,8 +197,30 @@ class Verifier:
         if unmatched:
             result.skipped = f"key column {unmatched[0]!r} is not in the target, so rows cannot be matched"
             return result
+        chosen: Container[str] | None = only
+        if sample is not None:
+            picked = self._sample(table, [next(c for c in columns if c.name == k) for k in keys], *sample)
+            result.sampled = picked.size if picked is not None else None
+            chosen = picked if picked is not None else only
         self.progress(f"{table.qualified}: comparing {len(columns)} columns by key ({', '.join(keys)})")
         names = [c.name for c in columns]
+        if at is not None and exists:
+            return compare_at(
+                result,
+                columns,
+                keys,
+                lambda: self.source.rows(table, columns),
+                lambda: self.target.versions(target, names),
+                lambda: self.target.tombstones(target, keys),
+                self.target.truncated(target),
+                at.seq,
+                max_diffs,
+                history=VALID_TO in (target_columns or []),
+                keep_keys=keep_keys,
+                only=chosen,
+            )
+        if at is not None:
+            result.changed_since = 0
         return compare(
             result,
             columns,
@@ -191,6 +228,18 @@ class Verifier:
             lambda: self.source.rows(table, columns),
             (lambda: self.target.rows(target, names)) if exists else (lambda: iter(())),
             max_diffs,
+            keep_keys,
+            chosen,
+        )
+
+    def _sample(self, table: SourceTable, key_columns: list[Column], n: int, seed: int) -> KeySample | None:
+        """`n` random keys of the source table (sample.py), read in the source's snapshot when online."""
+        convs = [converter(c, False) for c in key_columns]
+        self.progress(f"{table.qualified}: sampling {n} keys (seed {seed})")
+        return sample_keys(
+            (_key([f(v) for f, v in zip(convs, row, strict=True)]) for row in self.source.rows(table, key_columns)),
+            n,
+            seed,
         )
 
 
@@ -199,17 +248,73 @@ def verify_job(
     only: list[str] | None = None,
     max_diffs: int = 20,
     progress: Callable[[str], None] = lambda m: None,
+    sample: tuple[int, int] | None = None,
 ) -> tuple[list[TableResult], list[str]]:
     """Each table's result, and the captured tables passed over for lack of a target."""
     with Verifier(job, progress) as v:
-        tables, passed = v.tables(only)
-        if not any(v.target.columns(v.target_table(t)) is not None for t in tables) and not _sink_committed(job):
-            raise JobNotRunYet(
-                f"job {job.name!r} has not run yet: its sink has committed no batch and none of its "
-                f"{len(tables) + len(passed)} tables exists in the {v.target.kind} target; "
-                "run `cdc run <job.yaml> --until-caught-up` first, then verify"
-            )
-        return [v.verify_table(t, max_diffs) for t in tables], passed
+        return verify_tables(v, only, max_diffs, sample=sample)
+
+
+def verify_tables(
+    v: Verifier,
+    only: list[str] | None = None,
+    max_diffs: int = 20,
+    keep_keys: bool = False,
+    sample: tuple[int, int] | None = None,
+) -> tuple[list[TableResult], list[str]]:
+    """`verify_job` on an open Verifier (`--repair` goes on using its connections)."""
+    tables, passed = _checked_tables(v, only)
+    return [v.verify_table(t, max_diffs, keep_keys, sample=sample) for t in tables], passed
+
+
+def _checked_tables(v: Verifier, only: list[str] | None) -> tuple[list[SourceTable], list[str]]:
+    job = v.job
+    tables, passed = v.tables(only)
+    if not any(v.target.columns(v.target_table(t)) is not None for t in tables) and not _sink_committed(job):
+        raise JobNotRunYet(
+            f"job {job.name!r} has not run yet: its sink has committed no batch and none of its "
+            f"{len(tables) + len(passed)} tables exists in the {v.target.kind} target; "
+            "run `cdc run <job.yaml> --until-caught-up` first, then verify"
+        )
+    return tables, passed
+
+
+@dataclass
+class OnlineRun:
+    """Where the online verify read the source, and how long the lake took to apply up to there."""
+
+    position: str
+    seq: bytes
+    waited_s: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"position": self.position, "sequence": self.seq.hex(), "waited_s": round(self.waited_s, 3)}
+
+
+def verify_online(
+    v: Verifier,
+    only: list[str] | None = None,
+    max_diffs: int = 20,
+    timeout_s: float = 600,
+    sample: tuple[int, int] | None = None,
+    keep_keys: bool = False,
+) -> tuple[list[TableResult], list[str], OnlineRun]:
+    """Verify while the job runs (online.py): the source in one snapshot at X, the lake once it applied X."""
+    from cdc.jobs.source_probe import stored_offset
+    from cdc.jobs.verify.catchup import wait_applied
+    from cdc.jobs.verify.snapshot import close_point, open_point
+
+    tables, passed = _checked_tables(v, only)
+    point = open_point(v.source, v.config, tables, stored_offset(v.job))
+    try:
+        v.progress(f"source snapshot at {point.text}; waiting until the lake has applied every change up to it")
+        topics = [v.route(f"{v.prefix}.{t.qualified}") for t in tables]
+        waited = wait_applied(v.job, point.reached, point.text, topics, timeout_s, v.progress)
+        v.progress(f"the lake has applied {point.text} (after {waited:.1f} s); comparing")
+        results = [v.verify_table(t, max_diffs, keep_keys, at=point, sample=sample) for t in tables]
+    finally:
+        close_point(v.source)
+    return results, passed, OnlineRun(point.text, point.seq, waited)
 
 
 class JobNotRunYet(ConfigException):

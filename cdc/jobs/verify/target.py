@@ -3,6 +3,11 @@ Parquet changelog (reduced to each key's latest event) and PostgreSQL (psycopg).
 
 Current means what a reader of the table should see: rows marked `__deleted` are left
 out, and of SCD2 history only the open version (`__valid_to IS NULL`) counts.
+
+For the online verify (online.py) each reader also gives every stored row with its sequence
+(`versions`: deleted rows and closed SCD2 versions too), the remembered deletes of a hard-delete
+table (`tombstones`, the sibling `<table>__tombstones`) and the table's last truncate
+(`truncated`, from `_cdc_truncates`), in the sink's own layout (cdc_spark.apply owns the names).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from cdc.jobs.source_db import sink_conninfo
 from cdc.jobs.spec import JobSpec
 
 BATCH = 20_000
-DELETED, VALID_TO = "__deleted", "__valid_to"
+_EVENT_COLUMNS = ["key", "value", "__op", "__seq", "__source_ts_ms", "__deleted"]
+DELETED, VALID_TO, VALID_FROM, SEQ = "__deleted", "__valid_to", "__valid_from", "__seq"
 
 
 def table_name(topic: str) -> str:
@@ -42,6 +48,19 @@ class TargetReader(Protocol):
         ...
 
     def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]: ...
+
+    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        """Every stored row: `columns`, then its sequence (`__valid_from` of an SCD2 version, else
+        `__seq`), whether it is a delete (`__deleted`), and `__valid_to` (None but for closed SCD2 versions)."""
+        ...
+
+    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+        """The remembered deletes of a hard-delete table: `keys`, then the delete's sequence."""
+        ...
+
+    def truncated(self, table: str) -> bytes | None:
+        """The sequence of the table's last applied truncate (or completed snapshot), if any."""
+        ...
 
     def close(self) -> None: ...
 
@@ -68,6 +87,36 @@ def _arrow_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterat
 
 def _with_meta(columns: list[str], available: list[str]) -> list[str]:
     return list(dict.fromkeys([*columns, *(m for m in (DELETED, VALID_TO) if m in available)]))
+
+
+def _version_columns(columns: list[str], available: list[str]) -> list[str]:
+    seq = VALID_FROM if VALID_FROM in available else SEQ
+    return list(dict.fromkeys([*columns, seq, *(m for m in (DELETED, VALID_TO) if m in available)]))
+
+
+def _version_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    """`columns` + (sequence, deleted, valid_to) of every row (versions())."""
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        names = batch.schema.names
+        n = batch.num_rows
+        seq = batch.column(VALID_FROM if VALID_FROM in names else SEQ).to_pylist()
+        deleted = batch.column(DELETED).to_pylist() if DELETED in names else [False] * n
+        valid_to = batch.column(VALID_TO).to_pylist() if VALID_TO in names else [None] * n
+        values = [batch.column(c).to_pylist() for c in columns]
+        yield from zip(*values, seq, deleted, valid_to, strict=True)
+
+
+def _plain_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    for batch in batches:
+        if batch.num_rows:
+            yield from zip(*(batch.column(c).to_pylist() for c in columns), strict=True)
+
+
+def _truncate_mark(rows: list[dict[str, Any]], table: str) -> bytes | None:
+    marks = [bytes(r["seq"]) for r in rows if r.get("table_name") == table and r.get("seq") is not None]
+    return max(marks) if marks else None
 
 
 class DeltaReader:
@@ -97,6 +146,37 @@ class DeltaReader:
         dataset = delta_dataset(DeltaTable(path), path)
         wanted = _with_meta(columns, dataset.schema.names)
         return _arrow_rows(dataset.to_batches(columns=wanted, batch_size=BATCH), columns)
+
+    def _dataset(self, table: str) -> Any:
+        from deltalake import DeltaTable
+
+        from cdc_spark.apply.arrowutil import delta_dataset
+
+        path = self.describe(table)
+        return delta_dataset(DeltaTable(path), path) if DeltaTable.is_deltatable(path) else None
+
+    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        dataset = self._dataset(table)
+        if dataset is None:
+            return iter(())
+        wanted = _version_columns(columns, dataset.schema.names)
+        return _version_rows(dataset.to_batches(columns=wanted, batch_size=BATCH), columns)
+
+    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+        from cdc_spark.apply.delta import TOMBSTONE_SUFFIX
+
+        dataset = self._dataset(table + TOMBSTONE_SUFFIX)
+        if dataset is None:
+            return iter(())
+        return _plain_rows(dataset.to_batches(columns=[*keys, SEQ], batch_size=BATCH), [*keys, SEQ])
+
+    def truncated(self, table: str) -> bytes | None:
+        from cdc_spark.apply.delta import TRUNCATES
+
+        dataset = self._dataset(TRUNCATES)
+        if dataset is None:
+            return None
+        return _truncate_mark(dataset.to_table(columns=["table_name", "seq"]).to_pylist(), table)
 
     def close(self) -> None:
         pass
@@ -139,6 +219,29 @@ class IcebergReader:
         reader = tbl.scan(selected_fields=tuple(wanted)).to_arrow_batch_reader()
         return _arrow_rows(iter(reader), columns)
 
+    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        tbl = self._load(table)
+        if tbl is None:
+            return iter(())
+        wanted = _version_columns(columns, tbl.schema().as_arrow().names)
+        return _version_rows(iter(tbl.scan(selected_fields=tuple(wanted)).to_arrow_batch_reader()), columns)
+
+    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+        from cdc_spark.apply.iceberg import TOMBSTONE_SUFFIX
+
+        tbl = self._load(table + TOMBSTONE_SUFFIX)
+        if tbl is None:
+            return iter(())
+        return _plain_rows(iter(tbl.scan(selected_fields=(*keys, SEQ)).to_arrow_batch_reader()), [*keys, SEQ])
+
+    def truncated(self, table: str) -> bytes | None:
+        from cdc_spark.apply.iceberg import TRUNCATES
+
+        tbl = self._load(TRUNCATES)
+        if tbl is None:
+            return None
+        return _truncate_mark(tbl.scan(selected_fields=("table_name", "seq")).to_arrow().to_pylist(), table)
+
     def close(self) -> None:
         pass
 
@@ -164,11 +267,12 @@ class ParquetChangelogReader:
         return f"{self.root} (topic {table})"
 
     def _flat(self, topic: str) -> list[pa.Table] | None:
+        """Each key's latest event since the last truncate, deletes included (`__deleted`)."""
         if topic not in self._cache:
             self._cache[topic] = self._read(topic)
         return self._cache[topic]
 
-    def _read(self, topic: str) -> list[pa.Table] | None:
+    def _events(self, topic: str) -> pa.Table | None:
         import pyarrow.dataset as ds
 
         if not os.path.isdir(self.root):
@@ -176,9 +280,12 @@ class ParquetChangelogReader:
         dataset = ds.dataset(self.root, format="parquet", partitioning="hive")
         if "topic" not in dataset.schema.names:
             return None
-        cols = ["key", "value", "__op", "__seq", "__source_ts_ms", "__deleted"]
-        events = dataset.to_table(columns=[*cols, "batch_id"], filter=ds.field("topic") == topic)
-        if events.num_rows == 0:
+        events = dataset.to_table(columns=[*_EVENT_COLUMNS, "batch_id"], filter=ds.field("topic") == topic)
+        return events if events.num_rows else None
+
+    def _read(self, topic: str) -> list[pa.Table] | None:
+        events = self._events(topic)
+        if events is None:
             return None
         truncates = events.filter(pc.equal(events.column("__op"), "t"))
         if truncates.num_rows:
@@ -192,9 +299,8 @@ class ParquetChangelogReader:
         keys = events.column("key").combine_chunks()
         # Sorted by key, then newest first: a key's winner is the first row of its run.
         first = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))
-        winners = events.filter(pa.concat_arrays([pa.array([True]), first]))
-        winners = winners.filter(pc.invert(pc.fill_null(winners.column("__deleted"), False)))
-        winners = winners.select(cols).set_column(1, "value", winners.column("value").cast(pa.binary()))
+        winners = events.filter(pa.concat_arrays([pa.array([True]), first])) if events.num_rows else events
+        winners = winners.select(_EVENT_COLUMNS).set_column(1, "value", winners.column("value").cast(pa.binary()))
         from cdc_spark.decode.flatten import flatten
 
         return [flatten(topic, winners.slice(i, BATCH)).table for i in range(0, winners.num_rows, BATCH)]
@@ -205,10 +311,31 @@ class ParquetChangelogReader:
             return None
         return list(dict.fromkeys(n for t in flat for n in t.column_names))
 
-    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    def _tables(self, table: str, columns: list[str]) -> Iterator[pa.Table]:
         for t in self._flat(table) or []:
-            present = [t.column(c).to_pylist() if c in t.column_names else [None] * t.num_rows for c in columns]
-            yield from zip(*present, strict=True)
+            missing = [c for c in columns if c not in t.column_names]
+            for c in missing:
+                t = t.append_column(c, pa.nulls(t.num_rows))
+            yield t
+
+    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        for t in self._tables(table, columns):
+            if DELETED in t.column_names:
+                t = t.filter(pc.invert(pc.fill_null(t.column(DELETED), False)))
+            yield from zip(*(t.column(c).to_pylist() for c in columns), strict=True)
+
+    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        return _version_rows((b for t in self._tables(table, columns) for b in t.to_batches()), columns)
+
+    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+        return iter(())  # a delete is the key's latest event itself (versions())
+
+    def truncated(self, table: str) -> bytes | None:
+        events = self._events(table)
+        if events is None:
+            return None
+        truncates = events.filter(pc.equal(events.column("__op"), "t"))
+        return bytes(pc.max(truncates.column("__seq")).as_py()) if truncates.num_rows else None
 
     def close(self) -> None:
         self._cache.clear()
@@ -253,10 +380,59 @@ class PostgresReader:
             sql.Identifier(self.schema, table),
             sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""),
         )
+        yield from self._stream(query)
+
+    def _stream(self, query: Any) -> Iterator[tuple[Any, ...]]:
         with self.conn.transaction(), self.conn.cursor(name="cdc_verify_target") as cur:
             cur.itersize = BATCH
             cur.execute(query)
-            yield from cur
+            for row in cur:
+                yield tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+
+    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+        from psycopg import sql
+
+        available = self.columns(table)
+        if available is None:
+            return
+        seq = VALID_FROM if VALID_FROM in available else SEQ
+        meta = [
+            sql.Identifier(seq),
+            sql.Identifier(DELETED) if DELETED in available else sql.SQL("false"),
+            sql.Identifier(VALID_TO) if VALID_TO in available else sql.SQL("NULL"),
+        ]
+        yield from self._stream(
+            sql.SQL("SELECT {} FROM {}").format(
+                sql.SQL(", ").join([*map(sql.Identifier, columns), *meta]), sql.Identifier(self.schema, table)
+            )
+        )
+
+    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+        from psycopg import sql
+
+        from cdc_spark.apply.postgres import TOMBSTONE_SUFFIX
+
+        if self.columns(table + TOMBSTONE_SUFFIX) is None:
+            return
+        yield from self._stream(
+            sql.SQL("SELECT {} FROM {}").format(
+                sql.SQL(", ").join(map(sql.Identifier, [*keys, SEQ])),
+                sql.Identifier(self.schema, table + TOMBSTONE_SUFFIX),
+            )
+        )
+
+    def truncated(self, table: str) -> bytes | None:
+        from psycopg import sql
+
+        from cdc_spark.apply.postgres import TRUNCATES
+
+        if self.columns(TRUNCATES) is None:
+            return None
+        row = self.conn.execute(
+            sql.SQL("SELECT seq FROM {} WHERE table_name = %s").format(sql.Identifier(self.schema, TRUNCATES)),
+            (table,),
+        ).fetchone()
+        return bytes(row[0]) if row and row[0] is not None else None
 
     def close(self) -> None:
         self.conn.close()
