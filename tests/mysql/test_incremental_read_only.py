@@ -220,7 +220,7 @@ def test_read_only_snapshot_under_a_concurrent_writer_writes_nothing(
     if slow:
         # A slow server: time passes after the chunk's snapshot is taken and before the high watermark is
         # read, so writer transactions the SELECT does not see fall inside the windows.
-        watermark = MySqlIncrementalSnapshot._gtid_watermark
+        watermark = MySqlIncrementalSnapshot._read_only_watermark
 
         def slow_watermark(self: MySqlIncrementalSnapshot, cur: Any, chunk_id: str, which: str) -> None:
             if which == "open":
@@ -230,7 +230,7 @@ def test_read_only_snapshot_under_a_concurrent_writer_writes_nothing(
             time.sleep(0.02)
             watermark(self, cur, chunk_id, which)
 
-        monkeypatch.setattr(MySqlIncrementalSnapshot, "_gtid_watermark", slow_watermark)
+        monkeypatch.setattr(MySqlIncrementalSnapshot, "_read_only_watermark", slow_watermark)
     _create(mariadb_db)
     signal_file = tmp_path / "signals.txt"
     writer = Writer(mariadb_db, seed)
@@ -320,7 +320,7 @@ def test_a_chunk_read_across_a_failover_is_read_again(
     """Another server's transaction between a chunk's watermarks (made here by a session's gtid_domain_id or
     server_id, as a failover makes it): the chunk is dropped and read again, each key read once."""
     _create(mariadb_db)
-    watermark = MySqlIncrementalSnapshot._gtid_watermark
+    watermark = MySqlIncrementalSnapshot._read_only_watermark
     opened: list[str] = []
 
     def failover_in_chunk_2(self: MySqlIncrementalSnapshot, cur: Any, chunk_id: str, which: str) -> None:
@@ -331,7 +331,7 @@ def test_a_chunk_read_across_a_failover_is_read_again(
             execute(mariadb_db, f"SET SESSION {setting}", "UPDATE other SET v = v + 1")
         watermark(self, cur, chunk_id, which)
 
-    monkeypatch.setattr(MySqlIncrementalSnapshot, "_gtid_watermark", failover_in_chunk_2)
+    monkeypatch.setattr(MySqlIncrementalSnapshot, "_read_only_watermark", failover_in_chunk_2)
     caplog.set_level(logging.WARNING, logger="cdc_mysql.incremental")
     with TaskRunner(_props(mariadb_db, tmp_path / "unused.txt", "source"), MemoryOffsets()) as run:
         run.poll_until(lambda _: run.task.streaming is not None, what="streaming")

@@ -220,14 +220,14 @@ def test_read_only_snapshot_under_concurrent_writers_writes_nothing(
     if slow:
         # A slow server: time passes between the chunk SELECT and the high watermark, so writer transactions
         # the SELECT does not see fall inside the windows.
-        watermark = PostgresIncrementalSnapshot._xid_watermark
+        watermark = PostgresIncrementalSnapshot._read_only_watermark
 
         def slow_watermark(self: PostgresIncrementalSnapshot, conn: Any, chunk_id: str, which: str) -> None:
             if which == "close":
                 time.sleep(0.02)
             watermark(self, conn, chunk_id, which)
 
-        monkeypatch.setattr(PostgresIncrementalSnapshot, "_xid_watermark", slow_watermark)
+        monkeypatch.setattr(PostgresIncrementalSnapshot, "_read_only_watermark", slow_watermark)
     _setup(postgres_db)
     signal_file = tmp_path / "signals.txt"
     writers = [Writer(postgres_db, seed, held=False), Writer(postgres_db, seed + 1000, held=True)]

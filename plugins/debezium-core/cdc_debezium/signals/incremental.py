@@ -5,7 +5,7 @@ AbstractIncrementalSnapshotChangeEventSource (the DBLog algorithm, arXiv 2010.12
 of rows is read between a low and a high watermark written to the signal table; a streamed
 change, inside the window, to a key of the chunk drops that key's row (the stream already
 carries a newer or equal value); at the high watermark the rest is emitted as `op: r`.
-The database-specific reading and watermark writing is the connector's (`ChunkSource`).
+The algorithm is incremental_source.py's; reading and watermark writing, the connector's subclass of it.
 
 Offset keys, by Debezium's names, present only while a snapshot runs:
 `incremental_snapshot_collections` (a JSON array of
