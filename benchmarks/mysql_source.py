@@ -82,7 +82,7 @@ this load's spread. Converters alone: AvroConverter's batch 0.49-0.85 of bare fa
 the batch 55 us, one by one 77 us), so an Avro record costs about 2.5x a JSON one to encode and
 is 19x smaller.
 
-Group commit in the embedded log (issue 34; 200k changes, BENCH_ONLY=avro, 4 runs a side of 2 rounds,
+Group commit in the embedded log (200k changes, BENCH_ONLY=avro, 4 runs a side of 2 rounds,
 the commit before and after alternated, load 4-12 from other work on the 2 cores): end to end JSON
 0.44-0.66 before, 0.25-0.83 after; Avro 0.32-0.56 before, 0.31-0.81 after; no change beyond this
 load's spread, as expected: one task's transactions already group its polls (source_task.py), and

@@ -8,13 +8,13 @@ figure (see benchmarks/_common.py); progress goes to stderr.
   synchronous=FULL and NORMAL. Baseline: bare sqlite3 (WAL, same synchronous) inserting the
   same rows with executemany, in transactions of the same size, into a table of the log's
   layout (a rowid table with the same primary key).
-- embedded group commit (issue 34): WRITERS (4) threads, each with its own producer, each
+- embedded group commit: WRITERS (4) threads, each with its own producer, each
   committing GROUP_TXNS transactions of one record and an offset record (a source task's poll
   of one row with its offset), synchronous=FULL; transactions/s. Baseline: the same threads on
   bare sqlite3, one connection each (BEGIN IMMEDIATE, the two inserts, COMMIT), SQLite's busy
   handler making them wait their turn. The log commits the transactions that queue behind a
   commit in progress together (one WAL sync); bare SQLite syncs each. `BENCH_ONLY=group` runs
-  just this figure. Measured (issue 34, 2 cores, load 8-9, 3 runs a side alternated): 410-467
+  just this figure. Measured (2 cores, load 8-9, 3 runs a side alternated): 410-467
   transactions/s before group commit (1.42-1.70 of bare sqlite3), 710-1142 after (2.47-4.26),
   2.4 transactions per commit.
 - embedded read: `reader()` assign + `read_to_end` (which returns the whole list) vs a bare
@@ -181,7 +181,7 @@ def embedded_concurrent() -> float:
         stored = log.end_offsets([TopicPartition(TOPIC, 0)])[TopicPartition(TOPIC, 0)]
         if stored != WRITERS * GROUP_TXNS:
             raise RuntimeError(f"group commit stored {stored} records, expected {WRITERS * GROUP_TXNS}")
-        group = getattr(log, "_group", None)  # absent before group commit (issue 34)
+        group = getattr(log, "_group", None)  # absent before group commit
         if group is not None:
             note(f"  group commit: {group.members / max(1, group.groups):.1f} transactions per commit")
         log.close()

@@ -1,4 +1,4 @@
-"""`cdc plan job.yaml`: a dry run of a job file against the job's stored state (issue 37, item 5).
+"""`cdc plan job.yaml`: a dry run of a job file against the job's stored state.
 
 Changing a job's include lists or its `snapshot.mode` has effects that show only at the next
 start: a table added after the snapshot is streamed without its existing rows (unless

@@ -1,6 +1,6 @@
 """Group commit for the embedded log: the write transactions of one process that queue behind a
 commit in progress are committed together, in one SQLite transaction (one WAL fsync), as any
-write-ahead log does (issue 34).
+write-ahead log does.
 
 SQLite has one writer at a time, and with `synchronous=FULL` (the default) every COMMIT syncs
 the WAL. A worker's writers (its source tasks' poll batches with their offsets, the status and

@@ -1,4 +1,4 @@
-"""`max.queue.size.in.bytes` in the ChangeEventQueue (issue 34): the producer blocks at the
+"""`max.queue.size.in.bytes` in the ChangeEventQueue: the producer blocks at the
 bound in bytes, as Debezium's queue does; a record larger than the bound passes alone."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`cdc plan job.yaml` without servers (issue 37, item 5): the connectors' start decisions as the plan
+"""`cdc plan job.yaml` without servers: the connectors' start decisions as the plan
 restates them, the per-table rows, the traces of the captured tables in a constructed state.dir, that
 nothing is written or locked, the command's exits, and a seeded random walk over include lists and
 stored states (CDC_TEST_SEED replays a run; the seed is printed).

@@ -1,4 +1,4 @@
-"""`cdc plan job.yaml` against jobs that ran on the session MariaDB and PostgreSQL (issue 37, item 5).
+"""`cdc plan job.yaml` against jobs that ran on the session MariaDB and PostgreSQL.
 
 Each job runs to caught-up with two tables, then its include list drops one and adds another; the
 plan (a `cdc` subprocess, asking the database and the lake) must say add/drop/keep, how each table is

@@ -1,4 +1,4 @@
-"""Group commit in the embedded log (issue 34): writers that queue behind a commit in progress
+"""Group commit in the embedded log: writers that queue behind a commit in progress
 commit together, each is told only after the commit that holds its rows, and order per
 partition is that of one transaction each."""
 

@@ -1,4 +1,4 @@
-"""`max.queue.size.in.bytes` (issue 34): implemented, not merely recognised, and checked by key."""
+"""`max.queue.size.in.bytes`: implemented, not merely recognised, and checked by key."""
 
 from __future__ import annotations
 
