@@ -87,3 +87,29 @@ def contains(executed: str | None, stored: str | None, is_mariadb: bool) -> bool
         return all(d in have and have[d][1] >= n for d, (_, n) in MariaDbGtidSet(stored).by_domain.items())
     mine = GtidSet(executed.replace("\n", "") if executed else None).gtids
     return all(any(g in m for m in mine) for g in GtidSet(stored.replace("\n", "")).gtids)
+
+
+def mariadb_missing(binlog_state: str | None, slave_pos: str | None, stored: str | None) -> str | None:
+    """The first GTID of the offset's `stored` MariaDB position that the server cannot resume after
+    (None: it holds them all, or cannot say), judged as MariaDB judges a replica's GTID start
+    (sql_repl.cc, check_slave_start_position).
+
+    `binlog_state` is `@@gtid_binlog_state`: the last GTID of every (domain, server_id) pair the binlog
+    ever logged. A stored `D-S-N` is held when S's last sequence number in D is N or above, or when
+    `D-S-N` is the server's own replication position (`slave_pos`, `@@gtid_slave_pos`: a promoted replica
+    without log_slave_updates). `contains` with `@@gtid_binlog_pos` (the last GTID per domain) is not
+    enough: a promoted replica that never got `0-1-N` holds `0-2-M` with M > N once it has taken more
+    writes than it missed, and the server then refuses the GTID start (error 1236).
+    """
+    if not stored or not binlog_state:
+        return None
+    last: dict[tuple[int, int], int] = {}
+    for part in binlog_state.split(","):
+        if part.strip():
+            d, s, n = (int(x) for x in part.strip().split("-"))
+            last[(d, s)] = max(n, last.get((d, s), -1))
+    own = MariaDbGtidSet(slave_pos).by_domain
+    for d, (s, n) in sorted(MariaDbGtidSet(stored).by_domain.items()):
+        if last.get((d, s), -1) < n and own.get(d) != (s, n):
+            return f"{d}-{s}-{n}"
+    return None

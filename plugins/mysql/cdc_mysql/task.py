@@ -32,7 +32,7 @@ from cdc_mysql.config import CONNECT_TIMEOUT_MS, MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.debezium_keys import SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS
 from cdc_mysql.dispatcher import EventDispatcher
-from cdc_mysql.gtid import MariaDbGtidSet
+from cdc_mysql.gtid import MariaDbGtidSet, mariadb_missing
 from cdc_mysql.gtid import contains as gtid_contains
 from cdc_mysql.history import MeteredSchemaHistory, open_history
 from cdc_mysql.incremental import MySqlIncrementalSnapshot
@@ -237,6 +237,14 @@ class MySqlConnectorTask(SourceTask):
                     f"the server's GTID state {executed or '(empty)'} does not hold the stored offset's GTID set "
                     f"{stored.gtids} (RESET MASTER, a restore, or a failover to a server missing transactions)"
                 )
+            if self.is_mariadb:
+                state = self.connection.variable("gtid_binlog_state")
+                missing = mariadb_missing(state, self.connection.variable("gtid_slave_pos"), stored.gtids)
+                if missing is not None:
+                    return (
+                        f"the server's binlog does not hold GTID {missing} of the stored offset (its binlog state is "
+                        f"{state}; a failover to a server missing transactions, a restore, or RESET MASTER)"
+                    )
             return f"{went_back}: RESET MASTER or a restore" if same_server and current < stored_at else None
         if stored.server_identity is not None and not same_server:
             return (
