@@ -157,6 +157,9 @@ def point_job_at(job: Path, server: MariaDbServer) -> None:
 
 def run_until_caught_up(job: Path, what: str, seed: int) -> None:
     res = run_cdc("run", str(job), "--until-caught-up", timeout=300)
+    # Kept beside the job for a failure's post-mortem, one file per run.
+    logs = sorted(job.parent.glob("until-caught-up-*.log"))
+    (job.parent / f"until-caught-up-{len(logs) + 1}.log").write_text(f"{what}\n{res.stdout}\n{res.stderr}")
     assert res.returncode == 0, f"seed {seed}: the run {what} exited {res.returncode}:\n{res.stderr[-4000:]}"
 
 

@@ -124,6 +124,10 @@ class _Connection:
     def executed_gtids(self, is_mariadb: bool) -> str:
         return self.executed
 
+    def variable(self, name: str) -> str | None:
+        # MariaDB's per-(domain, server_id) state: the one server's GTIDs, and no replica position.
+        return {"gtid_binlog_state": self.executed, "gtid_slave_pos": ""}.get(name)
+
 
 def _mysql_task_plan(mode: str, offset: dict[str, Any] | None, purged: bool) -> str:
     """The MySQL connector's own `_plan` on a task built without a server (its connection stubbed)."""

@@ -159,11 +159,13 @@ def test_offsets_have_debezium_keys(mariadb_db) -> None:
         recs = run.wait_data(3)[1:]
     first, second = (r.source_offset for r in recs)
     assert recs[0].source_partition == {"server": "dbserver1"}
-    # Debezium's keys, plus the binlog lineage's server identity (cdc_mysql/lineage.py; `epoch`
-    # appears only once a failover bumped it above 0); the reader's server id only when the connector
-    # chose it (cdc_mysql/server_ids.py), and connector_props gives one.
-    keys = {"file", "pos", "gtids", "row", "ts_sec", "server_identity"}
+    # Debezium's keys (`server_id`: the id of the server that wrote the transaction, as in Debezium's
+    # offsets), plus the binlog lineage's server identity (cdc_mysql/lineage.py; `epoch` appears only
+    # once a failover bumped it above 0); the reader's server id only when the connector chose it
+    # (cdc_mysql/server_ids.py), and connector_props gives one.
+    keys = {"file", "pos", "gtids", "row", "ts_sec", "server_id", "server_identity"}
     assert set(first) == keys and first["row"] == 1
+    assert f"server_id={first['server_id']}" == first["server_identity"]
     assert set(second) == keys and second["row"] == 2
     assert first["server_identity"].startswith("server_id=")
     assert first["pos"] == second["pos"]  # the transaction start, not the row event

@@ -103,10 +103,10 @@ def test_a_lineage_break_survives_the_offset_and_always_bumps_the_epoch() -> Non
     assert same == BinlogLineage(2, "server_id=1")
 
 
-def _watch(events: dict[tuple[str, int], dict | None]):  # type: ignore[no-untyped-def]
+def _watch(events: dict[tuple[str, int], dict | None], at: tuple[str, int] = ("mysql-bin.000001", 10_000)):  # type: ignore[no-untyped-def]
     from cdc_mysql.lineage_watch import LineageWatch, ServerState
 
-    state = ServerState("server_id=1", "mysql-bin.000001", 10_000, "0-1-50")
+    state = ServerState("server_id=1", *at, "0-1-50")
     watch = LineageWatch(True, "server_id=1", lambda: state, interval_s=0.0, read_event=lambda f, p: events.get((f, p)))
     return watch
 
@@ -137,3 +137,76 @@ def test_the_commit_seen_at_the_previous_check_must_still_be_there() -> None:
     events[("mysql-bin.000001", 2000)] = None  # the server cannot say (no privilege, a purged file)
     watch._checked_xid = ("mysql-bin.000001", 2000, 12)
     watch.check("mysql-bin.000001", 3000, "0-1-9")
+
+
+def test_the_first_commit_since_the_previous_check_must_also_still_be_there() -> None:
+    """The e2e reproduction (CI, seed 190745978): the previous check ran before any commit was read
+    (nothing remembered), three commits, a RESET MASTER, then a new history: the first commit read
+    since that check is gone from where it was read, and that is enough."""
+    from cdc_mysql.lineage_watch import LineageBreak
+
+    events: dict[tuple[str, int], dict | None] = {("mysql-bin.000002", 384): {"Event_type": "Xid", "Info": "xid=40"}}
+    watch = _watch(events, ("mysql-bin.000002", 11_013))
+    watch.check("mysql-bin.000001", 32801, "0-1-7")  # a heartbeat: no commit read yet
+    for pos, xid in ((34000, 21), (40200, 22), (44500, 23)):
+        watch.committed("mysql-bin.000001", pos, xid)
+    events[("mysql-bin.000001", 34000)] = {}  # the new mysql-bin.000001 has no event there
+    watch.committed("mysql-bin.000002", 384, 40)  # the new history, past a rotation
+    with pytest.raises(LineageBreak) as caught:
+        watch.check("mysql-bin.000002", 420, "0-1-17")
+    assert "the commit read at mysql-bin.000001:34000 (xid 21)" in str(caught.value)
+    # The first commit since a check that is still where it was read: no break, and it is not asked again.
+    watch = _watch(events, ("mysql-bin.000002", 11_013))
+    watch.committed("mysql-bin.000002", 384, 40)
+    watch.check("mysql-bin.000002", 420, "0-1-17")
+    events[("mysql-bin.000002", 384)] = {}  # gone now: found through the commit remembered at that check
+    with pytest.raises(LineageBreak):
+        watch.check("mysql-bin.000002", 500, "0-1-18")
+
+
+@pytest.mark.parametrize(
+    ("listed", "read", "broken"),
+    [
+        (["0-1-14"], "0-1-10", "0-1-14"),  # the reset's first file held 0-1-11..14, never sent
+        (["0-1-10"], "0-1-10", None),  # the file before ended where the reader is
+        (["0-1-3"], "0-1-10", None),  # older state (a start inside an earlier file)
+        (["0-2-21", "0-1-14"], "0-1-17", "0-2-21"),  # another server's higher GTIDs in the domain
+        (["0-1-12", "1-1-900"], "0-1-12", None),  # a domain the stream has not read is not compared
+        (["0-1-12", "1-1-900"], "0-1-12,1-3-899", "1-1-900"),
+        ([], "0-1-5", None),
+    ],
+)
+def test_a_gtid_list_above_the_gtids_read_is_a_break(listed: list[str], read: str, broken: str | None) -> None:
+    from cdc_mysql.gtid import MariaDbGtidSet
+
+    error = _watch({}).listed(listed, MariaDbGtidSet(read), "mysql-bin.000002")
+    if broken is None:
+        assert error is None
+    else:
+        assert error is not None and f"starts after GTID {broken}" in str(error), error
+        assert "\n" not in str(error) and "snapshot.mode=when_needed" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("state", "slave_pos", "stored", "origin", "missing"),
+    [
+        ("0-1-30,0-2-40", "", "0-1-30", 1, "0-1-31"),  # the replica stopped at 30 and took its own writes
+        ("0-1-31,0-2-40", "", "0-1-30", 1, None),  # it has the transaction partly read
+        ("0-2-40", "0-1-31", "0-1-30", 1, None),  # promoted without log_slave_updates: its own position
+        ("0-1-30,0-2-40", "", "0-1-30", 0, None),  # no origin stored (an older offset): cannot say
+        ("0-1-5,1-1-7", "", "0-1-5,1-1-6", 1, None),  # the open one was 1-1-7, which it holds
+        ("0-1-5,1-1-6", "", "0-1-5,1-1-6", 1, "0-1-6 or 1-1-7"),
+    ],
+)
+def test_the_open_transaction_of_an_offset_must_be_on_the_new_server(
+    state: str, slave_pos: str, stored: str, origin: int, missing: str | None
+) -> None:
+    from cdc_mysql.gtid import mariadb_open_transaction_missing
+
+    assert mariadb_open_transaction_missing(state, slave_pos, stored, origin) == missing
+
+
+def test_the_open_transaction_error_names_both_servers_and_the_fix() -> None:
+    message = str(_watch({}).not_the_open_transaction("0-2-31", 2, 1))
+    assert "server 1" in message and "0-2-31 of server 2" in message and "snapshot.mode=when_needed" in message
+    assert "\n" not in message

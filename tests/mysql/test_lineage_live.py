@@ -22,6 +22,7 @@ import pytest
 
 from cdc.api import ConnectException
 from tests.mysql.harness import TaskRunner, connector_props, execute
+from tests.support.task_context import MemoryOffsets
 
 
 def _admin(server, *statements: str) -> None:
@@ -161,3 +162,78 @@ def test_the_server_losing_the_binlog_mid_stream_also_marks_the_offset(private_d
     with pytest.raises(ConnectException) as refused, TaskRunner(props, offsets=run.offsets) as again:
         _stream_until_break(again, timeout=15)
     assert "stopped streaming on a binlog lineage break" in str(refused.value)
+
+
+@pytest.mark.parametrize("seed", [3, 19, 190745978])
+def test_a_reset_whose_new_first_file_the_reader_passes_by_is_caught_at_the_rotation(
+    private_db, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CI reproduction (seed 190745978 of tests/jobs/test_failover.py): the reader is far into
+    mysql-bin.000001 (large rows), RESET MASTER, a few changes (the new mysql-bin.000001 ends below the
+    reader's position, so the dump sends none of them), FLUSH BINARY LOGS and more changes at once.
+    The dump rotates to mysql-bin.000002 and sends only the later ones, with GTIDs above those read
+    and no idle pause for the periodic check: the new file's Gtid_list names the skipped GTIDs.
+
+    In CI the periodic check had run just before the first commit of the stream, so it had no commit
+    to look for; here it never runs (a one-hour interval), which makes that timing certain."""
+    from cdc_mysql.lineage_watch import LineageWatch
+
+    monkeypatch.setattr(LineageWatch.__init__, "__defaults__", (3600.0, None))
+    rng = random.Random(seed)
+    _admin(private_db, "RESET MASTER")  # the reader streams in mysql-bin.000001, the name a reset starts again
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, v INT, pad LONGTEXT)", "INSERT INTO t VALUES (0, 0, '')")
+    with TaskRunner(connector_props(private_db)) as run:
+        run.wait_data(1)
+        run.wait_streaming()
+        big = rng.randint(2, 6)
+        execute(private_db, *(f"INSERT INTO t VALUES ({i}, 0, REPEAT('x', 20000))" for i in range(1, big + 1)))
+        run.wait_data(big + 1)
+        # More changes than the GTIDs read (2 + big) go to the new mysql-bin.000001, all small (it ends
+        # below the reader's position): the later ones' GTIDs are above those read.
+        skipped, later = big + 2 + rng.randint(1, 4), rng.randint(1, 4)
+        _admin(private_db, "RESET MASTER")
+        execute(private_db, *(f"UPDATE t SET v = {k + 1} WHERE id = 0" for k in range(skipped)))
+        _admin(private_db, "FLUSH BINARY LOGS")
+        execute(private_db, *(f"UPDATE t SET v = {skipped + k + 1} WHERE id = 0" for k in range(later)))
+        error = _stream_until_break(run, timeout=15)
+    versions = [r.value.get("after").get("v") for r in run.data() if r.value.get("after").get("id") == 0]
+    print("ERROR", error, versions)
+    assert error is not None, f"seed {seed}: the task streamed on: row 0 went through {versions}"
+    assert "\n" not in str(error) and "snapshot.mode=when_needed" in str(error), error
+    assert versions == list(range(len(versions))), f"seed {seed}: a change arrived without the earlier ones: {versions}"
+
+
+@pytest.mark.parametrize("origin_matches", [True, False])
+def test_a_resume_inside_a_transaction_checks_it_is_the_same_transaction(private_db, origin_matches: bool) -> None:
+    """Found by tests/jobs/test_failover_live.py (seed 188014175): the job stopped inside transaction
+    0-1-31, which the promoted replica never got; the restart resumed after 0-1-30 on the replica and
+    skipped the first 4 events and 52 rows of the replica's own 0-2-31 as 'already read'. The offset
+    now keeps the server that wrote the open transaction (Debezium's `server_id`); a resume inside a
+    transaction that another server wrote stops on a lineage break instead of skipping its rows.
+    Here the offset (taken from a record in the middle of a 3-statement transaction) names the writing
+    server, or another one."""
+    execute(private_db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    props = connector_props(private_db)
+    with TaskRunner(props) as run:
+        run.wait_streaming()
+        with private_db.connect(database=private_db.database, autocommit=False) as conn, conn.cursor() as cur:
+            for i in range(3):
+                cur.execute(f"INSERT INTO t VALUES ({i}, {i})")
+            conn.commit()
+        rows = run.wait_data(3)
+    middle = rows[1]
+    offset = dict(middle.source_offset)
+    assert offset.get("event") == 1 and offset.get("server_id") == 1, f"the offset inside the transaction: {offset}"
+    if not origin_matches:
+        offset["server_id"] = 77
+    offsets = MemoryOffsets()
+    offsets.put(middle.source_partition, offset)
+    with TaskRunner(props, offsets=offsets) as again:
+        error = _stream_until_break(again, timeout=6)
+        resumed = [r.value.get("after").get("id") for r in again.data()]
+    if origin_matches:
+        assert error is None and resumed == [2], f"the resume: {resumed}, {error}"
+    else:
+        assert error is not None and "written by server 77" in str(error), error
+        assert resumed == [], f"rows of the transaction emitted before the stop: {resumed}"
+        assert "snapshot.mode=when_needed" in str(error) and "\n" not in str(error)

@@ -113,3 +113,23 @@ def mariadb_missing(binlog_state: str | None, slave_pos: str | None, stored: str
         if last.get((d, s), -1) < n and own.get(d) != (s, n):
             return f"{d}-{s}-{n}"
     return None
+
+
+def mariadb_open_transaction_missing(
+    binlog_state: str | None, slave_pos: str | None, stored: str | None, origin: int
+) -> str | None:
+    """For an offset stored inside a transaction (`event`/`row` above 0) whose events server `origin`
+    wrote: the GTID that transaction had, when the server holds none of its candidates (None: it may
+    hold it, or cannot say).
+
+    The offset's `gtids` are the transactions completed before it; the open one is the next in one of
+    their domains, `D-origin-(N+1)` (MariaDB numbers a domain's transactions in sequence). Across a
+    failover the new server resumes after `gtids` and would send its own next transaction instead,
+    whose first events the resume would skip as already read.
+    """
+    if not stored or not origin or not binlog_state:
+        return None
+    candidates = [f"{d}-{origin}-{n + 1}" for d, (_, n) in sorted(MariaDbGtidSet(stored).by_domain.items())]
+    if candidates and all(mariadb_missing(binlog_state, slave_pos, c) is not None for c in candidates):
+        return candidates[0] if len(candidates) == 1 else " or ".join(candidates)
+    return None

@@ -10,11 +10,19 @@ stop with one line saying what happened and what to do, when it happens:
 - a GTID the stream sends again, or lower than one already read in its MariaDB domain (the
   stream asks the GTID set it keeps, `covers(gtid)`, on every GTID event, and raises `reused(…)`:
   a comparison, no query);
+- a MariaDB binlog file that starts after transactions the stream never sent: its Gtid_list
+  event names the last GTID of each domain written before it, and one above the GTIDs read in
+  that domain was written where the reader had already read past (a `RESET MASTER` whose new
+  first file the dump skipped, then a rotation) (`listed(…)`: a comparison, no query);
+- a resume inside a transaction (the offset's `event`/`row`) whose first transaction sent was
+  written by another server than the one the offset names (`server_id`): after a failover the
+  new server's next transaction after the same GTIDs is not the one partly read
+  (`not_the_open_transaction(…)`);
 - every `interval_s`, at a commit or a heartbeat (`check(…)`): the server is another one
   (lineage.server_identity), its binlog position is below the position already read, its
   GTID state no longer contains the GTIDs already read, or the transaction commit (Xid event)
-  remembered at the previous check is no longer where it was read (`SHOW BINLOG EVENTS IN f
-  FROM p`: another event, another xid, or nothing). The last one catches a new history that
+  remembered at the previous check, or the first one read since, is no longer where it was read
+  (`SHOW BINLOG EVENTS IN f FROM p`: another event, another xid, or nothing). The last one catches a new history that
   grew past the reader's position before the check, with GTIDs above those read: its events
   look valid one by one, but the old commit the reader saw at `f:p` is gone (InnoDB xids keep
   increasing across a RESET MASTER, so a new commit at the same offset has another xid).
@@ -78,6 +86,9 @@ class LineageWatch:
         self._read_event = read_event
         self._last_xid: tuple[str, int, int] | None = None  # the newest commit read
         self._checked_xid: tuple[str, int, int] | None = None  # the one to find at the next check
+        # The first commit read since the previous check: a reset after it (and before the next check)
+        # removes it, even when no commit was read before the previous check.
+        self._first_since: tuple[str, int, int] | None = None
         self._interval = interval_s
         self._next_check = time.monotonic() + interval_s
         # Whether the server's GTID state held what was read at the first check of this stream: only
@@ -93,27 +104,71 @@ class LineageWatch:
             f"another history (or, on MariaDB with gtid_strict_mode=OFF, a domain written out of order); {ADVICE}"
         )
 
+    def not_the_open_transaction(self, tx: str, origin: int, expected: int) -> LineageBreak:
+        """The error for a resume inside a transaction of server `expected` whose first transaction
+        sent (`tx`) server `origin` wrote: this binlog does not continue the transaction partly read."""
+        return LineageBreak(
+            f"The stored offset stopped inside a transaction written by server {expected}, but the binlog "
+            f"resumed with transaction {tx} of server {origin}: this server does not have the transaction that "
+            "was partly read (a failover to a server missing transactions, a restore, or RESET MASTER); "
+            f"{ADVICE}"
+        )
+
     def due(self) -> bool:
         return time.monotonic() >= self._next_check
 
     def committed(self, file: str, start_pos: int, xid: int) -> None:
         """The stream read a transaction's Xid event at `file:start_pos` (called on every one)."""
         self._last_xid = (file, start_pos, xid)
+        if self._first_since is None:
+            self._first_since = self._last_xid
+
+    def listed(self, listed: list[str], read: gtids.MariaDbGtidSet, file: str) -> LineageBreak | None:
+        """The error for a MariaDB Gtid_list event (the start of binlog file `file`) naming, in a
+        domain the stream has read, a GTID above the last one read there (None: nothing skipped).
+
+        The list is the last GTID of each (domain, server) logged before `file`; the stream reads every
+        transaction of the files it passes, so a higher sequence number in a domain it reads is one it
+        was never sent. Domains the stream has not read (filtered out, or never written since its
+        offset) are not compared."""
+        highest: dict[int, tuple[int, str]] = {}
+        for gtid in listed:
+            d, _, n = gtid.split("-")
+            if int(n) > highest.get(int(d), (-1, ""))[0]:
+                highest[int(d)] = (int(n), gtid)
+        for d, (n, gtid) in sorted(highest.items()):
+            last = read.by_domain.get(d)
+            if last is not None and n > last[1]:
+                return LineageBreak(
+                    f"The binlog lineage changed while streaming: binlog file {file} starts after GTID {gtid}, "
+                    f"but the stream read domain {d} only up to {d}-{last[0]}-{last[1]}: transactions were "
+                    "written where the reader had already read past (RESET MASTER, a restore from a backup, or "
+                    f"a failover to a server with another history); {ADVICE}"
+                )
+        return None
 
     def _commit_gone(self) -> str | None:
-        """Why the commit remembered at the previous check is not in the server's binlog (None: it is,
-        or the server cannot say); then remember the newest commit for the next check."""
+        """Why the commit remembered at the previous check, or the first one read since, is not in the
+        server's binlog (None: both are, or the server cannot say); then remember the newest commit
+        for the next check.
+
+        Both are needed: a reset after the previous check removes the first commit read since (the one
+        remembered may be None: no commit before that check), and a reset before it removes the one
+        remembered (the first read since may then be the new history's, valid at its place)."""
         checked, self._checked_xid = self._checked_xid, self._last_xid
-        if checked is None or self._read_event is None:
+        first, self._first_since = self._first_since, None
+        if self._read_event is None:
             return None
-        file, pos, xid = checked
-        event = self._read_event(file, pos)
-        if event is None:
-            return None
-        if event.get("Event_type") == "Xid" and f"xid={xid} " in f"{event.get('Info')} ":
-            return None
-        found = f"{event.get('Event_type')} ({event.get('Info')})" if event else "nothing"
-        return f"the commit read at {file}:{pos} (xid {xid}) is not in the server's binlog any more ({found} there)"
+        for commit in dict.fromkeys(c for c in (checked, first) if c is not None):
+            file, pos, xid = commit
+            event = self._read_event(file, pos)
+            if event is None:
+                continue
+            if event.get("Event_type") == "Xid" and f"xid={xid} " in f"{event.get('Info')} ":
+                continue
+            found = f"{event.get('Event_type')} ({event.get('Info')})" if event else "nothing"
+            return f"the commit read at {file}:{pos} (xid {xid}) is not in the server's binlog any more ({found} there)"
+        return None
 
     def check(self, file: str, pos: int, read: str | None) -> None:
         """Compare the server with what this stream read up to `file:pos` (GTIDs `read`); at most

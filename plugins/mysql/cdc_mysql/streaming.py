@@ -28,6 +28,7 @@ from pymysqlreplication.event import (
     HeartbeatLogEvent,
     MariadbAnnotateRowsEvent,
     MariadbGtidEvent,
+    MariadbGtidListEvent,
     NotImplementedEvent,
     QueryEvent,
     RotateEvent,
@@ -415,6 +416,10 @@ class MySqlStreamingChangeEventSource:
         query: str | None = None
         events_in_tx = 0
         first_tx = True
+        # Resuming inside a transaction (events or rows of it already emitted): the first one sent
+        # must be that transaction, written by the server the offset names (not another server's next
+        # one after the same GTIDs, after a failover), or its first events would be skipped unread.
+        resume_origin = off.server_id if (skip_events or skip_rows) else 0
         # gtid.source.filter.dml.events: the open transaction's GTID source is filtered out
         filter_dml, skip_source = self.config.gtid_filters_dml, False
         dispatcher = self.dispatcher
@@ -525,9 +530,11 @@ class MySqlStreamingChangeEventSource:
                         tx_gtid = ev.gtid
                         if gtid_set.covers(tx_gtid):  # re-used: a reset or another history (lineage_watch)
                             raise self._marked(watch.reused(tx_gtid, gtid_set, file, start_pos))
+                        if first_tx and resume_origin and packet.server_id != resume_origin:
+                            raise self._marked(watch.not_the_open_transaction(tx_gtid, packet.server_id, resume_origin))
                         skip_source = filter_dml and not self.gtid_filter(gtids.source_of(tx_gtid, self.is_mariadb))
                         tx_id, thread, query = tx_gtid, None, None
-                        self._begin(tx_file, tx_pos)
+                        self._begin(tx_file, tx_pos, packet.server_id)
                         continue
                     if isinstance(ev, QueryEvent):
                         sql = ev.query.strip()
@@ -538,7 +545,11 @@ class MySqlStreamingChangeEventSource:
                                 in_tx, events_in_tx = True, 0
                                 tx_file, tx_pos = file, start_pos
                                 tx_id = f"file={file},pos={start_pos}"
-                                self._begin(tx_file, tx_pos)
+                                if first_tx and resume_origin and ev.packet.server_id != resume_origin:
+                                    raise self._marked(
+                                        watch.not_the_open_transaction(tx_id, ev.packet.server_id, resume_origin)
+                                    )
+                                self._begin(tx_file, tx_pos, ev.packet.server_id)
                             continue
                         if upper.startswith("COMMIT"):
                             self._commit(file, end_pos, tx_gtid, ev.timestamp)
@@ -556,6 +567,12 @@ class MySqlStreamingChangeEventSource:
                         in_tx, first_tx, events_in_tx, tx_gtid, tx_id, query = False, False, 0, None, None, None
                         skip_source = False
                         dispatcher.maybe_heartbeat(off.offset)
+                        continue
+                    if isinstance(ev, MariadbGtidListEvent):
+                        if isinstance(gtid_set, gtids.MariaDbGtidSet):
+                            listed = [g.gtid for g in ev.gtid_list]
+                            if (skipped := watch.listed(listed, gtid_set, file)) is not None:
+                                raise self._marked(skipped)
                         continue
                     if isinstance(ev, RotateEvent):
                         file = ev.next_binlog
@@ -596,9 +613,11 @@ class MySqlStreamingChangeEventSource:
                 log.debug("closing the binlog reader: %s", e)
 
     # -- transaction bookkeeping -------------------------------------------------------------------
-    def _begin(self, file: str, pos: int) -> None:
+    def _begin(self, file: str, pos: int, origin: int) -> None:
+        """A transaction starts at `file:pos`; `origin`: the id of the server that wrote it, kept in
+        the offset (Debezium's `server_id`) so that a resume inside it can tell it is the same one."""
         off = self.offset
-        off.file, off.pos, off.event, off.row = file, pos, 0, 0
+        off.file, off.pos, off.event, off.row, off.server_id = file, pos, 0, 0, origin
 
     def _commit(self, file: str, end_pos: int, gtid: str | None, ts_sec: int) -> None:
         off = self.offset

@@ -32,7 +32,7 @@ from cdc_mysql.config import CONNECT_TIMEOUT_MS, MySqlConnectorConfig
 from cdc_mysql.connection import MySqlConnection
 from cdc_mysql.debezium_keys import SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS
 from cdc_mysql.dispatcher import EventDispatcher
-from cdc_mysql.gtid import MariaDbGtidSet, mariadb_missing
+from cdc_mysql.gtid import MariaDbGtidSet, mariadb_missing, mariadb_open_transaction_missing
 from cdc_mysql.gtid import contains as gtid_contains
 from cdc_mysql.history import MeteredSchemaHistory, open_history
 from cdc_mysql.incremental import MySqlIncrementalSnapshot
@@ -245,6 +245,15 @@ class MySqlConnectorTask(SourceTask):
                         f"the server's binlog does not hold GTID {missing} of the stored offset (its binlog state is "
                         f"{state}; a failover to a server missing transactions, a restore, or RESET MASTER)"
                     )
+                if not same_server and (stored.event or stored.row):
+                    slave_pos = self.connection.variable("gtid_slave_pos")
+                    open_tx = mariadb_open_transaction_missing(state, slave_pos, stored.gtids, stored.server_id)
+                    if open_tx is not None:
+                        return (
+                            f"the stored offset stopped inside a transaction of server {stored.server_id} ({open_tx}, "
+                            f"after {stored.gtids}) that this server's binlog does not hold (its binlog state is "
+                            f"{state}; a failover to a server missing transactions)"
+                        )
             return f"{went_back}: RESET MASTER or a restore" if same_server and current < stored_at else None
         if stored.server_identity is not None and not same_server:
             return (
@@ -306,7 +315,8 @@ class MySqlConnectorTask(SourceTask):
                 self.schema.recover(records)
         if snapshots:
             yield from self._delay(config.get(STREAMING_DELAY_MS), "streaming.delay.ms", "Streaming")
-        offset.server_id = 0
+        # offset.server_id stays: inside a transaction it names the server that wrote it, which the
+        # stream checks the resumed transaction against (streaming.py, resume_origin).
         offset.epoch, offset.server_identity = lineage.epoch, lineage.server_identity
         self._snapshot_tail = len(self.dispatcher.buffer)
         self.streaming = MySqlStreamingChangeEventSource(
