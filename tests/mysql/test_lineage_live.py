@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import random
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -237,3 +238,49 @@ def test_a_resume_inside_a_transaction_checks_it_is_the_same_transaction(private
         assert error is not None and "written by server 77" in str(error), error
         assert resumed == [], f"rows of the transaction emitted before the stop: {resumed}"
         assert "snapshot.mode=when_needed" in str(error) and "\n" not in str(error)
+
+
+@pytest.mark.integration  # a MariaDB of its own (its datadir is copied back), not the module's
+@pytest.mark.parametrize("seed", [5, 8, 13])
+def test_a_restore_from_a_backup_under_the_streaming_task_stops_it(seed: int) -> None:
+    """A restore on the same server (same server_id, same host): a cold backup of the datadir, more
+    changes the task reads, then the backup copied back and the server started again, and a new
+    history written on it (a seeded number of changes, enough to pass the reader's position or
+    not). The task reconnects to what looks like the same server; the positions and GTIDs it
+    resumes from belong to the lost history. It must stop with the lineage error (or the server's
+    own refusal of the position), never stream the new history on as if nothing happened."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.rig.mariadb import spawn_local
+
+    rng = random.Random(seed)
+    with spawn_local() as server, tempfile.TemporaryDirectory(prefix="cdc-restore-") as tmp:
+        _admin(server, f"GRANT REPLICATION MASTER ADMIN ON *.* TO '{server.cdc_user}'@'%'", "CREATE DATABASE shop")
+        db = replace(server, database="shop")
+        execute(db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (0, 0)")
+        backup = Path(tmp) / "data"
+        with TaskRunner(connector_props(db)) as run:
+            run.wait_data(1)
+            run.wait_streaming()
+            read = rng.randint(1, 5)
+            execute(db, *(f"UPDATE t SET v = {k + 1} WHERE id = 0" for k in range(read)))
+            run.wait_data(1 + read)
+            server.stop()
+            shutil.copytree(server.datadir, backup)
+            server.restart()
+            lost = rng.randint(1, 8)  # read by the task, then undone by the restore
+            execute(db, *(f"UPDATE t SET v = {read + k + 1} WHERE id = 0" for k in range(lost)))
+            run.wait_data(1 + read + lost)
+            server.stop()
+            shutil.rmtree(server.datadir)
+            shutil.copytree(backup, server.datadir)
+            server.restart()
+            new = rng.randint(1, 3 * lost)
+            execute(db, *(f"UPDATE t SET v = {1000 + k} WHERE id = 0" for k in range(new)))
+            error = _stream_until_break(run, timeout=30)
+        versions = [r.value.get("after").get("v") for r in run.data() if r.value.get("after").get("id") == 0]
+    assert error is not None, f"seed {seed}: the task streamed on across the restore: {versions}"
+    assert "\n" not in str(error), error
+    assert versions[: 1 + read + lost] == list(range(1 + read + lost)), f"seed {seed}: {versions}"
