@@ -70,7 +70,8 @@ def _describe(e: Exception) -> str:
     show_default=True,
     type=click.IntRange(min=1),
     metavar="SECONDS",
-    help="--online: how long to wait for the lake to apply the changes up to the snapshot's position.",
+    help="--online, and --repair while the job runs: how long to wait for the lake to apply the changes up to "
+    "the snapshot's position.",
 )
 @click.option(
     "--sample",
@@ -135,10 +136,13 @@ def verify(
         if not quiet:
             click.echo(f"[verify] {message}", err=True)
 
-    if repair and (sample is not None or online):
-        raise click.UsageError("--repair verifies every key as the job stands; --sample and --online do not apply")
+    if repair and (sample is not None or online is not None):
+        raise click.UsageError(
+            "--repair verifies every key, online while the job runs and offline when it is stopped; "
+            "--sample, --online and --offline do not apply"
+        )
     if repair:
-        _repair(job_file, list(tables) or None, max_diffs, as_json, repair_timeout, progress)
+        _repair(job_file, list(tables) or None, max_diffs, as_json, repair_timeout, wait_timeout, progress)
         return
     picked = (sample, new_seed() if seed is None else seed) if sample is not None else None
     with friendly_errors():
@@ -180,13 +184,18 @@ def _repair(
     max_diffs: int,
     as_json: bool,
     timeout_s: int,
+    wait_timeout_s: int,
     progress: Callable[[str], None],
 ) -> None:
-    """`cdc verify --repair` (cdc/jobs/verify/repair.py builds the signals, repair_run.py sends and waits)."""
+    """`cdc verify --repair` (cdc/jobs/verify/repair.py builds the signals, repair_run.py sends and waits).
+
+    With the job running, both comparisons (which keys to read again, and the check afterwards) are
+    online, as a plain verify of a running job is: a key the job changes meanwhile is not a difference,
+    so it is neither signalled nor reported as unhealed."""
     from cdc.cli._common import echo_json, friendly_errors
     from cdc.jobs.load import load_job
-    from cdc.jobs.verify.catchup import job_running
-    from cdc.jobs.verify.job import JobNotRunYet, Verifier, verify_tables
+    from cdc.jobs.verify.catchup import NotApplied, job_running
+    from cdc.jobs.verify.job import JobNotRunYet, Verifier, verify_online, verify_tables
     from cdc.jobs.verify.repair_run import Repair, check_channel, plan, verify_again
     from cdc.jobs.verify.report import as_json as to_json
     from cdc.jobs.verify.report import outcome_lines, plan_lines, repair_json, text_lines
@@ -199,7 +208,11 @@ def _repair(
         job = load_job(job_file)
         try:
             with Verifier(job, progress) as v:
-                results, passed = verify_tables(v, tables, max_diffs, keep_keys=True)
+                running = job_running(job)
+                if running:
+                    results, passed, _run = verify_online(v, tables, max_diffs, wait_timeout_s, keep_keys=True)
+                else:
+                    results, passed = verify_tables(v, tables, max_diffs, keep_keys=True)
                 if not as_json:
                     for line in text_lines(results, passed):
                         click.echo(line)
@@ -214,11 +227,13 @@ def _repair(
                     for line in plan_lines(plans, names, max_diffs):
                         click.echo(line)
                 repair = Repair(v, plans, say)
-                outcome = repair.run_live(timeout_s) if job_running(job) else repair.start_stopped()
+                outcome = repair.run_live(timeout_s) if running else repair.start_stopped()
                 if outcome.running:
-                    outcome.after = verify_again(v, plans, max_diffs)
+                    outcome.after = verify_again(v, plans, max_diffs, online_timeout_s=wait_timeout_s)
         except JobNotRunYet as e:
             raise ConfigException(str(e).replace("<job.yaml>", job_file)) from None
+        except NotApplied as e:
+            raise ConfigException(f"cannot repair {job_file} online: {e}") from None
         except (ConfigException, SystemExit):
             raise
         except Exception as e:  # a database, table or channel that cannot be used: one line, exit 2

@@ -11,6 +11,8 @@ reported as not repairable by a snapshot and left alone.
 from __future__ import annotations
 
 import datetime
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,31 @@ def _source(server: Any, table: str) -> set[tuple[Any, ...]]:
 def _lake(tmp_path: Path, table: str, columns: list[str]) -> set[tuple[Any, ...]]:
     rows = DeltaTable(str(tmp_path / "lake" / table)).to_pyarrow_table().to_pylist()
     return {tuple(r[c] for c in columns) for r in rows if not r["__deleted"]}
+
+
+class _Writer(threading.Thread):
+    """Updates rows 150..200 of `items` (no drift is made there) one transaction at a time."""
+
+    def __init__(self, server: Any) -> None:
+        super().__init__(name="repair-writer", daemon=True)
+        self.server, self.done, self.error = server, 0, None
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        try:
+            with self.server.connect() as conn, conn.cursor() as cur:
+                while not self._stop_event.is_set():
+                    cur.execute("UPDATE items SET v = v + 1 WHERE id = %s", (150 + self.done % 51,))
+                    conn.commit()
+                    self.done += 1
+                    time.sleep(0.02)
+        except Exception as e:  # reported by the test
+            self.error = e
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self.is_alive():
+            self.join(10)
 
 
 def test_repair_heals_the_lake_through_the_running_job_and_the_next_run(tmp_path: Path, mariadb_db: Any) -> None:
@@ -75,12 +102,23 @@ def test_repair_heals_the_lake_through_the_running_job_and_the_next_run(tmp_path
     )
 
     proc = CdcProcess("run", str(job), log_path=tmp_path / "run.log")
+    writer = _Writer(mariadb_db)
     try:
         spec = load_job(str(job), inspect_only=True)
         wait_for(lambda: collect(spec).task_state == "RUNNING", 120, "the source task", proc)
+        # A writer changes other rows all along: the running job's repair compares online (before and
+        # after), so what the job has not applied yet is neither signalled nor counted.
+        writer.start()
+        wait_for(lambda: writer.done >= 20, 60, "the writer's first changes", proc)
         res = run_cdc("verify", str(job), "--repair", "--repair-timeout", "240", timeout=400)
         assert res.returncode == 0, res.stdout + res.stderr + proc.output()[-3000:]
+        assert writer.done >= 40, f"the writer made only {writer.done} changes during the repair"
+        writer.stop()
+        assert writer.error is None, writer.error
+        wait_for(lambda: _lake(tmp_path, "items", ["id", "name", "v"]) == _source(mariadb_db, "items"), 120,
+                 "the lake to apply the writer's changes", proc)  # fmt: skip
     finally:
+        writer.stop()
         if proc.alive():
             proc.terminate(60)
     out = res.stdout

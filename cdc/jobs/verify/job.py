@@ -298,20 +298,30 @@ def verify_online(
     timeout_s: float = 600,
     sample: tuple[int, int] | None = None,
     keep_keys: bool = False,
+    only_keys: dict[str, set[str]] | None = None,
 ) -> tuple[list[TableResult], list[str], OnlineRun]:
-    """Verify while the job runs (online.py): the source in one snapshot at X, the lake once it applied X."""
+    """Verify while the job runs (online.py): the source in one snapshot at X, the lake once it applied X.
+    `only_keys`: compare only these canonical keys of each table named (`--repair`'s check afterwards)."""
     from cdc.jobs.source_probe import stored_offset
     from cdc.jobs.verify.catchup import wait_applied
     from cdc.jobs.verify.snapshot import close_point, open_point
 
     tables, passed = _checked_tables(v, only)
+    if only_keys is not None:
+        tables = [t for t in tables if t.qualified in only_keys]
     point = open_point(v.source, v.config, tables, stored_offset(v.job))
     try:
         v.progress(f"source snapshot at {point.text}; waiting until the lake has applied every change up to it")
         topics = [v.route(f"{v.prefix}.{t.qualified}") for t in tables]
         waited = wait_applied(v.job, point.reached, point.text, topics, timeout_s, v.progress)
         v.progress(f"the lake has applied {point.text} (after {waited:.1f} s); comparing")
-        results = [v.verify_table(t, max_diffs, keep_keys, at=point, sample=sample) for t in tables]
+        results = [
+            v.verify_table(
+                t, max_diffs, keep_keys, only=None if only_keys is None else only_keys[t.qualified], at=point,
+                sample=sample,
+            )
+            for t in tables
+        ]  # fmt: skip
     finally:
         close_point(v.source)
     return results, passed, OnlineRun(point.text, point.seq, waited)

@@ -235,8 +235,18 @@ class Repair:
             time.sleep(POLL_S)
 
 
-def verify_again(v: Verifier, plans: list[TablePlan], max_diffs: int) -> dict[str, TableResult]:
-    """Each planned table compared again, on the keys it had differing alone."""
+def verify_again(
+    v: Verifier, plans: list[TablePlan], max_diffs: int, online_timeout_s: float | None = None
+) -> dict[str, TableResult]:
+    """Each planned table compared again, on the keys it had differing alone. `online_timeout_s`: with
+    the job running, compare online (job.verify_online: a key the job changed after the source's
+    snapshot is not a difference), waiting at most that long for the lake to apply up to it."""
+    if online_timeout_s is not None:
+        from cdc.jobs.verify.job import verify_online
+
+        keys = {p.table: p.checked_keys for p in plans}
+        results, _passed, _run = verify_online(v, list(keys), max_diffs, online_timeout_s, only_keys=keys)
+        return {r.source: r for r in results}
     out: dict[str, TableResult] = {}
     for p in plans:
         table = SourceTable(*p.table.split(".", 1))
