@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
@@ -160,6 +161,7 @@ class KafkaSchemaHistory(SchemaHistory):
 
         self.topic = topic
         admin = librdkafka_config(consumer or producer or {}, f"{cfg.HISTORY_PREFIX}.consumer.")
+        self._consumer_conf = {**admin, "bootstrap.servers": bootstrap}
         _ensure_history_topic(topic, {**admin, "bootstrap.servers": bootstrap})
         producer_conf = librdkafka_config(producer or {}, f"{cfg.HISTORY_PREFIX}.producer.")
         self._producer = Producer({**producer_conf, "bootstrap.servers": bootstrap, "enable.idempotence": True})
@@ -177,6 +179,51 @@ class KafkaSchemaHistory(SchemaHistory):
                 f"Could not write the schema history record to Kafka topic {self.topic}: {errors or 'timeout'}; "
                 "check schema.history.internal.kafka.bootstrap.servers"
             )
+
+    def records(self, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Every record of the topic's one partition, from its start to the end it has now, as
+        Debezium's KafkaSchemaHistory.recoverRecords reads them at a restart (with a consumer of no
+        group: nothing is committed). A read that does not reach the end within `timeout_s` raises."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+        consumer = Consumer(
+            {**self._consumer_conf, "group.id": f"cdc-history-{self.topic}", "enable.auto.commit": False,
+             "enable.partition.eof": True}
+        )  # fmt: skip
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s)
+            if high <= low:
+                return []
+            consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+            out: list[dict[str, Any]] = []
+            deadline = time.monotonic() + timeout_s
+            at = low
+            while at < high:
+                if time.monotonic() > deadline:
+                    raise ConnectException(
+                        f"Reading the schema history topic {self.topic} stopped at offset {at} of {high} after "
+                        f"{timeout_s:.0f} s; check schema.history.internal.kafka.bootstrap.servers"
+                    )
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(msg.error())
+                at = msg.offset() + 1
+                try:
+                    out.append(json.loads(msg.value()))
+                except (TypeError, json.JSONDecodeError) as e:
+                    raise ConnectException(
+                        f"Schema history topic {self.topic} offset {msg.offset()} is not a JSON record ({e}); "
+                        "set snapshot.mode=recovery to rebuild the history"
+                    ) from None
+            return out
+        except KafkaException as e:
+            raise ConnectException(f"Could not read the schema history topic {self.topic}: {e}") from e
+        finally:
+            consumer.close()
 
     def close(self) -> None:
         self._producer.flush(10)

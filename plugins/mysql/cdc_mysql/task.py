@@ -412,7 +412,7 @@ class MySqlConnectorTask(SourceTask):
         created, so a table missing from it had rows before the connector looked at it.
         """
         if not records:
-            return  # no durable history (memory, or a Kafka topic this connector does not read back)
+            return  # no durable history (memory), or nothing in it yet
         known: set[str] = set()
         for record in records:
             for change in record.get("tableChanges") or []:
