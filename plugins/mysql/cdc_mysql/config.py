@@ -21,6 +21,7 @@ from cdc_debezium import config as common
 from cdc_debezium import snapshot_modes
 from cdc_debezium.connector_config import RelationalDatabaseConnectorConfig
 from cdc_debezium.filters import ColumnMappers, IncludeExclude, include_exclude
+from cdc_debezium.queue import MAX_QUEUE_SIZE_IN_BYTES
 from cdc_debezium.signals import config as signal_config
 from cdc_mysql import column_hash, debezium_keys, tls
 from cdc_mysql.schema_options import SchemaOptions
@@ -193,6 +194,16 @@ def config_def() -> ConfigDef:
         Importance.LOW,
         "Schema history implementation.",
     )
+    d.define(
+        MAX_QUEUE_SIZE_IN_BYTES,
+        ConfigType.LONG,
+        0,
+        Range.at_least(0),
+        Importance.MEDIUM,
+        "Bytes of decoded records poll() may hold, as Debezium's queue bound: decoding pauses once the buffered "
+        "records' estimated size reaches it (a larger record still passes, alone), and poll() returns them. "
+        "0: bounded by max.queue.size records only. The estimate is cdc_debezium.queue.approximate_size.",
+    )
     d.define(HISTORY_FILE, ConfigType.STRING, None, None, Importance.LOW, "FileSchemaHistory path.")
     d.define(HISTORY_KAFKA_TOPIC, ConfigType.STRING, None, None, Importance.LOW, "KafkaSchemaHistory topic.")
     d.define(HISTORY_KAFKA_BOOTSTRAP, ConfigType.STRING, None, None, Importance.LOW, "KafkaSchemaHistory brokers.")
@@ -333,6 +344,8 @@ class MySqlConnectorConfig(RelationalDatabaseConnectorConfig):
         self.snapshot_threads: int = self.get(SNAPSHOT_MAX_THREADS)
         self.snapshot_threads_multiplier: int = self.get(SNAPSHOT_MAX_THREADS_MULTIPLIER)
         self.include_query: bool = self.get(INCLUDE_QUERY)
+        #: `max.queue.size.in.bytes`: the decoded records' bound by estimated size (0: none).
+        self.max_queue_size_in_bytes: int = self.get(MAX_QUEUE_SIZE_IN_BYTES)
         self.gtid_filter: IncludeExclude = include_exclude(self.values(), GTID_SOURCE_INCLUDES, GTID_SOURCE_EXCLUDES)
         # Debezium's gtid.source.filter.dml.events: row events of other GTID sources are not emitted.
         self.gtid_filters_dml: bool = self.get(GTID_SOURCE_FILTER_DML) and bool(

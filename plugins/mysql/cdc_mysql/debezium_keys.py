@@ -112,7 +112,6 @@ RECOGNISED: dict[str, tuple[str | None, str]] = {
     "topic.heartbeat.prefix": ("__debezium-heartbeat", "heartbeats go to __debezium-heartbeat.<topic.prefix>"),
     "topic.transaction": ("transaction", "transaction records go to <topic.prefix>.transaction"),
     "transaction.metadata.factory": (None, "Debezium's default transaction metadata is written"),
-    "max.queue.size.in.bytes": ("0", "the queue is bounded by max.queue.size records only"),
     "extended.headers.enabled": ("true", "records carry no Debezium context headers"),
     # runtime and metrics
     "retriable.restart.connector.wait.ms": ("10000", "the worker's restart policy applies"),

@@ -14,6 +14,7 @@ from typing import Any
 from cdc.api import Headers, SourceRecord, Struct
 from cdc_debezium.envelope import Operation
 from cdc_debezium.heartbeat import Heartbeat
+from cdc_debezium.queue import approximate_size
 from cdc_debezium.records import NEW_KEY_HEADER, OLD_KEY_HEADER, tombstone
 from cdc_debezium.transaction import OFFSET_TRANSACTION_ID, TransactionMonitor
 from cdc_mysql import schema_change
@@ -51,6 +52,8 @@ class EventDispatcher:
         self.schema_change_value_schema = schema_change.value_schema(source_info.schema)
         self.events = 0
         self.buffer: list[SourceRecord] = []
+        # max.queue.size.in.bytes: the estimated size of the buffered records sized so far (buffered_bytes)
+        self._bytes, self._sized = 0, 0
         self.on_heartbeat: Callable[[], None] | None = None
 
     def _put(self, record: SourceRecord) -> None:
@@ -61,7 +64,19 @@ class EventDispatcher:
         batch = self.buffer[:n]
         del self.buffer[:n]
         self.events += len(batch)
+        self._bytes, self._sized = 0, 0  # what is left (rarely anything) is sized again when asked
         return batch
+
+    def buffered_bytes(self) -> int:
+        """The buffered records' estimated size (cdc_debezium.queue.approximate_size, Debezium's
+        estimate of a queued record), each record sized once; asked only under max.queue.size.in.bytes."""
+        buffer = self.buffer
+        if self._sized > len(buffer):  # taken or dropped elsewhere: size what is there again
+            self._bytes, self._sized = 0, 0
+        for i in range(self._sized, len(buffer)):
+            self._bytes += approximate_size(buffer[i])
+        self._sized = len(buffer)
+        return self._bytes
 
     # -- data change events ------------------------------------------------------------------
     def read(self, ts: TableSchema, row: dict[str, Any], source: Struct, offset: dict[str, Any]) -> None:

@@ -426,6 +426,9 @@ class MySqlStreamingChangeEventSource:
         source_info = self.source_info
         # Room for the largest burst one row can add (BEGIN, delete, tombstone, create).
         max_buffer = max(1, self.config.max_queue_size - 4)
+        # max.queue.size.in.bytes: inside a large rows event too, hand what is decoded to poll() at the bound
+        byte_bound = self.config.max_queue_size_in_bytes
+        buffered_bytes = dispatcher.buffered_bytes
         captures = self.captures_table
         gtid_set = self.gtid_set
         decode_rows = self.row_decoders.rows
@@ -493,8 +496,8 @@ class MySqlStreamingChangeEventSource:
                                     offset,
                                     tx_id,
                                 )
-                                if len(buffer) >= max_buffer:
-                                    yield  # max.queue.size reached inside one large rows event
+                                if len(buffer) >= max_buffer or (byte_bound and buffered_bytes() >= byte_bound):
+                                    yield  # max.queue.size (or .in.bytes) reached inside one large rows event
                         except EVENT_ERRORS as e:
                             what = f"Row {off.row} of the rows event of {ts.table.id} at {file}:{start_pos}"
                             handle(self.config.processing_failure, debezium_keys.EVENT_PROCESSING_FAILURE, e, what)

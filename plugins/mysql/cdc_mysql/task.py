@@ -454,7 +454,10 @@ class MySqlConnectorTask(SourceTask):
         limit = self.config.max_batch_size
         deadline = time.monotonic() + self.poll_interval_s
         signals = self.signals if self.streaming is not None else None
+        byte_bound = self.config.max_queue_size_in_bytes  # max.queue.size.in.bytes (0: none)
         while self._events is not None and len(dispatcher.buffer) < limit and not self.stop_event.is_set():
+            if byte_bound and dispatcher.buffer and dispatcher.buffered_bytes() >= byte_bound:
+                break  # as Debezium's queue: full by size; what is buffered is returned
             try:
                 if signals is None or not signals.tick():  # True: a blocking snapshot holds the binlog
                     next(self._events)
