@@ -204,7 +204,7 @@ class MySqlStreamingChangeEventSource:
                         # Mid-stream, the server lost the binlog it was sending ("could not find next
                         # log": a RESET MASTER or a restore; a binlog truncated by a crash): the events
                         # read since the last lineage check may already be a new history's.
-                        raise self._marked(self._explain(e)) from e
+                        raise self._marked(self._explain(e, streamed=True)) from e
                     raise self._explain(e) from e
                 attempts += 1
                 limit = self.config.reconnect_attempts
@@ -348,9 +348,20 @@ class MySqlStreamingChangeEventSource:
 
         return LineageWatch(is_mariadb, self.offset.server_identity, read_state, read_event=read_event)
 
-    def _explain(self, e: pymysql.err.OperationalError) -> ConnectException:
+    def _explain(self, e: pymysql.err.OperationalError, streamed: bool = False) -> ConnectException:
+        """One line for a binlog error; `streamed`: this task had streamed before the server refused."""
         code = e.args[0] if e.args else None
         message = str(e.args[1]) if len(e.args) > 1 else str(e)
+        if code == 1236 and streamed and self._file_still_there():
+            # Not a purge: the file is there, but what the reader had read up to is not an event of it any
+            # more (the server's text then speaks of bogus data or max_allowed_packet, which misleads).
+            return ConnectException(
+                f"The server cannot send the binlog from {self.offset.file}:{self.offset.pos} "
+                f"(gtids={self.offset.gtids}): {message}. Binlog file {self.offset.file} is still on the server "
+                "but no longer holds what was read there: the binlog was reset (RESET MASTER) or the server "
+                "restored from a backup under the connector, so changes may be missing; restart with "
+                "snapshot.mode=when_needed to take a new snapshot (the stored offset keeps the break)"
+            )
         if code == 1236:
             return ConnectException(
                 f"The server cannot send the binlog from {self.offset.file}:{self.offset.pos} "
@@ -362,6 +373,15 @@ class MySqlStreamingChangeEventSource:
         if code in ACCESS_DENIED:
             return ConnectException(replication_grant_advice(self.config.user, code, message))
         return ConnectException(f"Binlog streaming failed with MySQL error {code}: {message}")
+
+    def _file_still_there(self) -> bool:
+        """Whether the server lists the offset's binlog file (False when it cannot be asked)."""
+        try:
+            self.connection.close()  # the session may have died with the dump's
+            return self.offset.file in self.connection.binlog_files()
+        except Exception as e:  # the message then falls back to the general advice
+            log.debug("SHOW BINARY LOGS after a refused binlog position: %s", e)
+            return False
 
     # -- the read loop ---------------------------------------------------------------------------
     def _reader_for_position(self) -> BinLogStreamReader:
