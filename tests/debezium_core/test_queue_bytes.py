@@ -143,3 +143,48 @@ def test_the_size_estimate_counts_what_a_record_holds_not_what_records_share() -
     assert [r.source_offset["pos"] for r in q.poll()] == [0, 1, 2]
     t.join(5)
     assert outcome == ["enqueued"]
+
+
+def _mysql(props: dict[str, str]) -> object:
+    from cdc_mysql.config import MySqlConnectorConfig
+
+    return MySqlConnectorConfig({**props, "database.server.id": "5400"})
+
+
+def _postgres(props: dict[str, str]) -> object:
+    from cdc_postgres.config import PostgresConnectorConfig
+
+    return PostgresConnectorConfig.parse({**props, "database.dbname": "shop"})
+
+
+def _validate(parse: object, props: dict[str, str]) -> dict[str, list[str]]:
+    from cdc_mysql.config import validate as mysql_validate
+    from cdc_postgres.config import validate as postgres_validate
+
+    full = {**props, "database.server.id": "5400"} if parse is _mysql else {**props, "database.dbname": "shop"}
+    checks = mysql_validate if parse is _mysql else postgres_validate
+    return {v.name: v.errors for v in checks(full) if v.errors}
+
+
+CONNECTOR_BASE = {"database.hostname": "db", "database.user": "u", "topic.prefix": "srv"}
+
+
+@pytest.mark.parametrize("parse", [_mysql, _postgres], ids=["mysql", "postgres"])
+def test_both_connectors_read_the_bound_and_do_not_report_it_unsupported(parse, caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    assert parse(CONNECTOR_BASE).max_queue_size_in_bytes == 0  # Debezium's default: no bound
+    assert parse({**CONNECTOR_BASE, "max.queue.size.in.bytes": "1048576"}).max_queue_size_in_bytes == 1_048_576
+    assert "max.queue.size.in.bytes" not in caplog.text
+
+
+@pytest.mark.parametrize("bad", ["-1", "lots"])
+@pytest.mark.parametrize("parse", [_mysql, _postgres], ids=["mysql", "postgres"])
+def test_both_connectors_name_the_key_of_a_bad_bound(parse, bad: str) -> None:  # type: ignore[no-untyped-def]
+    from cdc.api import ConfigException
+
+    assert list(_validate(parse, {**CONNECTOR_BASE, "max.queue.size.in.bytes": bad})) == ["max.queue.size.in.bytes"]
+    with pytest.raises(ConfigException) as e:
+        parse({**CONNECTOR_BASE, "max.queue.size.in.bytes": bad})
+    assert e.value.name == "max.queue.size.in.bytes"

@@ -7,32 +7,11 @@ cdc_debezium.queue.approximate_size) reaches the bound, inside one large rows ev
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
-from cdc.api import ConfigException
 from cdc_debezium.queue import approximate_size
-from cdc_mysql.config import MySqlConnectorConfig, validate
 
 BASE = {"database.hostname": "db", "database.user": "u", "topic.prefix": "srv", "database.server.id": "5400"}
-
-
-def test_the_bound_in_bytes_is_read_and_not_reported_unsupported(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING)
-    assert MySqlConnectorConfig(BASE).max_queue_size_in_bytes == 0  # Debezium's default: no bound
-    config = MySqlConnectorConfig({**BASE, "max.queue.size.in.bytes": "1048576"})
-    assert config.max_queue_size_in_bytes == 1_048_576
-    assert "max.queue.size.in.bytes" not in caplog.text
-
-
-@pytest.mark.parametrize("bad", ["-1", "lots"])
-def test_a_bad_bound_names_the_key(bad: str) -> None:
-    errors = {v.name: v.errors for v in validate({**BASE, "max.queue.size.in.bytes": bad}) if v.errors}
-    assert list(errors) == ["max.queue.size.in.bytes"]
-    with pytest.raises(ConfigException) as e:
-        MySqlConnectorConfig({**BASE, "max.queue.size.in.bytes": bad})
-    assert e.value.name == "max.queue.size.in.bytes"
 
 
 @pytest.mark.integration

@@ -1,32 +1,11 @@
-"""`max.queue.size.in.bytes`: implemented, not merely recognised, and checked by key."""
+"""`max.queue.size.in.bytes` on PostgreSQL: the queue between the WAL reader and poll() holds no more
+than the bound (the key's parsing and checks, for both connectors: tests/debezium_core/test_queue_bytes.py)."""
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
-from cdc.api import ConfigException
-from cdc_postgres.config import PostgresConnectorConfig, validate
-
 BASE = {"database.hostname": "db", "database.user": "u", "database.dbname": "shop", "topic.prefix": "srv"}
-
-
-def test_the_bound_in_bytes_is_read_and_not_reported_unsupported(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING)
-    assert PostgresConnectorConfig.parse(BASE).max_queue_size_in_bytes == 0  # Debezium's default: no bound
-    config = PostgresConnectorConfig.parse({**BASE, "max.queue.size.in.bytes": "1048576"})
-    assert config.max_queue_size_in_bytes == 1_048_576
-    assert "max.queue.size.in.bytes" not in caplog.text
-
-
-@pytest.mark.parametrize("bad", ["-1", "lots"])
-def test_a_bad_bound_names_the_key(bad: str) -> None:
-    errors = {v.name: v.errors for v in validate({**BASE, "max.queue.size.in.bytes": bad}) if v.errors}
-    assert list(errors) == ["max.queue.size.in.bytes"]
-    with pytest.raises(ConfigException) as e:
-        PostgresConnectorConfig.parse({**BASE, "max.queue.size.in.bytes": bad})
-    assert e.value.name == "max.queue.size.in.bytes"
 
 
 @pytest.mark.integration
