@@ -41,7 +41,7 @@ from cdc.api.errors import (
 )
 from cdc.api.header import Header, Headers
 from cdc.api.metrics import TaskMetrics
-from cdc.api.records import ConnectRecord, SinkRecord, SourceRecord
+from cdc.api.records import WATERMARK_HEADER, ConnectRecord, SinkRecord, SourceRecord
 from cdc.api.retention import PositionRetention
 from cdc.api.sink import SinkConnector, SinkTask, SinkTaskContext, TopicPartition
 from cdc.api.source import (
@@ -57,6 +57,7 @@ from cdc.api.transforms import Predicate, Transformation
 
 __all__ = [
     "NO_DEFAULT_VALUE",
+    "WATERMARK_HEADER",
     "AbstractConfig",
     "ConfigDef",
     "ConfigException",

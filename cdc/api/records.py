@@ -156,6 +156,20 @@ class SourceRecord(ConnectRecord):
         return (*super()._fields(), self.source_partition, self.source_offset)
 
 
+WATERMARK_HEADER = "cdc.watermark"
+"""The header of a watermark record: a source record that stands for a position, not a change.
+
+Its value (a string: the JSON of the source offset the record stands at, as in
+`source_offset`) says "the task has emitted every change before this position". The runtime
+writes a record carrying this header only once every record the task sent before it is in the
+log (and, for a transactional log, committed in an earlier transaction), so a reader that sees
+the watermark in the log also sees everything before it, whatever the topics and partitions. A
+sink that plans the watermark's topic with its data topics (the Spark sink's `watermark.topic`)
+has applied every change before that position once it commits a batch that includes it.
+Debezium's heartbeats carry it (`heartbeat.interval.ms`).
+"""
+
+
 class SinkRecord(ConnectRecord):
     """A record delivered to a sink task, with the log position it was read from.
 

@@ -29,7 +29,7 @@ from cdc.jobs.sink_config import sink_config
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import JobSpec, source_family
 from cdc.jobs.table_names import tables_to_name
-from cdc.jobs.topics import data_topic_pattern, topic_prefix
+from cdc.jobs.topics import data_topic_pattern, heartbeat_topic, topic_prefix
 from cdc.jobs.watch import Watch
 from cdc.log.private_files import make_private_dir
 from cdc.runtime.plugins import PluginRegistry
@@ -343,6 +343,8 @@ class JobRunner:
     def _source(self) -> dict[str, str]:
         worker = self.job.worker_config()
         src = {"transport": worker["transport"], "topic.pattern": data_topic_pattern(topic_prefix(self.job))}
+        if (mark := heartbeat_topic(self.job, self._connector_config())) is not None:
+            src["watermark.topic"] = mark  # each batch's checkpoint says which heartbeat it covers
         if worker["transport"] == "embedded":
             src["state.dir"] = os.path.abspath(worker["state.dir"])
         else:

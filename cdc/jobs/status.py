@@ -16,6 +16,12 @@ stopped, or after it was killed:
 
 End-to-end lag per table is the age (in source time) of the oldest change in the log that
 the sink has not applied yet: 0 when the sink is caught up with the log.
+
+With heartbeats (`source.heartbeat.interval.ms`), the sink's checkpoint also names the last
+heartbeat its committed batches cover (cdc.api.WATERMARK_HEADER: every change before the
+heartbeat's position is in the target). Asked whether the database's log holds anything past
+that position, the answer "nothing" means the lake reflects the database as of the moment of
+asking; otherwise the lake holds what the connector had read by the heartbeat's time.
 """
 
 from __future__ import annotations
@@ -27,12 +33,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdc.api.records import WATERMARK_HEADER
 from cdc.api.retention import PositionRetention
 from cdc.jobs import incremental_status
 from cdc.jobs.run import checkpoint_dir
 from cdc.jobs.source_probe import ask_source, read_stored_offset
 from cdc.jobs.spec import JobSpec
-from cdc.jobs.topics import data_topic_pattern, topic_prefix
+from cdc.jobs.topics import data_topic_pattern, heartbeat_topic_name, topic_prefix
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, LogRecord, TopicLog, TopicPartition
 from cdc.runtime.state_lock import job_role, lock_holder
 from cdc.runtime.transport import open_log, open_status_store
@@ -74,12 +81,20 @@ class JobStatus:
     # a PositionRetention's to_json()), read at collect time; or why it could not be read.
     position_retention: dict[str, Any] | None = None
     position_retention_error: str | None = None
+    # The last heartbeat the sink's committed batches cover (Watermark.to_json()), or None.
+    watermark: dict[str, Any] | None = None
+    watermark_error: str | None = None
 
     @property
     def source_unread(self) -> bool:
         """True unless the database is known to hold nothing past the stored offset."""
         backlog = self.source_backlog
         return backlog is None or backlog.get("unread_bytes") != 0
+
+    @property
+    def lake_caught_up(self) -> bool:
+        """The database held nothing past the last heartbeat the sink committed when it was asked."""
+        return self.watermark is not None and self.watermark.get("unread_bytes") == 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,6 +117,40 @@ def committed_offsets(checkpoint: str | Path) -> tuple[int | None, dict[TopicPar
             for p, o in parts.items():
                 out[TopicPartition(topic, int(p))] = int(o)
     return batch, out
+
+
+@dataclass
+class Watermark:
+    """The last heartbeat the sink committed: its time, the source offset it stands at, and what
+    the database's log held past that offset when `cdc status` asked (SourceBacklog)."""
+
+    ts_ms: int
+    offset: dict[str, Any]
+    asked_at_ms: int
+    unread_bytes: int | None = None
+    position: str | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def committed_watermark(log_: TopicLog, topic: str, applied: dict[TopicPartition, int]) -> tuple[int, dict] | None:
+    """(time, source offset) of the last watermark record below the checkpoint's end of `topic`."""
+    best: tuple[int, dict] | None = None
+    for tp, end in applied.items():
+        if tp.topic != topic or end <= 0:
+            continue
+        begin = log_.beginning_offsets([tp])[tp]
+        for r in reversed(_records(log_, tp, max(begin, end - 8), end)):
+            raw = dict(r.headers).get(WATERMARK_HEADER)
+            if raw is None:
+                continue
+            found = (int(r.timestamp or 0), json.loads(raw))
+            if best is None or found[0] > best[0]:
+                best = found
+            break
+    return best
 
 
 # -- records -------------------------------------------------------------------------------
@@ -181,10 +230,23 @@ def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
     with open_log(config) as log_:
         log_.probe(INSPECTION_REACH_TIMEOUT)
         _collect_stores(job, config, log_, status, now_ms)
-        _collect_tables(job, log_, status, now_ms)
+        applied = _collect_tables(job, log_, status, now_ms)
+        mark = committed_watermark(log_, heartbeat_topic_name(job), applied)
     _collect_backlog(job, status)
     _collect_retention(job, status)
+    if mark is not None:
+        _collect_watermark(job, status, *mark)
     return status
+
+
+def _collect_watermark(job: JobSpec, status: JobStatus, ts_ms: int, offset: dict[str, Any]) -> None:
+    """Ask the source connector what the database's log holds past the sink's last heartbeat."""
+    asked = int(time.time() * 1000)
+    backlog, status.watermark_error = ask_source(job, lambda c, config: c.source_backlog(config, offset))
+    mark = Watermark(ts_ms, offset, asked)
+    if backlog is not None:
+        mark.unread_bytes, mark.position, mark.note = backlog.unread_bytes, backlog.position, backlog.note
+    status.watermark = mark.to_json()
 
 
 def _collect_backlog(job: JobSpec, status: JobStatus) -> None:
@@ -226,7 +288,8 @@ def _collect_stores(job: JobSpec, config: WorkerConfig, log_: TopicLog, status: 
             statuses.stop()
 
 
-def _collect_tables(job: JobSpec, log_: TopicLog, status: JobStatus, now_ms: int) -> None:
+def _collect_tables(job: JobSpec, log_: TopicLog, status: JobStatus, now_ms: int) -> dict[TopicPartition, int]:
+    """The tables' rows of the status; returns the checkpoint's committed end offsets."""
     prefix = topic_prefix(job)
     pattern = re.compile(data_topic_pattern(prefix))
     batch, applied = committed_offsets(checkpoint_dir(job))
@@ -263,6 +326,7 @@ def _collect_tables(job: JobSpec, log_: TopicLog, status: JobStatus, now_ms: int
         t.snapshot_rows, t.snapshot_estimate = _snapshot_counts(status.metrics, table)
         status.tables.append(t)
     _add_incremental(job, log_, status, prefix)
+    return applied
 
 
 def _add_incremental(job: JobSpec, log_: TopicLog, status: JobStatus, prefix: str) -> None:
@@ -326,6 +390,8 @@ def render(status: JobStatus) -> list[str]:
         lines.append(line)
     batch = status.checkpoint_batch
     lines.append(f"sink: {'no batch committed yet' if batch is None else f'last committed batch {batch}'}")
+    if (line := _watermark_line(status)) is not None:
+        lines.append(line)
     header = ("table", "snapshot", "log events", "applied", "pending", "applied up to", "lag")
     rows = [
         (
@@ -375,8 +441,33 @@ def _retention_line(status: JobStatus) -> str | None:
     return PositionRetention.from_json(status.position_retention).describe()
 
 
+def _clock(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+
+def _watermark_line(status: JobStatus) -> str | None:
+    """`lake: reflects the database as of …` from the sink's last heartbeat; None without heartbeats."""
+    mark = status.watermark
+    if mark is None:
+        return None
+    read_by = f"every change the connector had read by {_clock(mark['ts_ms'])} (its heartbeat)"
+    if mark.get("unread_bytes") == 0:
+        return (
+            f"lake: reflects the database as of {_clock(mark['asked_at_ms'])}: nothing in its log lies past "
+            f"the last heartbeat the sink committed (at {mark.get('position')})"
+        )
+    if status.watermark_error:
+        return f"lake: holds {read_by}; cannot ask the database how far it is ahead ({status.watermark_error})"
+    unread = mark.get("unread_bytes")
+    ahead = f"{unread} bytes of the database's log lie past it" if unread is not None else mark.get("note")
+    return f"lake: holds {read_by}; {ahead} (at {mark.get('position')})"
+
+
 def _lag_cell(t: TableStatus, status: JobStatus) -> str:
-    """A table is caught up when the sink applied all its log and the database holds nothing unread."""
-    if t.lag_ms != 0:
+    """A table is caught up when the sink applied all its log and the database holds nothing unread
+    past the stored offset, or nothing past the last heartbeat the sink committed."""
+    if t.lag_ms != 0 and not status.lake_caught_up:
         return _duration(t.lag_ms)
-    return "0 in the log; not caught up with the database" if status.source_unread else "0 (caught up)"
+    if status.lake_caught_up or not status.source_unread:
+        return "0 (caught up)"
+    return "0 in the log; not caught up with the database"

@@ -61,3 +61,25 @@ def job_topic_router(job: JobSpec) -> Callable[[str], str]:
         return topic_router(job.connector_config())
     except Exception:
         return lambda topic: topic
+
+
+def heartbeat_topic(job: JobSpec, connector_config: dict[str, str] | None = None) -> str | None:
+    """Where a Debezium source's heartbeats go (`__debezium-heartbeat.<topic.prefix>`, after the job's
+    RegexRouter SMTs), or None when it sends none (`heartbeat.interval.ms` 0, the default). The
+    Spark sink plans this topic as its watermark (`watermark.topic`), and `cdc status` reads it back.
+    `connector_config`: the config the source runs with, when it is not the job's own."""
+    config = connector_config if connector_config is not None else job.connector_config()
+    try:
+        interval = int(str(config.get("heartbeat.interval.ms") or 0))
+    except ValueError:
+        return None  # cdc validate reports it
+    if interval <= 0 or source_family(str(config.get("connector.class", ""))) is None:
+        return None
+    return heartbeat_topic_name(job)
+
+
+def heartbeat_topic_name(job: JobSpec) -> str:
+    """The name of the job's heartbeat topic, whether it sends heartbeats or not."""
+    from cdc_debezium.naming import TopicNamingStrategy
+
+    return job_topic_router(job)(TopicNamingStrategy(topic_prefix(job)).heartbeat_topic())

@@ -7,6 +7,10 @@ Two commit disciplines:
 - transactional (embedded log, or Kafka exactly-once): each poll batch and its offsets
   commit in one transaction (with the batches polled while the previous transaction was being
   written), so a crash neither loses nor duplicates a record.
+
+A watermark record (cdc.api.WATERMARK_HEADER: a heartbeat) is written only after everything the
+task sent before it: at-least-once, the producer is flushed first; transactional, it opens a new
+transaction. A reader that sees it in the log then sees all that came before, in every topic.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
 from cdc.api.errors import RetriableException
 from cdc.api.history import HistoryLog
 from cdc.api.metrics import TaskMetrics
-from cdc.api.records import SourceRecord
+from cdc.api.records import WATERMARK_HEADER, SourceRecord
 from cdc.api.signals import SignalLog
 from cdc.api.source import RecordMetadata, SourceTask
 from cdc.api.storage import Converter, HeaderConverter, OffsetStorageReader
@@ -51,6 +56,16 @@ def _to_bytes(
         return batch(topics, schemas, values)  # type: ignore[no-any-return]
     convert = converter.from_connect_data
     return [convert(t, s, v, r.headers) for t, s, v, r in zip(topics, schemas, values, records, strict=True)]
+
+
+def watermark_segments(records: list[SourceRecord]) -> list[tuple[bool, list[SourceRecord]]]:
+    """The batch cut before each watermark record: (starts with a watermark, records), in order.
+    One segment (the batch itself) when it holds none, the common case."""
+    cuts = [i for i, r in enumerate(records) if len(r.headers) and r.headers.last_with_name(WATERMARK_HEADER)]
+    if not cuts:
+        return [(False, records)]
+    bounds = [0, *cuts, len(records)] if cuts[0] else [*cuts, len(records)]
+    return [(start in cuts, records[start:end]) for start, end in pairwise(bounds) if end > start]
 
 
 def _ms_since(started: float) -> float:
@@ -241,10 +256,13 @@ class WorkerSourceTask(WorkerTask):
                     time.sleep(0.1)
                     continue
                 if records:
-                    if self.transactional:
-                        self._send_transaction(records)
-                    else:
-                        self._send(records)
+                    for watermark, segment in watermark_segments(records):
+                        if self.transactional:
+                            self._send_transaction(segment, watermark)
+                        elif watermark and not self._await_sent():
+                            break  # stopping: the rest is not sent, and its offsets are not stored
+                        else:
+                            self._send(segment)
                 else:
                     self._drain()  # an idle source: what it polled is committed now
                 self._check_send_error()
@@ -396,6 +414,17 @@ class WorkerSourceTask(WorkerTask):
             self.records_sent += 1
         self.producer.poll(0)
 
+    def _await_sent(self) -> bool:
+        """Before a watermark: every record sent so far is acknowledged (in the log). False when the
+        task is stopping meanwhile; a failed record fails the task."""
+        while self.producer.flush(self.flush_timeout) > 0:
+            self._check_send_error()
+            if self.stopping:
+                return False
+            log.warning("Task %s: the log has not acknowledged every record yet; still waiting", self.id)
+        self._check_send_error()
+        return True
+
     def _on_batch_error(self, batch: SubmittedBatch, error: Exception) -> None:
         if self.errors.tolerate_all:
             log.error("Task %s: record dropped by the producer (errors.tolerance=all): %s", self.id, error)
@@ -454,7 +483,7 @@ class WorkerSourceTask(WorkerTask):
         self._task_commit()
 
     # -- transactional -----------------------------------------------------------------------
-    def _send_transaction(self, records: list[SourceRecord]) -> None:
+    def _send_transaction(self, records: list[SourceRecord], watermark: bool = False) -> None:
         """Convert the batch here, then write it (records and offsets, one transaction) on the writer.
 
         While the writer thread commits transaction N (SQLite and fsync, or Kafka's commit,
@@ -467,7 +496,15 @@ class WorkerSourceTask(WorkerTask):
         this thread before N+1 is handed over, so order and the task callbacks stay as they
         were; a failed write fails the task before anything after it is written, and no offset
         is stored with a transaction before the records it covers.
+
+        A batch that starts with a watermark (`watermark`) starts a new transaction: the ones
+        before it commit first, so the watermark is never visible before what precedes it (a
+        Kafka transaction's markers reach its partitions one by one; the next transaction of the
+        same producer waits for them).
         """
+        if watermark and self._next is not None:
+            self._finish_in_flight()
+            self._hand_over()
         converted = self._convert_batch(records)
         self._ensure_topics(converted)
         for partition, offset in latest_offsets(records).values():

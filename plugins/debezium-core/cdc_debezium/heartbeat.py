@@ -1,11 +1,18 @@
-"""Heartbeat records on `__debezium-heartbeat.<prefix>`: they move offsets forward while idle."""
+"""Heartbeat records on `__debezium-heartbeat.<prefix>`: they move offsets forward while idle.
+
+Each also carries the offset it stands at in the `cdc.watermark` header (cdc.api.WATERMARK_HEADER):
+a heartbeat is emitted only between transactions, so every change before that position has been
+emitted before it. The runtime writes it after them, and a sink that commits it has applied them
+all (`cdc status` then says how far the lake reflects the database).
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from cdc.api import Schema, SchemaBuilder, SourceRecord, Struct
+from cdc.api import WATERMARK_HEADER, Headers, Schema, SchemaBuilder, SourceRecord, Struct
 
 KEY_SCHEMA = (
     SchemaBuilder.struct()
@@ -39,4 +46,5 @@ class Heartbeat:
         ts = int(time.time() * 1000)
         key = Struct(KEY_SCHEMA).put("serverName", self.server_name)
         value = Struct(VALUE_SCHEMA).put("ts_ms", ts)
-        return SourceRecord(partition, offset, self.topic, None, KEY_SCHEMA, key, VALUE_SCHEMA, value, ts)
+        headers = Headers().add(WATERMARK_HEADER, json.dumps(offset, sort_keys=True), Schema.STRING_SCHEMA)
+        return SourceRecord(partition, offset, self.topic, None, KEY_SCHEMA, key, VALUE_SCHEMA, value, ts, headers)

@@ -33,6 +33,7 @@ _KNOWN = {
         "subscribe",
         "topic.pattern",
         "subscribePattern",
+        "watermark.topic",
         "startingOffsets",
         "maxEventsPerTrigger",
         "maxOffsetsPerTrigger",
@@ -98,6 +99,9 @@ class SourceOptions:
     kafka: Mapping[str, str] = field(default_factory=dict)
     topics: tuple[str, ...] = ()
     pattern: str | None = None
+    # a topic of watermark records (cdc.api.WATERMARK_HEADER: Debezium's heartbeats): planned with the
+    # data topics so that each batch's checkpoint says which watermark the batch covers, but not read
+    watermark_topic: str | None = None
     starting: str = "earliest"
     max_events: int | None = None
     poll_timeout: float = 10.0  # first fetch of a partition (a broker may be slow to answer)
@@ -133,6 +137,12 @@ class SourceOptions:
                 re.compile(pattern)
             except re.error as e:
                 raise SourceOptionError(f"option topic.pattern={pattern!r} is not a valid regex: {e}") from e
+        watermark = (opts.get("watermark.topic") or "").strip() or None
+        if watermark is not None and (watermark in topics or (pattern and re.fullmatch(pattern, watermark))):
+            raise SourceOptionError(
+                f"option watermark.topic={watermark!r} is also one of the topics the stream reads: its records are "
+                "positions, not changes; leave it out of topics / topic.pattern"
+            )
         decode = _choice(opts, "decode", "none", DECODINGS)
         latest = _flag(opts, "latestPerKey", False)
         if latest and decode == "none":
@@ -160,6 +170,7 @@ class SourceOptions:
             },
             topics=topics,
             pattern=pattern,
+            watermark_topic=watermark,
             starting=_starting(opts),
             max_events=None
             if max_events is None

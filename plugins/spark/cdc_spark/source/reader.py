@@ -3,6 +3,14 @@
 One Spark input partition per topic partition with new records per micro-batch, so
 N topic partitions run N tasks. Offsets live in Spark's checkpoint only: the log is
 read with assign/seek and no consumer group, like Spark's own Kafka source.
+
+With `watermark.topic` (a topic of watermark records, cdc.api.WATERMARK_HEADER: Debezium's
+heartbeats), that topic's end is planned with the data topics, read before theirs, and never
+read as rows: every record written before a watermark is in the log before it, so a batch whose
+end covers a watermark covers all that precedes it, and once the batch commits the target holds
+it. `cdc status` reads that from the checkpoint. The watermark does not move in a batch whose
+data ends are not the log's (maxEventsPerTrigger cut them, or the end-offset probe did not
+confirm one).
 """
 
 from __future__ import annotations
@@ -91,7 +99,27 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p in range(d.partitions)
         ]
 
-    def _end_offsets(self, tps: list[TopicPartition], floor: off.Offsets | None = None) -> off.Offsets:
+    def _watermark_partitions(self) -> list[TopicPartition]:
+        topic = self.options.watermark_topic
+        if topic is None:
+            return []
+        desc = self.log.list_topics().get(topic)
+        return [TopicPartition(topic, p) for p in range(desc.partitions)] if desc is not None else []
+
+    def _planned_ends(self, floor: off.Offsets | None = None) -> off.Offsets:
+        """The data partitions' ends and, read before them, the watermark topic's (held at `floor`
+        unless the probe confirmed every data end it was asked for)."""
+        marks = self._watermark_partitions()
+        mark_ends = self.log.end_offsets(marks) if marks else {}  # first: what precedes them is in the log
+        unanswered: set[TopicPartition] = set()
+        ends = self._end_offsets(self._partitions(), floor, unanswered)
+        if unanswered:
+            mark_ends = {tp: (floor or {}).get(tp, o) for tp, o in mark_ends.items()}
+        return {**ends, **mark_ends}
+
+    def _end_offsets(
+        self, tps: list[TopicPartition], floor: off.Offsets | None = None, unanswered: set[TopicPartition] | None = None
+    ) -> off.Offsets:
         """The log's end offsets; with probeEndOffsets=true, corrected by one bounded read.
 
         Apache Kafka's high watermark (ListOffsets latest) is exact: leave the probe off there.
@@ -103,13 +131,12 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ends = self.log.end_offsets(tps)
         if not self.options.probe_end_offsets or not tps:
             return ends
-        return probe_end_offsets(self.log, ends, floor or {}, self.options.idle_timeout)
+        return probe_end_offsets(self.log, ends, floor or {}, self.options.idle_timeout, unanswered=unanswered)
 
     def initialOffset(self) -> dict:
-        tps = self._partitions()
         if self.options.starting == "latest":
-            return off.to_json(self._end_offsets(tps))
-        return off.to_json(self.log.beginning_offsets(tps))
+            return off.to_json(self._planned_ends())
+        return off.to_json(self.log.beginning_offsets(self._partitions() + self._watermark_partitions()))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_events is not None:
@@ -117,15 +144,17 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self._end_offsets(self._partitions())
+        self._target = self._planned_ends()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = off.from_json(start)
-        tps = self._partitions()
-        end = self._target if self._target is not None else self._end_offsets(tps, begin)
+        end = dict(self._target) if self._target is not None else self._planned_ends(begin)
         new = [tp for tp in end if tp not in begin]
         if new:
             begin.update(self.log.beginning_offsets(new))
+        mark = self.options.watermark_topic
+        for tp in [tp for tp in end if tp.topic == mark and end[tp] < begin[tp]]:
+            begin[tp] = end[tp]  # a watermark topic created again: positions, not data; nothing is lost
         for tp in sorted(tp for tp, o in end.items() if o < begin.get(tp, o)):
             rewound = off.LogRewoundError(tp, begin[tp], end[tp])
             if self.options.fail_on_data_loss:
@@ -135,15 +164,21 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Partitions that vanished (topic deleted) keep their last position.
         end = {**{tp: o for tp, o in begin.items() if tp not in end}, **end}
         if isinstance(limit, ReadMaxRows):
-            end = off.cap(begin, end, limit.max_rows)
+            data = {tp: o for tp, o in end.items() if tp.topic != mark}
+            capped = off.cap(begin, data, limit.max_rows)
+            marks = {tp: o for tp, o in end.items() if tp.topic == mark}
+            if capped != data:  # the batch stops short of the log's end: the watermark stays
+                marks = {tp: begin.get(tp, o) for tp, o in marks.items()}
+            end = {**capped, **marks}
         return off.to_json(end)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         begin = off.from_json(start)
+        mark = self.options.watermark_topic
         return [
             TopicPartitionRange(tp.topic, tp.partition, begin.get(tp, 0), stop, self.options)
             for tp, stop in sorted(off.from_json(end).items())
-            if stop > begin.get(tp, 0)
+            if stop > begin.get(tp, 0) and tp.topic != mark
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -181,6 +216,7 @@ def probe_end_offsets(
     floor: off.Offsets,
     within: float,
     max_records: int = _PROBE_MAX_RECORDS,
+    unanswered: set[TopicPartition] | None = None,
 ) -> off.Offsets:
     """End offsets past a high watermark that stops inside the last record batch (Tansu 0.6).
 
@@ -193,7 +229,8 @@ def probe_end_offsets(
     exist. A partition that did not answer in time keeps max(reported, floor): the floor is
     an end the log held, and reading on would not confirm a rewind faster than the next
     trigger does. A partition whose record before the end was deleted (retention) or is a
-    transaction marker only answers with later records, or not before the deadline.
+    transaction marker only answers with later records, or not before the deadline. Those that
+    did not answer are added to `unanswered` when given.
     """
     ends = dict(reported)
     starts = {tp: max(end, floor.get(tp, 0)) - 1 for tp, end in reported.items()}
@@ -224,6 +261,8 @@ def probe_end_offsets(
         reader.close()
     for tp in pending:
         ends[tp] = max(ends[tp], floor.get(tp, 0))
+    if unanswered is not None:
+        unanswered.update(pending)
     if pending:
         logger.info(
             "end-offset probe: no answer within %.1fs from %s; their ends stay as reported (or the query's position)",
