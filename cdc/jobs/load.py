@@ -108,6 +108,7 @@ def validate_job_text(
             data["sink"],
             data.get("spark") or {},
             data.get("log.format"),
+            data.get("verify") or {},
         ),
         out.warnings,
     )

@@ -30,6 +30,7 @@ from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fi
 from cdc.jobs.spec import JobSpec, source_family
 from cdc.jobs.table_names import tables_to_name
 from cdc.jobs.topics import data_topic_pattern, heartbeat_topic, topic_prefix
+from cdc.jobs.verify.periodic import PeriodicVerify, VerifyCollector, VerifyFigures, VerifySchedule
 from cdc.jobs.watch import Watch
 from cdc.log.private_files import make_private_dir
 from cdc.runtime.plugins import PluginRegistry
@@ -395,8 +396,12 @@ class JobRunner:
         herder.start()
         spark: _SparkStarter | None = None
         watch: Watch | None = None
+        checking: PeriodicVerify | None = None
+        schedule = None if self.until_caught_up else VerifySchedule.of(self.job)
+        figures = VerifyFigures()
         try:
-            watch = Watch.start(self.job, config, herder, sink)  # metrics.port; the live view on a terminal
+            extra = (VerifyCollector(figures),) if schedule else ()
+            watch = Watch.start(self.job, config, herder, sink, collectors=extra)  # metrics.port; the live view
             herder.put_connector_config(connector, trusted=True)  # the job file is the operator's
             spark = _SparkStarter(self.job, self.verbose)
             if self.until_caught_up:
@@ -436,6 +441,8 @@ class JobRunner:
                 name=self.job.name,
             )
             self.progress(f"sink query started: {sink['target']}, checkpoint {self._checkpoint()}")
+            if schedule is not None:
+                checking = PeriodicVerify(self.job, schedule, figures).start()
             stalled = self._batch_watch()
             try:
                 while not self.stop_requested.is_set():
@@ -448,6 +455,8 @@ class JobRunner:
             self._raise_if_failed(query)
             return 0
         finally:
+            if checking is not None:
+                checking.stop()
             if watch is not None:
                 watch.stop()
             if herder is not None:

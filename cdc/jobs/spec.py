@@ -72,6 +72,7 @@ class JobSpec:
     sink: dict[str, Any] = field(default_factory=dict)
     spark: dict[str, Any] = field(default_factory=dict)
     log_format: str | None = None  # `log.format`: text or json (cdc.runtime.logging_context)
+    verify: dict[str, Any] = field(default_factory=dict)  # `verify`: scheduled online verify (verify/periodic.py)
 
     @property
     def transport_type(self) -> str:

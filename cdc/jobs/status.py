@@ -40,6 +40,7 @@ from cdc.jobs.run import checkpoint_dir
 from cdc.jobs.source_probe import ask_source, read_stored_offset
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import data_topic_pattern, heartbeat_topic_name, topic_prefix
+from cdc.jobs.verify.periodic import VerifyOutcome, read_outcome
 from cdc.log.base import INSPECTION_REACH_TIMEOUT, LogRecord, TopicLog, TopicPartition
 from cdc.runtime.state_lock import job_role, lock_holder
 from cdc.runtime.transport import open_log, open_status_store
@@ -81,6 +82,8 @@ class JobStatus:
     # a PositionRetention's to_json()), read at collect time; or why it could not be read.
     position_retention: dict[str, Any] | None = None
     position_retention_error: str | None = None
+    # The last scheduled verify run of `cdc run` (the job key verify; verify.periodic.VerifyOutcome), or None.
+    verify: dict[str, Any] | None = None
     # The last heartbeat the sink's committed batches cover (Watermark.to_json()), or None.
     watermark: dict[str, Any] | None = None
     watermark_error: str | None = None
@@ -236,6 +239,8 @@ def collect(job: JobSpec, now_ms: int | None = None) -> JobStatus:
     _collect_retention(job, status)
     if mark is not None:
         _collect_watermark(job, status, *mark)
+    if (outcome := read_outcome(job)) is not None:
+        status.verify = outcome.to_json()
     return status
 
 
@@ -392,6 +397,8 @@ def render(status: JobStatus) -> list[str]:
     lines.append(f"sink: {'no batch committed yet' if batch is None else f'last committed batch {batch}'}")
     if (line := _watermark_line(status)) is not None:
         lines.append(line)
+    if status.verify is not None:
+        lines.append(f"verify: {VerifyOutcome.from_json(status.verify).describe()}")
     header = ("table", "snapshot", "log events", "applied", "pending", "applied up to", "lag")
     rows = [
         (

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from prometheus_client.registry import Collector
+
 from cdc.jobs.sink_metrics import SinkCollector
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import topic_prefix
@@ -21,16 +23,23 @@ class Watch:
 
     @classmethod
     def start(
-        cls, job: JobSpec, config: WorkerConfig, herder: Any, sink: Mapping[str, Any], *, view: bool | None = None
+        cls,
+        job: JobSpec,
+        config: WorkerConfig,
+        herder: Any,
+        sink: Mapping[str, Any],
+        *,
+        view: bool | None = None,
+        collectors: tuple[Collector, ...] = (),
     ) -> Watch:
         """`sink`: the sink's config (cdc.jobs.sink_config); `view`: draw the live view (default:
-        when stderr is a terminal)."""
+        when stderr is a terminal); `collectors`: more metrics for `metrics.port` (the scheduled verify's)."""
         from cdc.jobs.live_view import LiveView, on_terminal
         from cdc_spark.apply import SinkConfig
         from cdc_spark.apply.metrics import process_metrics
 
         figures = process_metrics()
-        server = start_metrics_server(config, herder, SinkCollector(figures, str(sink.get("target"))))
+        server = start_metrics_server(config, herder, SinkCollector(figures, str(sink.get("target"))), *collectors)
         if not (on_terminal() if view is None else view):
             return cls(server, None)
         naming = SinkConfig.parse(sink)
