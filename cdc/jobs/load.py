@@ -25,7 +25,7 @@ from cdc.jobs.validation.position_loss import check_position_loss
 from cdc.jobs.validation.problems import Collector, JobError, JobProblem
 from cdc.jobs.validation.providers import resolve_references
 from cdc.jobs.validation.registry import check_registry, check_registry_reachable
-from cdc.jobs.validation.routes import check_topic_routes
+from cdc.jobs.validation.routes import check_topic_delimiter, check_topic_routes
 from cdc.jobs.validation.schema import check_schema, job_schema
 from cdc.jobs.validation.sink import check_sink, check_sink_tables, check_sink_writable
 from cdc.jobs.validation.source import (
@@ -81,6 +81,7 @@ def validate_job_text(
         check_source(data, out, registry)
         if debezium_source(data):  # the sink's needs below are those of Debezium's events and topics
             check_transform_shapes(data, out)
+            check_topic_delimiter(data, out)
             if not out.problems:
                 check_topic_routes(data, out, registry)
     if not out.problems and check_connectivity:

@@ -79,7 +79,10 @@ def heartbeat_topic(job: JobSpec, connector_config: dict[str, str] | None = None
 
 
 def heartbeat_topic_name(job: JobSpec) -> str:
-    """The name of the job's heartbeat topic, whether it sends heartbeats or not."""
-    from cdc_debezium.naming import TopicNamingStrategy
+    """The name of the job's heartbeat topic, whether it sends heartbeats or not: Debezium's
+    `<topic.heartbeat.prefix>.<topic.prefix>` (the prefix `__debezium-heartbeat` unless set; MySQL
+    refuses another), after the job's RegexRouter SMTs."""
+    from cdc_debezium.naming import HEARTBEAT_TOPIC_PREFIX
 
-    return job_topic_router(job)(TopicNamingStrategy(topic_prefix(job)).heartbeat_topic())
+    given = job.source.get("topic.heartbeat.prefix") or job.source.get("heartbeat.topics.prefix")
+    return job_topic_router(job)(f"{given or HEARTBEAT_TOPIC_PREFIX}.{topic_prefix(job)}")

@@ -11,6 +11,21 @@ from cdc.jobs.topics import data_topic_pattern, topic_prefix
 from cdc.jobs.validation.problems import Collector
 
 
+def check_topic_delimiter(job: dict[str, Any], out: Collector) -> None:
+    """A job reads its tables' topics as `<topic.prefix>.<db>.<table>` (the Spark sink's pattern, status,
+    verify, plan): a source that joins the parts with another `topic.delimiter` (PostgreSQL honours
+    it) would write topics none of them read, and the lake would silently get nothing."""
+    given = (job.get("source") or {}).get("topic.delimiter")
+    if given is None or str(given) == ".":
+        return
+    out.add(
+        ("source", "topic.delimiter"),
+        f"topic.delimiter is {str(given)!r}, but a job's sink, status and verify read <topic.prefix>.<db>.<table> "
+        "topics only: its changes would never be applied. Remove the key (the default '.'); to name the "
+        "target tables, use sink.tables.<db>.<table>.target or sink.table.name.format",
+    )
+
+
 def check_topic_routes(job: dict[str, Any], out: Collector, registry: Any) -> None:
     """Run the job's RegexRouter and Filter stages on each sink table's topic: the Spark sink reads
     only `<prefix>.<db>.<table>` topics, and keys sink.tables options by the routed topic."""
