@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,10 @@ from cdc.api.errors import ConfigException
 from cdc.cli.extras import require_extra
 
 require_extra("jobs")  # without the `jobs` extra, `cdc verify` says in one line what to install
+
+if TYPE_CHECKING:
+    from cdc.jobs.verify.job import Verifier
+    from cdc.jobs.verify.key_range import KeyRange
 
 
 def _describe(e: Exception) -> str:
@@ -81,6 +86,14 @@ def _describe(e: Exception) -> str:
     "target are sampled alike); the seed is printed.",
 )
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), help="--sample: the seed (default: a random one).")
+@click.option(
+    "--key-range",
+    "key_range",
+    metavar="COLUMN=LOW..HIGH",
+    help="Compare only the keys whose first key column lies in this inclusive range, e.g. id=100..200, id=..500, "
+    "id=100.. (integer, decimal, date and timestamp keys). Source and target read that range alone. Tables whose "
+    "first key column is another are not compared, and listed; with --table, that is an error.",
+)
 def verify(
     job_file: str,
     tables: tuple[str, ...],
@@ -93,6 +106,7 @@ def verify(
     wait_timeout: int,
     sample: int | None,
     seed: int | None,
+    key_range: str | None,
 ) -> None:
     """Compare the job's source tables with its sink tables, by key and row checksum.
 
@@ -123,6 +137,13 @@ def verify(
     exits 1 (the rows still differ until then): run --repair again afterwards to send the rest and
     check. Keys only in the target (extra) are reported, never signalled: a snapshot reads only rows
     that exist. Nothing is written to the target.
+
+    --key-range id=100..200 compares the keys whose first key column lies in that range (either bound
+    may be left out): the source reads it with a WHERE on the key, the target with a filter on its scan,
+    so the work follows the range, not the table. It applies to every table whose first key column has
+    that name; the others are listed as not compared (an error for a table named with --table). With
+    --repair only the differences in the range are repaired. --sample N draws its keys inside the range;
+    where the source can rank keys itself (integer and text keys) it reads the sample's rows alone.
     """
     from cdc.cli._common import echo_json, friendly_errors
     from cdc.jobs.load import load_job
@@ -141,15 +162,17 @@ def verify(
             "--repair verifies every key, online while the job runs and offline when it is stopped; "
             "--sample, --online and --offline do not apply"
         )
+    with friendly_errors():
+        given = _key_range(key_range)
     if repair:
-        _repair(job_file, list(tables) or None, max_diffs, as_json, repair_timeout, wait_timeout, progress)
+        _repair(job_file, list(tables) or None, max_diffs, as_json, repair_timeout, wait_timeout, progress, given)
         return
     picked = (sample, new_seed() if seed is None else seed) if sample is not None else None
     with friendly_errors():
         job = load_job(job_file)
         run = None
         try:
-            with Verifier(job, progress) as v:
+            with Verifier(job, progress, key_range=given) as v:
                 if online if online is not None else job_running(job):
                     results, passed, run = verify_online(v, list(tables) or None, max_diffs, wait_timeout, picked)
                 else:
@@ -167,15 +190,36 @@ def verify(
         doc["online"] = run.to_json() if run is not None else None
         if picked is not None:
             doc["sample"] = {"keys": picked[0], "seed": picked[1]}
+        doc["key_range"] = _range_json(v)
         echo_json(doc)
     else:
         if run is not None:
             click.echo(online_line(run.position, run.waited_s))
         if picked is not None:
             click.echo(sample_line(*picked))
+        for line in _range_lines(v):
+            click.echo(line)
         for line in text_lines(results, passed):
             click.echo(line)
     sys.exit(1 if any(r.differences for r in results) else 0)
+
+
+def _key_range(text: str | None) -> KeyRange | None:
+    from cdc.jobs.verify.key_range import parse_key_range
+
+    return parse_key_range(text) if text is not None else None
+
+
+def _range_lines(v: Verifier) -> list[str]:
+    from cdc.jobs.verify.report import key_range_lines
+
+    return key_range_lines(v.key_range, list(v.ranges), v.range_skipped) if v.key_range is not None else []
+
+
+def _range_json(v: Verifier) -> dict[str, object] | None:
+    from cdc.jobs.verify.report import key_range_json
+
+    return key_range_json(v.key_range, list(v.ranges), v.range_skipped) if v.key_range is not None else None
 
 
 def _repair(
@@ -186,6 +230,7 @@ def _repair(
     timeout_s: int,
     wait_timeout_s: int,
     progress: Callable[[str], None],
+    key_range: KeyRange | None = None,
 ) -> None:
     """`cdc verify --repair` (cdc/jobs/verify/repair.py builds the signals, repair_run.py sends and waits).
 
@@ -207,18 +252,18 @@ def _repair(
     with friendly_errors():
         job = load_job(job_file)
         try:
-            with Verifier(job, progress) as v:
+            with Verifier(job, progress, key_range=key_range) as v:
                 running = job_running(job)
                 if running:
                     results, passed, _run = verify_online(v, tables, max_diffs, wait_timeout_s, keep_keys=True)
                 else:
                     results, passed = verify_tables(v, tables, max_diffs, keep_keys=True)
                 if not as_json:
-                    for line in text_lines(results, passed):
+                    for line in [*_range_lines(v), *text_lines(results, passed)]:
                         click.echo(line)
                 if not any(r.differences for r in results):
                     if as_json:
-                        echo_json(to_json(results, passed) | {"repair": None})
+                        echo_json(to_json(results, passed) | {"key_range": _range_json(v), "repair": None})
                     sys.exit(0)
                 check_channel(job)
                 plans = plan(v, results, say)
@@ -239,7 +284,9 @@ def _repair(
         except Exception as e:  # a database, table or channel that cannot be used: one line, exit 2
             raise ConfigException(f"cannot repair {job_file}: {_describe(e)}") from None
     if as_json:
-        echo_json(to_json(results, passed) | {"repair": repair_json(plans, outcome, max_diffs)})
+        echo_json(
+            to_json(results, passed) | {"key_range": _range_json(v), "repair": repair_json(plans, outcome, max_diffs)}
+        )
     else:
         for line in outcome_lines(plans, outcome, job_file):
             click.echo(line)

@@ -4,7 +4,8 @@ The lake is never caught up at a quiet moment: the writer keeps updating, insert
 rows of one id range while `cdc verify` runs. The online verify reads the source in one snapshot
 at a binlog position, waits until the lake applied it, and compares the lake as it was there: no
 difference. Drift made in the lake with deltalake (a row deleted, a value changed, on ids the writer
-never touches) is then found exactly, with the writer still going.
+never touches) is then found exactly, with the writer still going; by a sample, and by a key range
+(`--key-range`) over the cold ids, while one over the writer's ids finds nothing.
 """
 
 from __future__ import annotations
@@ -136,6 +137,25 @@ def test_online_verify_finds_nothing_while_rows_change_and_then_exactly_the_drif
         res = run_cdc("verify", str(job), "--sample", "500", "--seed", "7", timeout=400)
         assert res.returncode == 1, res.stdout + res.stderr
         assert "sample: 500 random keys per table, seed 7" in res.stdout
+
+        # A key range, online: the cold range holds exactly the drift; the writer's range (a sample in it,
+        # ranked by the database) none, though its rows change all along.
+        res = _verify(job, "--key-range", "id=101..200")
+        assert res.returncode == 1, res.stdout + res.stderr
+        doc = json.loads(res.stdout)
+        assert doc["key_range"] == {
+            "column": "id",
+            "low": "101",
+            "high": "200",
+            "tables": [f"{db}.items"],
+            "skipped": [],
+        }
+        table = doc["tables"][0]
+        assert (table["source_rows"], table["target_rows"], table["missing"], table["changed"]) == (100, 99, 1, 1)
+        res = _verify(job, "--key-range", "id=..100", "--sample", "30", "--seed", "11")
+        assert res.returncode == 0, res.stdout + res.stderr + proc.output()[-3000:]
+        table = json.loads(res.stdout)["tables"][0]
+        assert table["differences"] == 0 and table["source_rows"] <= 30, table
         assert writer.error is None, writer.error
     finally:
         writer.stop.set()

@@ -196,7 +196,8 @@ def compare(
 ) -> TableResult:
     """Fill `result` with counts and up to `max_diffs` sample differences; `keep_keys`: every
     differing key too (`result.keys`); `only`: compare the rows of these canonical keys alone (a set,
-    or a sample.KeySample); `exclude`: not the rows of these keys (online.py: changed since the snapshot)."""
+    or a scope.TableScope: a key range, a sample); `exclude`: not the rows of these keys (online.py:
+    changed since the snapshot)."""
     key_idx = [next(i for i, c in enumerate(columns) if c.name == k) for k in key_names]
     defaults = [None if c.default is None or i in key_idx else canon(c, c.default) for i, c in enumerate(columns)]
     src = digests(

@@ -10,10 +10,11 @@ from cdc.api.errors import ConfigException
 from cdc.jobs.sink_config import TableNamer
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import topic_prefix, topic_router
-from cdc.jobs.verify.compare import TableResult, _key, compare
-from cdc.jobs.verify.normalize import Column, converter
+from cdc.jobs.verify.compare import TableResult, compare
+from cdc.jobs.verify.key_range import OPTION, ColumnRange, KeyRange, RangeUnusable, bind
+from cdc.jobs.verify.normalize import Column
 from cdc.jobs.verify.online import compare_at
-from cdc.jobs.verify.sample import KeySample, sample_keys
+from cdc.jobs.verify.scope import TableScope, draw_sample
 from cdc.jobs.verify.snapshot import Point
 from cdc.jobs.verify.source import SourceReader, SourceTable, filters, open_source
 from cdc.jobs.verify.target import VALID_TO, TargetReader, open_target, table_name
@@ -39,8 +40,15 @@ def _mapped_columns(config: dict[str, str]) -> list[re.Pattern[str]]:
 
 
 class Verifier:
-    def __init__(self, job: JobSpec, progress: Callable[[str], None] = lambda m: None) -> None:
+    def __init__(
+        self, job: JobSpec, progress: Callable[[str], None] = lambda m: None, key_range: KeyRange | None = None
+    ) -> None:
+        """`key_range`: compare only the keys in that range of each table's first key column (key_range.py);
+        the tables it applies to are in `ranges`, the others, not compared, in `range_skipped`."""
         self.job = job
+        self.key_range = key_range
+        self.ranges: dict[str, ColumnRange] = {}
+        self.range_skipped: dict[str, str] = {}
         self.config = job.connector_config()
         self.progress = progress
         self.prefix = topic_prefix(job)
@@ -197,11 +205,9 @@ class Verifier:
         if unmatched:
             result.skipped = f"key column {unmatched[0]!r} is not in the target, so rows cannot be matched"
             return result
-        chosen: Container[str] | None = only
-        if sample is not None:
-            picked = self._sample(table, [next(c for c in columns if c.name == k) for k in keys], *sample)
-            result.sampled = picked.size if picked is not None else None
-            chosen = picked if picked is not None else only
+        scope = self._scope(table, [next(c for c in columns if c.name == k) for k in keys], only, sample)
+        result.sampled = scope.sample.size if scope is not None and scope.sample is not None else None
+        chosen: Container[str] | None = scope
         self.progress(f"{table.qualified}: comparing {len(columns)} columns by key ({', '.join(keys)})")
         names = [c.name for c in columns]
         if at is not None and exists:
@@ -209,9 +215,9 @@ class Verifier:
                 result,
                 columns,
                 keys,
-                lambda: self.source.rows(table, columns),
-                lambda: self.target.versions(target, names),
-                lambda: self.target.tombstones(target, keys),
+                lambda: self.source.rows(table, columns, scope),
+                lambda: self.target.versions(target, names, scope),
+                lambda: self.target.tombstones(target, keys, scope),
                 self.target.truncated(target),
                 at.seq,
                 max_diffs,
@@ -225,22 +231,50 @@ class Verifier:
             result,
             columns,
             keys,
-            lambda: self.source.rows(table, columns),
-            (lambda: self.target.rows(target, names)) if exists else (lambda: iter(())),
+            lambda: self.source.rows(table, columns, scope),
+            (lambda: self.target.rows(target, names, scope)) if exists else (lambda: iter(())),
             max_diffs,
             keep_keys,
             chosen,
         )
 
-    def _sample(self, table: SourceTable, key_columns: list[Column], n: int, seed: int) -> KeySample | None:
-        """`n` random keys of the source table (sample.py), read in the source's snapshot when online."""
-        convs = [converter(c, False) for c in key_columns]
-        self.progress(f"{table.qualified}: sampling {n} keys (seed {seed})")
-        return sample_keys(
-            (_key([f(v) for f, v in zip(convs, row, strict=True)]) for row in self.source.rows(table, key_columns)),
-            n,
-            seed,
-        )
+    def _scope(
+        self, table: SourceTable, key_columns: list[Column], only: set[str] | None, sample: tuple[int, int] | None
+    ) -> TableScope | None:
+        """The keys to compare (scope.py): the table's key range, `only` these keys, a sample of (N, seed)
+        drawn within them (in the source's snapshot when online); None: every key."""
+        scope = TableScope(key_columns, self.ranges.get(table.qualified), keys=only)
+        if sample is not None:
+            scope.sample = draw_sample(self.source, table, scope, *sample, self.progress)
+        return scope if scope.restricts else None
+
+    def range_scope(self, table: SourceTable, key_columns: list[Column]) -> TableScope | None:
+        """The table's key range alone, for reading its source rows (`--repair`'s key values)."""
+        found = self.ranges.get(table.qualified)
+        return TableScope(key_columns, found) if found is not None else None
+
+    def apply_key_range(self, tables: list[SourceTable], named: bool) -> list[SourceTable]:
+        """The tables the key range applies to (`ranges`); the others are kept in `range_skipped` when the
+        tables were not `named` with --table, else the range's one-line error says why and what to do."""
+        if self.key_range is None:
+            return tables
+        kept: list[SourceTable] = []
+        for t in tables:
+            try:
+                self.ranges[t.qualified] = bind(self.key_range, t.qualified, self.keys_for(t), self.source.columns(t))
+                kept.append(t)
+            except RangeUnusable as e:
+                if named:
+                    raise ConfigException(f"{OPTION} {self.key_range.text}: {e}", OPTION) from None
+                self.range_skipped[t.qualified] = str(e)
+        if not kept:
+            first = next(iter(self.range_skipped.values()), "the job has no table to verify")
+            raise ConfigException(
+                f"{OPTION} {self.key_range.text}: no table takes the range ({first}); name the first key column "
+                "of the tables to check, with --table for one table",
+                OPTION,
+            )
+        return kept
 
 
 def verify_job(
@@ -270,6 +304,7 @@ def verify_tables(
 def _checked_tables(v: Verifier, only: list[str] | None) -> tuple[list[SourceTable], list[str]]:
     job = v.job
     tables, passed = v.tables(only)
+    tables = v.apply_key_range(tables, named=bool(only))
     if not any(v.target.columns(v.target_table(t)) is not None for t in tables) and not _sink_committed(job):
         raise JobNotRunYet(
             f"job {job.name!r} has not run yet: its sink has committed no batch and none of its "

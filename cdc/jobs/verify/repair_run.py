@@ -20,6 +20,7 @@ signal record stays in its topic): the repair happens when the job runs next, an
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -60,7 +61,9 @@ def plan(v: Verifier, results: list[TableResult], progress: Callable[[str], None
         by_name = {c.name: c for c in v.source.columns(table)}
         key_columns = [by_name[n] for n in names]
         progress(f"{r.source}: reading the source values of the differing keys")
-        plans.append(plan_table(r, names, key_columns, lambda t=table, c=key_columns: v.source.rows(t, c), lit))
+        # With --key-range the differing keys all lie in the range: read the source's keys there alone.
+        rows = functools.partial(v.source.rows, table, key_columns, v.range_scope(table, key_columns))
+        plans.append(plan_table(r, names, key_columns, rows, lit))
     return plans
 
 

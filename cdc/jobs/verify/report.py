@@ -55,6 +55,21 @@ def sample_line(n: int, seed: int) -> str:
     return f"sample: {n} random keys per table, seed {seed} (--seed {seed} draws the same keys again)"
 
 
+def key_range_lines(given: Any, applied: list[str], skipped: dict[str, str]) -> list[str]:
+    """`--key-range`: the range, the tables it was applied to, and each table not compared and why."""
+    tables = ", ".join(applied)
+    lines = [f"key range: {given.describe()} (--key-range {given.text}) on {len(applied)} table(s): {tables}"]
+    lines.extend(f"  not compared: {table}: {why}" for table, why in skipped.items())
+    return lines
+
+
+def key_range_json(given: Any, applied: list[str], skipped: dict[str, str]) -> dict[str, Any]:
+    return given.to_json() | {
+        "tables": applied,
+        "skipped": [{"table": table, "reason": why} for table, why in skipped.items()],
+    }
+
+
 def sample(d: Difference) -> str:
     if d.kind == "missing":
         return f"missing in the target: {_key(d)}"

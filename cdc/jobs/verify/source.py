@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc.api.errors import ConfigException
 from cdc.jobs.source_db import first_line, mysql_params, postgres_params, tls_fix
 from cdc.jobs.spec import source_family
 from cdc.jobs.verify.normalize import Column, literal_default
+
+if TYPE_CHECKING:
+    from cdc.jobs.verify.scope import TableScope, Where
 
 FETCH = 5000
 _MYSQL_SYSTEM = {"mysql", "information_schema", "performance_schema", "sys"}
@@ -38,7 +41,20 @@ class SourceReader(Protocol):
 
     def primary_key(self, table: SourceTable) -> list[str]: ...
 
-    def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]: ...
+    def rows(
+        self, table: SourceTable, columns: list[Column], scope: TableScope | None = None
+    ) -> Iterator[tuple[Any, ...]]:
+        """The table's rows of `columns`; with a `scope`, those its range and sample select (as much of
+        them as the database can select, scope.py: the caller applies the scope itself too)."""
+        ...
+
+    def sql_expr(self, column: Column) -> str:
+        """How a query with parameters reads the column (quoted, its `%` doubled)."""
+        ...
+
+    def nth_smallest(self, table: SourceTable, expr: Where, where: Where | None, n: int) -> list[Any]:
+        """The `n`-th and `n+1`-th smallest values of `expr` over the table's rows (fewer if it has fewer)."""
+        ...
 
     def has_rows(self, table: SourceTable) -> bool: ...
 
@@ -102,6 +118,21 @@ def _q(name: str, quote: str) -> str:
     return quote + name.replace(quote, quote * 2) + quote
 
 
+def _select(columns: str, ref: str, where: Where | None) -> tuple[str, list[Any] | None]:
+    """`SELECT columns FROM ref [WHERE …]` and its parameters; `columns` and `ref` are written with their
+    `%` doubled, as a query with parameters needs them (undone when there are none)."""
+    if where is None:
+        return f"SELECT {columns} FROM {ref}".replace("%%", "%"), None
+    return f"SELECT {columns} FROM {ref} WHERE {where[0]}", where[1]
+
+
+def _nth(ranked: Where, ref: str, where: Where | None, n: int) -> tuple[str, list[Any]]:
+    """The query of `nth_smallest`: ORDER BY … LIMIT, which both databases run as a bounded top-N sort."""
+    clause = f" WHERE {where[0]}" if where is not None else ""
+    params = [*ranked[1], *(where[1] if where is not None else []), max(n - 1, 0)]
+    return f"SELECT r FROM (SELECT {ranked[0]} AS r FROM {ref}{clause}) ranked ORDER BY r LIMIT 2 OFFSET %s", params
+
+
 # -- MySQL / MariaDB ------------------------------------------------------------------------------
 class MySqlSource:
     family = "mysql"
@@ -125,7 +156,7 @@ class MySqlSource:
         except pymysql.Error as e:
             raise _refused("mysql", source, params, e) from None
 
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall())
@@ -210,14 +241,26 @@ class MySqlSource:
         )
         return [r[0] for r in rows]
 
-    def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]:
+    def sql_expr(self, column: Column) -> str:
+        return _q(column.name, "`").replace("%", "%%")
+
+    def _ref(self, table: SourceTable) -> str:
+        return f"{_q(table.schema, '`')}.{_q(table.name, '`')}".replace("%", "%%")
+
+    def rows(
+        self, table: SourceTable, columns: list[Column], scope: TableScope | None = None
+    ) -> Iterator[tuple[Any, ...]]:
         import pymysql.cursors
 
-        cols = ", ".join(_q(c.name, "`") for c in columns)
+        where = scope.source_where(self.family, self.sql_expr) if scope is not None else None
+        query, params = _select(", ".join(self.sql_expr(c) for c in columns), self._ref(table), where)
         with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
-            cur.execute(f"SELECT {cols} FROM {_q(table.schema, '`')}.{_q(table.name, '`')}")
+            cur.execute(query, params)
             while batch := cur.fetchmany(FETCH):
                 yield from batch
+
+    def nth_smallest(self, table: SourceTable, expr: Where, where: Where | None, n: int) -> list[Any]:
+        return [r[0] for r in self._query(*_nth(expr, self._ref(table), where, n))]
 
     def has_rows(self, table: SourceTable) -> bool:
         return bool(self._query(f"SELECT 1 FROM {_q(table.schema, '`')}.{_q(table.name, '`')} LIMIT 1"))
@@ -355,13 +398,24 @@ class PostgresSource:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def rows(self, table: SourceTable, columns: list[Column]) -> Iterator[tuple[Any, ...]]:
+    def sql_expr(self, column: Column) -> str:
+        return (column.select or _q(column.name, '"')).replace("%", "%%")
+
+    def rows(
+        self, table: SourceTable, columns: list[Column], scope: TableScope | None = None
+    ) -> Iterator[tuple[Any, ...]]:
         _infinite_dates(self.conn)
-        cols = ", ".join(c.select or _q(c.name, '"') for c in columns)
+        where = scope.source_where(self.family, self.sql_expr) if scope is not None else None
+        ref = self._regclass(table).replace("%", "%%")
+        query, params = _select(", ".join(self.sql_expr(c) for c in columns), ref, where)
         with self.conn.transaction(), self.conn.cursor(name="cdc_verify") as cur:
             cur.itersize = FETCH
-            cur.execute(f"SELECT {cols} FROM {self._regclass(table)}")  # type: ignore[arg-type]
+            cur.execute(query, params)  # type: ignore[arg-type]
             yield from cur
+
+    def nth_smallest(self, table: SourceTable, expr: Where, where: Where | None, n: int) -> list[Any]:
+        query, params = _nth(expr, self._regclass(table).replace("%", "%%"), where, n)
+        return [r[0] for r in self.conn.execute(query, params).fetchall()]  # type: ignore[arg-type]
 
     def has_rows(self, table: SourceTable) -> bool:
         return self.conn.execute(f"SELECT 1 FROM {self._regclass(table)} LIMIT 1").fetchone() is not None  # type: ignore[arg-type]

@@ -8,6 +8,10 @@ For the online verify (online.py) each reader also gives every stored row with i
 (`versions`: deleted rows and closed SCD2 versions too), the remembered deletes of a hard-delete
 table (`tombstones`, the sibling `<table>__tombstones`) and the table's last truncate
 (`truncated`, from `_cdc_truncates`), in the sink's own layout (cdc_spark.apply owns the names).
+
+Each read takes an optional `scope` (scope.py: a key range, a sample, a set of keys): the readers push
+its range into the scan (a Delta dataset filter, an Iceberg row filter, a PostgreSQL WHERE) and drop the
+rows outside it from each Arrow batch before any row becomes a tuple.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +29,10 @@ from cdc.api.errors import ConfigException
 from cdc.jobs.sink_config import sink_config
 from cdc.jobs.source_db import sink_conninfo
 from cdc.jobs.spec import JobSpec
+from cdc.jobs.verify.scope import filtered
+
+if TYPE_CHECKING:
+    from cdc.jobs.verify.scope import TableScope
 
 BATCH = 20_000
 _EVENT_COLUMNS = ["key", "value", "__op", "__seq", "__source_ts_ms", "__deleted"]
@@ -47,14 +55,14 @@ class TargetReader(Protocol):
         """All column names, or None when the table does not exist."""
         ...
 
-    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]: ...
+    def rows(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]: ...
 
-    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    def versions(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         """Every stored row: `columns`, then its sequence (`__valid_from` of an SCD2 version, else
         `__seq`), whether it is a delete (`__deleted`), and `__valid_to` (None but for closed SCD2 versions)."""
         ...
 
-    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+    def tombstones(self, table: str, keys: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         """The remembered deletes of a hard-delete table: `keys`, then the delete's sequence."""
         ...
 
@@ -76,11 +84,14 @@ def _current_mask(batch: pa.RecordBatch | pa.Table) -> pa.Array | None:
     return mask
 
 
-def _arrow_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterator[tuple[Any, ...]]:
+def _arrow_rows(
+    batches: Iterator[pa.RecordBatch], columns: list[str], scope: TableScope | None = None
+) -> Iterator[tuple[Any, ...]]:
     for batch in batches:
         mask = _current_mask(batch)
         if mask is not None:
             batch = batch.filter(mask)
+        batch = filtered(batch, scope)
         if batch.num_rows:
             yield from zip(*(batch.column(c).to_pylist() for c in columns), strict=True)
 
@@ -94,9 +105,12 @@ def _version_columns(columns: list[str], available: list[str]) -> list[str]:
     return list(dict.fromkeys([*columns, seq, *(m for m in (DELETED, VALID_TO) if m in available)]))
 
 
-def _version_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterator[tuple[Any, ...]]:
+def _version_rows(
+    batches: Iterator[pa.RecordBatch], columns: list[str], scope: TableScope | None = None
+) -> Iterator[tuple[Any, ...]]:
     """`columns` + (sequence, deleted, valid_to) of every row (versions())."""
     for batch in batches:
+        batch = filtered(batch, scope)
         if not batch.num_rows:
             continue
         names = batch.schema.names
@@ -108,8 +122,11 @@ def _version_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iter
         yield from zip(*values, seq, deleted, valid_to, strict=True)
 
 
-def _plain_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterator[tuple[Any, ...]]:
+def _plain_rows(
+    batches: Iterator[pa.RecordBatch], columns: list[str], scope: TableScope | None = None
+) -> Iterator[tuple[Any, ...]]:
     for batch in batches:
+        batch = filtered(batch, scope)
         if batch.num_rows:
             yield from zip(*(batch.column(c).to_pylist() for c in columns), strict=True)
 
@@ -117,6 +134,13 @@ def _plain_rows(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterat
 def _truncate_mark(rows: list[dict[str, Any]], table: str) -> bytes | None:
     marks = [bytes(r["seq"]) for r in rows if r.get("table_name") == table and r.get("seq") is not None]
     return max(marks) if marks else None
+
+
+def _scan(dataset: Any, columns: list[str], scope: TableScope | None) -> Iterator[pa.RecordBatch]:
+    """The dataset's batches of `columns`, with the scope's range as the scan's filter (the files and row
+    groups whose statistics lie outside it are not read)."""
+    condition = scope.arrow_filter(dataset.schema) if scope is not None else None
+    return dataset.to_batches(columns=columns, filter=condition, batch_size=BATCH)
 
 
 class DeltaReader:
@@ -137,15 +161,10 @@ class DeltaReader:
             return None
         return list(pa.schema(DeltaTable(path).schema().to_arrow()).names)
 
-    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
-        from deltalake import DeltaTable
-
-        from cdc_spark.apply.arrowutil import delta_dataset
-
-        path = self.describe(table)
-        dataset = delta_dataset(DeltaTable(path), path)
+    def rows(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
+        dataset = self._dataset(table)
         wanted = _with_meta(columns, dataset.schema.names)
-        return _arrow_rows(dataset.to_batches(columns=wanted, batch_size=BATCH), columns)
+        return _arrow_rows(_scan(dataset, wanted, scope), columns, scope)
 
     def _dataset(self, table: str) -> Any:
         from deltalake import DeltaTable
@@ -155,20 +174,20 @@ class DeltaReader:
         path = self.describe(table)
         return delta_dataset(DeltaTable(path), path) if DeltaTable.is_deltatable(path) else None
 
-    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    def versions(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         dataset = self._dataset(table)
         if dataset is None:
             return iter(())
         wanted = _version_columns(columns, dataset.schema.names)
-        return _version_rows(dataset.to_batches(columns=wanted, batch_size=BATCH), columns)
+        return _version_rows(_scan(dataset, wanted, scope), columns, scope)
 
-    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+    def tombstones(self, table: str, keys: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         from cdc_spark.apply.delta import TOMBSTONE_SUFFIX
 
         dataset = self._dataset(table + TOMBSTONE_SUFFIX)
         if dataset is None:
             return iter(())
-        return _plain_rows(dataset.to_batches(columns=[*keys, SEQ], batch_size=BATCH), [*keys, SEQ])
+        return _plain_rows(_scan(dataset, [*keys, SEQ], scope), [*keys, SEQ], scope)
 
     def truncated(self, table: str) -> bytes | None:
         from cdc_spark.apply.delta import TRUNCATES
@@ -213,26 +232,37 @@ class IcebergReader:
         tbl = self._load(table)
         return None if tbl is None else list(tbl.schema().as_arrow().names)
 
-    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    @staticmethod
+    def _scan(tbl: Any, columns: list[str], scope: TableScope | None) -> Iterator[pa.RecordBatch]:
+        """The table's batches of `columns`, the scope's range as the scan's row filter (pyiceberg skips
+        the files whose manifest statistics lie outside it)."""
+        condition = scope.iceberg_filter(tbl.schema().as_arrow()) if scope is not None else None
+        scan = (
+            tbl.scan(selected_fields=tuple(columns))
+            if condition is None
+            else tbl.scan(selected_fields=tuple(columns), row_filter=condition)
+        )
+        return iter(scan.to_arrow_batch_reader())
+
+    def rows(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         tbl = self._load(table)
         wanted = _with_meta(columns, tbl.schema().as_arrow().names)
-        reader = tbl.scan(selected_fields=tuple(wanted)).to_arrow_batch_reader()
-        return _arrow_rows(iter(reader), columns)
+        return _arrow_rows(self._scan(tbl, wanted, scope), columns, scope)
 
-    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    def versions(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         tbl = self._load(table)
         if tbl is None:
             return iter(())
         wanted = _version_columns(columns, tbl.schema().as_arrow().names)
-        return _version_rows(iter(tbl.scan(selected_fields=tuple(wanted)).to_arrow_batch_reader()), columns)
+        return _version_rows(self._scan(tbl, wanted, scope), columns, scope)
 
-    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+    def tombstones(self, table: str, keys: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         from cdc_spark.apply.iceberg import TOMBSTONE_SUFFIX
 
         tbl = self._load(table + TOMBSTONE_SUFFIX)
         if tbl is None:
             return iter(())
-        return _plain_rows(iter(tbl.scan(selected_fields=(*keys, SEQ)).to_arrow_batch_reader()), [*keys, SEQ])
+        return _plain_rows(self._scan(tbl, [*keys, SEQ], scope), [*keys, SEQ], scope)
 
     def truncated(self, table: str) -> bytes | None:
         from cdc_spark.apply.iceberg import TRUNCATES
@@ -311,23 +341,23 @@ class ParquetChangelogReader:
             return None
         return list(dict.fromkeys(n for t in flat for n in t.column_names))
 
-    def _tables(self, table: str, columns: list[str]) -> Iterator[pa.Table]:
+    def _tables(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[pa.Table]:
         for t in self._flat(table) or []:
             missing = [c for c in columns if c not in t.column_names]
             for c in missing:
                 t = t.append_column(c, pa.nulls(t.num_rows))
-            yield t
+            yield filtered(t, scope)
 
-    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
-        for t in self._tables(table, columns):
+    def rows(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
+        for t in self._tables(table, columns, scope):
             if DELETED in t.column_names:
                 t = t.filter(pc.invert(pc.fill_null(t.column(DELETED), False)))
             yield from zip(*(t.column(c).to_pylist() for c in columns), strict=True)
 
-    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
-        return _version_rows((b for t in self._tables(table, columns) for b in t.to_batches()), columns)
+    def versions(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
+        return _version_rows((b for t in self._tables(table, columns, scope) for b in t.to_batches()), columns)
 
-    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+    def tombstones(self, table: str, keys: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         return iter(())  # a delete is the key's latest event itself (versions())
 
     def truncated(self, table: str) -> bytes | None:
@@ -368,28 +398,49 @@ class PostgresReader:
         ).fetchall()
         return [r[0] for r in rows] or None
 
-    def rows(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    def rows(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         from psycopg import sql
 
         available = self.columns(table) or []
         where = [sql.SQL("{} IS NOT TRUE").format(sql.Identifier(DELETED))] if DELETED in available else []
         if VALID_TO in available:
             where.append(sql.SQL("{} IS NULL").format(sql.Identifier(VALID_TO)))
+        yield from self._select(table, sql.SQL(", ").join(map(sql.Identifier, columns)), where, scope)
+
+    def _types(self, table: str) -> dict[str, str]:
+        rows = self.conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+            (self.schema, table),
+        ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def _select(
+        self, table: str, columns: Any, where: list[Any], scope: TableScope | None
+    ) -> Iterator[tuple[Any, ...]]:
+        """`SELECT columns FROM table WHERE …`, with the scope's range and sample where they can be pushed
+        down (scope.postgres_where)."""
+        from psycopg import sql
+
+        pushed = scope.postgres_where(self._types(table)) if scope is not None else None
+        params: list[Any] | None = None
+        if pushed is not None:
+            where = [*where, pushed[0]]
+            params = pushed[1]
         query = sql.SQL("SELECT {} FROM {}{}").format(
-            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            columns,
             sql.Identifier(self.schema, table),
             sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""),
         )
-        yield from self._stream(query)
+        yield from self._stream(query, params)
 
-    def _stream(self, query: Any) -> Iterator[tuple[Any, ...]]:
+    def _stream(self, query: Any, params: list[Any] | None = None) -> Iterator[tuple[Any, ...]]:
         with self.conn.transaction(), self.conn.cursor(name="cdc_verify_target") as cur:
             cur.itersize = BATCH
-            cur.execute(query)
+            cur.execute(query, params)
             for row in cur:
                 yield tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
 
-    def versions(self, table: str, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    def versions(self, table: str, columns: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         from psycopg import sql
 
         available = self.columns(table)
@@ -401,25 +452,17 @@ class PostgresReader:
             sql.Identifier(DELETED) if DELETED in available else sql.SQL("false"),
             sql.Identifier(VALID_TO) if VALID_TO in available else sql.SQL("NULL"),
         ]
-        yield from self._stream(
-            sql.SQL("SELECT {} FROM {}").format(
-                sql.SQL(", ").join([*map(sql.Identifier, columns), *meta]), sql.Identifier(self.schema, table)
-            )
-        )
+        yield from self._select(table, sql.SQL(", ").join([*map(sql.Identifier, columns), *meta]), [], scope)
 
-    def tombstones(self, table: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+    def tombstones(self, table: str, keys: list[str], scope: TableScope | None = None) -> Iterator[tuple[Any, ...]]:
         from psycopg import sql
 
         from cdc_spark.apply.postgres import TOMBSTONE_SUFFIX
 
         if self.columns(table + TOMBSTONE_SUFFIX) is None:
             return
-        yield from self._stream(
-            sql.SQL("SELECT {} FROM {}").format(
-                sql.SQL(", ").join(map(sql.Identifier, [*keys, SEQ])),
-                sql.Identifier(self.schema, table + TOMBSTONE_SUFFIX),
-            )
-        )
+        columns = sql.SQL(", ").join(map(sql.Identifier, [*keys, SEQ]))
+        yield from self._select(table + TOMBSTONE_SUFFIX, columns, [], scope)
 
     def truncated(self, table: str) -> bytes | None:
         from psycopg import sql
