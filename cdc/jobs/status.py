@@ -36,7 +36,7 @@ from typing import Any
 from cdc.api.records import WATERMARK_HEADER
 from cdc.api.retention import PositionRetention
 from cdc.jobs import incremental_status
-from cdc.jobs.run import checkpoint_dir
+from cdc.jobs.checkpoints import checkpoint_dir, committed_offsets
 from cdc.jobs.source_probe import ask_source, read_stored_offset
 from cdc.jobs.spec import JobSpec
 from cdc.jobs.topics import data_topic_pattern, heartbeat_topic_name, topic_prefix
@@ -104,24 +104,6 @@ class JobStatus:
 
 
 # -- the Spark checkpoint ----------------------------------------------------------------------
-def committed_offsets(checkpoint: str | Path) -> tuple[int | None, dict[TopicPartition, int]]:
-    """The last committed batch id and its end offsets (`{topic: {partition: next offset}}`)."""
-    root = Path(checkpoint)
-    commits = [int(p.name) for p in (root / "commits").glob("[0-9]*") if p.name.isdigit()]
-    if not commits:
-        return None, {}
-    batch = max(commits)
-    lines = (root / "offsets" / str(batch)).read_text().splitlines()
-    # Spark's offset log: "v1", the batch metadata, then one JSON line per source.
-    out: dict[TopicPartition, int] = {}
-    for line in lines[2:]:
-        data = json.loads(line) if line.strip() not in ("", "-") else {}
-        for topic, parts in (data or {}).items():
-            for p, o in parts.items():
-                out[TopicPartition(topic, int(p))] = int(o)
-    return batch, out
-
-
 @dataclass
 class Watermark:
     """The last heartbeat the sink committed: its time, the source offset it stands at, and what

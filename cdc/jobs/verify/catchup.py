@@ -76,8 +76,7 @@ def remote_checkpoint(job: JobSpec) -> bool:
 
 def sink_behind(job: JobSpec, until: Mapping[TopicPartition, int]) -> int:
     """Records of `until` (topic partition → end offset) the sink's committed batches do not cover yet."""
-    from cdc.jobs.run import checkpoint_dir
-    from cdc.jobs.status import committed_offsets
+    from cdc.jobs.checkpoints import checkpoint_dir, committed_offsets
 
     _, applied = committed_offsets(Path(checkpoint_dir(job)))
     return sum(max(0, end - applied.get(tp, 0)) for tp, end in until.items())
@@ -149,6 +148,6 @@ def wait_applied(
 
 
 def _offset_text(offset: Mapping[str, Any] | None) -> str:
-    from cdc.jobs.run import position_text
+    from cdc.jobs.source_positions import position_text
 
     return position_text("mysql" if offset and "file" in offset else "postgres", dict(offset) if offset else None)

@@ -369,8 +369,7 @@ class JobNotRunYet(ConfigException):
 
 def _sink_committed(job: JobSpec) -> bool:
     """Whether the job's Spark query committed a batch (its checkpoint, as `cdc status` reads it)."""
-    from cdc.jobs.run import checkpoint_dir
-    from cdc.jobs.status import committed_offsets
+    from cdc.jobs.checkpoints import checkpoint_dir, committed_offsets
 
     checkpoint = checkpoint_dir(job)
     if "://" in str((job.spark or {}).get("checkpoint", "")):

@@ -134,12 +134,12 @@ class Repair:
         return read_stored_offset(self.job.name, self._worker(), log_)
 
     def _position(self) -> Any:
-        from cdc.jobs.run import source_position
+        from cdc.jobs.source_positions import source_position
 
         return source_position(self.family, self.config)
 
     def _reached(self, offset: dict[str, Any] | None, position: Any) -> bool:
-        from cdc.jobs.run import _mysql_reached, _postgres_reached
+        from cdc.jobs.source_positions import _mysql_reached, _postgres_reached
 
         if not offset or position is None:
             return False

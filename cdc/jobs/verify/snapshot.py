@@ -101,7 +101,7 @@ def _mysql(
 
 
 def _postgres(source: SourceReader, config: Mapping[str, Any]) -> Point:
-    from cdc.jobs.run import _postgres_reached
+    from cdc.jobs.source_positions import _postgres_reached
     from cdc_postgres.lsn import format_lsn
     from cdc_postgres.replication import ReplicationConnection
     from cdc_spark.decode import sequence
