@@ -69,6 +69,9 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
     for key, sink_key in (("mode", "table.modes"), ("delete.mode", "table.delete.modes")):
         conf[key] = str(s.get(key, _DEFAULTS[key]))
         conf[sink_key] = _per_table(job, key, route, prefix)
+    if "ignore_null_updates" in s:  # AUTO CDC's option, for every table without its own
+        conf["ignore.null.updates"] = str(s["ignore_null_updates"]).lower()
+    conf["table.options"] = _table_options(job, route, prefix)
     return conf
 
 
@@ -176,11 +179,49 @@ def _per_table(job: JobSpec, key: str, route: Callable[[str], str], prefix: str)
     return out
 
 
+# A table's keys the job layer reads itself; the others of `sink.tables.<t>` are AUTO CDC's options,
+# passed to the sink as its `table.options` (cdc_spark/apply/table_options.py parses them).
+_JOB_TABLE_KEYS = frozenset(("target", "keys", "mode", "delete.mode", "partition.by"))
+
+
+def _table_options(job: JobSpec, route: Callable[[str], str], prefix: str) -> dict[str, dict[str, Any]]:
+    """`sink.tables.<t>`'s AUTO CDC options (column_list, ignore_null_updates, ...) by topic, each
+    table's checked by the sink's own parser here so that a refusal names its YAML path."""
+    out = {}
+    for name, opts in (job.sink.get("tables") or {}).items():
+        given = {k: v for k, v in (opts or {}).items() if k not in _JOB_TABLE_KEYS}
+        if not given:
+            continue
+        _check_table_options(job, str(name), opts, given)
+        out[route(f"{prefix}.{name}")] = given
+    return out
+
+
+def _check_table_options(job: JobSpec, name: str, opts: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """The options of table `name` as the sink parses them, and (with `keys` given) that no column
+    list drops a key column; a refusal is a SinkSettingError at `sink.tables.<name>.<option>`."""
+    try:
+        from cdc_spark.apply.table_options import TableOptionError, TableOptions
+    except ImportError:  # no Spark plugin here: `cdc run` reports that itself
+        return
+    sink = job.sink
+    mode = str(opts.get("mode", sink.get("mode", "scd1")))
+    default = str(sink.get("ignore_null_updates", False)).lower() == "true"
+    try:
+        options = TableOptions.parse(given, mode, str(sink.get("type")), default)
+        problem = options.key_problem([str(k) for k in opts.get("keys") or ()], name)
+        if problem is not None:
+            raise problem
+    except TableOptionError as e:
+        raise SinkSettingError(("sink", "tables", name, e.key), e.detail) from None
+
+
 # The Spark sink's key names that a job file spells otherwise (sink_config renames them), for
 # its messages: a user is told about the key they wrote.
 _JOB_SPELLING = (
     (re.compile(r"\berrors\.deadletterqueue\.path\b"), "errors.deadletter.table"),
     (re.compile(r"\btruncate\.enabled\b"), "truncate"),
+    (re.compile(r"\bignore\.null\.updates\b"), "ignore_null_updates"),
     (re.compile(r"\btarget=(\w+)"), r"type \1"),
 )
 _PARTITIONED = re.compile(r"^partition\.by \([^)]*\): ")
@@ -201,7 +242,7 @@ def sink_problem(error: Exception, sink: dict[str, Any]) -> tuple[tuple[str, ...
             return ("sink", "tables", tables[0], "partition.by"), _PARTITIONED.sub("", message)
     if _CATALOG.match(message):  # the sink's catalog.<key> is the job's sink.catalog.<key>
         return ("sink", "catalog") if "catalog" in sink else ("sink",), message
-    key = re.match(r"^([a-z][a-z.]*)[=:]", message)
+    key = re.match(r"^([a-z][a-z._]*)[=:]", message)
     if key and key.group(1) in sink:
         return ("sink", key.group(1)), message
     return ("sink",), message

@@ -9,7 +9,8 @@ reaches it (not under `--offline`), with the connector's rule for a key: MySQL/M
 primary key (cdc_mysql/schema.py reads it from the binlog's metadata); PostgreSQL the primary
 key or else a unique index without expressions (Debezium's, cdc_postgres/schema.py).
 (`cdc verify`'s reader asks the same catalogs, but the job layer's import order keeps
-validation from importing verify.)
+validation from importing verify.) The same pass looks up the columns a table's AUTO CDC
+options name (validation/table_options.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from cdc.jobs.spec import source_family
 from cdc.jobs.validation.problems import Collector, did_you_mean
 from cdc.jobs.validation.sink import routes_topics
 from cdc.jobs.validation.source import debezium_source
+from cdc.jobs.validation.table_options import check_option_columns
 
 _KEYLESS_SINKS = ("parquet",)  # a changelog appends every event: no key needed
 _LISTED = 8  # columns named in a message
@@ -55,6 +57,8 @@ def check_table_keys(job: dict[str, Any], out: Collector) -> None:
                 continue
             if "message.key.columns" in source:  # it wins over keys (run.py passes keys only without it)
                 keys = list(configured.for_table(str(name)) or ())
+            key_columns = _spelled(keys, columns, postgres) if keys else catalog.primary_key(schema, table)
+            check_option_columns(job, name, columns, key_columns, out)  # column_list & co. name real columns
             if not keys and not catalog.has_key(schema, table):
                 keyless = "no primary key or unique index" if postgres else "no primary key"
                 out.add(
@@ -86,6 +90,16 @@ class _MySqlCatalog:
             for r in self._rows(
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
                 "ORDER BY ordinal_position",
+                (schema, table),
+            )
+        ]
+
+    def primary_key(self, schema: str, table: str) -> list[str]:
+        return [
+            str(r[0])
+            for r in self._rows(
+                "SELECT column_name FROM information_schema.key_column_usage WHERE table_schema = %s "
+                "AND table_name = %s AND constraint_name = 'PRIMARY' ORDER BY ordinal_position",
                 (schema, table),
             )
         ]
@@ -124,6 +138,15 @@ class _PostgresCatalog:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def primary_key(self, schema: str, table: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey::int2[]) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary "
+            "ORDER BY array_position(i.indkey::int2[], a.attnum)",
+            (self._regclass(schema, table),),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def has_key(self, schema: str, table: str) -> bool:
         return (
             self.conn.execute(
@@ -150,6 +173,14 @@ def _keys_exist(name: Any, keys: list[str], columns: list[str], case_sensitive: 
             )
             ok = False
     return ok
+
+
+def _spelled(keys: list[str], columns: list[str], case_sensitive: bool) -> list[str]:
+    """`keys` as the table spells its columns (MySQL matches column names case-insensitively)."""
+    if case_sensitive:
+        return keys
+    by_lower = {c.lower(): c for c in columns}
+    return [by_lower.get(k.lower(), k) for k in keys]
 
 
 def _listed(columns: list[str]) -> str:

@@ -26,9 +26,10 @@ def start_query(
     """Start the stream; `available_now=True` catches up to the current end and stops.
 
     The source decodes in its own tasks and, except for the Parquet changelog (which keeps
-    every event) and while any table keeps history (mode scd2, the job's or a table's own:
-    SinkConfig.keeps_only_latest), forwards only each key's latest event per partition; the
-    scd1 tables then keep each key's latest when the batch is applied. A dead-letter topic
+    every event), while any table keeps history (mode scd2, the job's or a table's own) and
+    while any table ignores null updates (SinkConfig.keeps_only_latest), forwards only each
+    key's latest event per partition; the scd1 tables then keep each key's latest (and the
+    earlier events its NULLs or placeholders need) when the batch is applied. A dead-letter topic
     (errors.deadletterqueue.topic.name) is created in the topic log the stream reads.
     """
     register(spark)

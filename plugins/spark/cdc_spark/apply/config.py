@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException
 from cdc_spark.apply.errors import SinkConfigError
 from cdc_spark.apply.iceberg_catalog import catalog_properties, parse_catalog
+from cdc_spark.apply.table_options import TableOptionError, TableOptions
 from cdc_spark.decode import unavailable
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ KEYS = (
     "mode",
     "table.modes",
     "table.delete.modes",
+    "table.options",
+    "ignore.null.updates",
     "unavailable.value.placeholder",
     "apply.on",
     "buckets",
@@ -97,6 +100,10 @@ class SinkConfig:
     # table.names, stored by table name); the job-wide mode / delete_mode apply to every other table.
     table_modes: Mapping[str, str] = field(default_factory=dict)
     table_delete_modes: Mapping[str, str] = field(default_factory=dict)
+    # AUTO CDC's per-table options (table_options.py; table.options, keyed by topic, stored by table
+    # name) and the job-wide default of ignore_null_updates (ignore.null.updates).
+    table_options: Mapping[str, TableOptions] = field(default_factory=dict)
+    ignore_null_updates: bool = False
     # The source connector's unavailable.value.placeholder: where it stands, the target keeps its value.
     unavailable_value_placeholder: str = unavailable.DEFAULT
     # delta, iceberg: where a batch is applied. executors: Spark tasks apply disjoint key buckets of
@@ -155,6 +162,10 @@ class SinkConfig:
             raise SinkConfigError(
                 f"table.modes: scd2 (history) for table {scd2[0]} needs target=delta; use scd1 for target={target}"
             )
+        ignore_nulls = _ignore_nulls(c, target)
+        table_options = _table_options(
+            c, target, lambda t: table_modes.get(t, mode), ignore_nulls, table_names, name_format
+        )
         if partition_by and target != "delta":
             raise SinkConfigError(
                 f"partition.by ({', '.join(sorted(partition_by))}): partitioned tables are created for target=delta; "
@@ -206,6 +217,8 @@ class SinkConfig:
             partition_by=partition_by,
             table_modes=table_modes,
             table_delete_modes=table_delete_modes,
+            table_options=table_options,
+            ignore_null_updates=ignore_nulls,
             unavailable_value_placeholder=_placeholder(c),
             apply_on=_apply_on(c, target),
             buckets=_int(c, "buckets", 16, 1, "1 to 10000 (key buckets of a new Delta or Iceberg table)", upper=10_000),
@@ -220,12 +233,26 @@ class SinkConfig:
         """Whether only each key's latest event matters (not for the changelog or history).
 
         False when any table keeps history: the source then forwards every event, and the
-        scd1 tables still keep each key's latest one when the batch is applied."""
-        return self.target != "parquet" and self.mode != "scd2" and "scd2" not in self.table_modes.values()
+        scd1 tables still keep each key's latest one when the batch is applied. False too when any
+        table ignores null updates: a key's earlier updates in the batch hold the values its latest
+        one leaves NULL (table_options.py), and the source's reduction does not know which table
+        a topic is."""
+        history = self.mode == "scd2" or "scd2" in self.table_modes.values()
+        partial = self.ignore_null_updates or any(o.ignore_null_updates for o in self.table_options.values())
+        return self.target != "parquet" and not history and not partial
 
     def mode_for(self, table: str) -> str:
         """The table's mode: its own (table.modes), else the job's."""
         return self.table_modes.get(table, self.mode)
+
+    def options_for(self, table: str) -> TableOptions:
+        """The table's AUTO CDC options (table.options), else the job's defaults."""
+        own = self.table_options.get(table)
+        return own if own is not None else TableOptions(ignore_null_updates=self.ignore_null_updates)
+
+    def null_update_topics(self, topics: Iterable[str]) -> frozenset[str]:
+        """Those of `topics` whose table keeps its values where an update carries NULL."""
+        return frozenset(t for t in topics if self.options_for(self.table_for(t)).ignore_null_updates)
 
     def delete_mode_for(self, table: str) -> str:
         """The table's delete mode: its own (table.delete.modes), else the job's."""
@@ -265,6 +292,39 @@ def _per_table(
         if value not in allowed:
             raise SinkConfigError(f"{key}: {raw!r} for topic {topic}: use {' or '.join(allowed)}")
         out[_table_name(str(topic), names, name_format)] = value
+    return out
+
+
+def _ignore_nulls(c: Mapping[str, Any], target: str) -> bool:
+    """ignore.null.updates: the job's default of each table's ignore_null_updates."""
+    value = bool(_flag(c, "ignore.null.updates", False))
+    if value and target == "parquet":
+        raise SinkConfigError(
+            "ignore.null.updates: the parquet changelog appends every event as it came, it keeps no row whose "
+            "values an update could keep; drop it for target=parquet"
+        )
+    return value
+
+
+def _table_options(
+    c: Mapping[str, Any],
+    target: str,
+    mode_for: Callable[[str], str],
+    ignore_nulls: bool,
+    names: Mapping[str, str],
+    name_format: str,
+) -> dict[str, TableOptions]:
+    """table.options ({topic: {option: value}}), each parsed for its table's mode, by table name."""
+    example = "{'shop.inv.orders': {'except_column_list': ['note'], 'ignore_null_updates': true}} (topic: options)"
+    out: dict[str, TableOptions] = {}
+    for topic, raw in _mapping(c, "table.options", example).items():
+        if not isinstance(raw, Mapping):
+            raise SinkConfigError(f"table.options for topic {topic} must be a mapping, e.g. {example}; got {raw!r}")
+        table = _table_name(str(topic), names, name_format)
+        try:
+            out[table] = TableOptions.parse(raw, mode_for(table), target, ignore_nulls)
+        except TableOptionError as e:
+            raise SinkConfigError(f"table.options for topic {topic}: {e}") from None
     return out
 
 

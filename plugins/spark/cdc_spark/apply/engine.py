@@ -247,7 +247,8 @@ class ChangeApplier:
         # when another table keeps history, so the reduction across them happens here).
         marks = topic_marks(changes["topic"], self._truncate_marks(), self.config.table_for)
         t1 = time.perf_counter()
-        winners = latest_and_earlier(changes, marks, self.config.placeholder)
+        partial_topics = self.config.null_update_topics(pc.unique(changes["topic"]).to_pylist())
+        winners = latest_and_earlier(changes, marks, self.config.placeholder, partial_topics)
         self._phases["latest"] = time.perf_counter() - t1
         self._apply_winners(*winners, batch_id)
 
@@ -361,6 +362,8 @@ class ChangeApplier:
                 earlier=before.get(topic),
                 schemas=self._schemas,
                 placeholder=self.config.placeholder,
+                options=self.config.options_for(table),
+                table=table,
             )
             flat = self._screen_lake(table, rows, reflatten(rows), reflatten)
             t2 = time.perf_counter()
@@ -391,7 +394,7 @@ class ChangeApplier:
         writer = Scd2Delta(self.config)
         for topic, rows in sorted(by_topic(collected).items()):
             table = self.config.table_for(topic)
-            reflatten = partial(flatten, topic, schemas=self._schemas)
+            reflatten = partial(_flatten_selected, topic, schemas=self._schemas, table=table, config=self.config)
             flat = self._screen_lake(table, rows, reflatten(rows), reflatten)
             if flat.table.num_rows == 0:
                 continue
@@ -439,6 +442,13 @@ class ChangeApplier:
                 writer.close()
             return
         self.target.maintain(sorted(self._tables))
+
+
+def _flatten_selected(
+    topic: str, rows: pa.Table, schemas: Mapping[int, str], table: str, config: SinkConfig
+) -> FlatBatch:
+    """Every event of `rows` flattened, with the columns the table's column lists write."""
+    return config.options_for(table).select(flatten(topic, rows, schemas), table)
 
 
 def _collect(frame: DataFrame, batch_id: int) -> pa.Table:

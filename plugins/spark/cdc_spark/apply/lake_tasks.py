@@ -171,15 +171,17 @@ class BucketApply:
 
     def apply(self, events: pa.Table, marks: Mapping[str, bytes]) -> None:
         config, table = self.config, self.tp.table
-        winners, earlier = latest_and_earlier(events, marks, config.placeholder)
+        options = config.options_for(table)
+        partial_topics = {self.topic} if options.ignore_null_updates else set()
+        winners, earlier = latest_and_earlier(events, marks, config.placeholder, partial_topics)
         if winners.num_rows == 0:
             return
-        flat = flatten_latest(self.topic, winners, earlier, self.plan.schemas, config.placeholder)
+        flat = flatten_latest(self.topic, winners, earlier, self.plan.schemas, config.placeholder, options, table)
         newest = _newest(winners)  # refused rows count too: their events were read
         if config.errors_tolerance == "all":
 
             def reflatten(kept: pa.Table) -> FlatBatch:
-                return flatten_latest(self.topic, kept, earlier, self.plan.schemas, config.placeholder)
+                return flatten_latest(self.topic, kept, earlier, self.plan.schemas, config.placeholder, options, table)
 
             screened = screen_lake(table, winners, flat, reflatten)
             flat = screened.flat

@@ -4,9 +4,10 @@ commit there, or in each partition after a shuffle by key (PostgreSQL)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Row
@@ -70,20 +71,65 @@ def latest_rows(rows: pa.Table, truncates: Mapping[str, bytes]) -> pa.Table:
 
 
 def latest_and_earlier(
-    rows: pa.Table, truncates: Mapping[str, bytes], placeholder: Placeholder
+    rows: pa.Table, truncates: Mapping[str, bytes], placeholder: Placeholder, null_updates: Collection[str] = ()
 ) -> tuple[pa.Table, pa.Table]:
-    """`latest_rows`, and the earlier events that may hold the values a winner lacks (its
-    placeholder for a value the source did not send; apply/unchanged.py)."""
+    """`latest_rows`, and the earlier events that may hold the values a winner lacks: its
+    placeholder for a value the source did not send, or (topics in `null_updates`, whose
+    tables ignore null updates) the NULLs of an update (apply/unchanged.py)."""
     rows = _after_truncates(rows, truncates)
     winners = _winners(rows)
     none = rows.slice(0, 0)
     if winners.num_rows == rows.num_rows:
         return winners, none
     suspect = placeholder.suspects(winners.column("value"))
-    if not pc.any(suspect).as_py():
+    partial_updates = _partial_winners(winners, null_updates)
+    if not pc.any(suspect).as_py() and partial_updates is None:
         return winners, none
-    chains = rows.filter(pc.is_in(_pairs(rows), value_set=_pairs(winners.filter(suspect))))
-    return winners, chains.take(placeholder.earlier_needed(chains, _pairs(chains)))
+    pairs = _pairs(rows)
+    needed: list[pa.Array] = []  # indices into `rows`, one array per rule
+    if pc.any(suspect).as_py():
+        at = pc.indices_nonzero(pc.is_in(pairs, value_set=_pairs(winners.filter(suspect))))
+        chains = rows.take(at)
+        needed.append(at.take(placeholder.earlier_needed(chains, _pairs(chains))))
+    if partial_updates is not None:
+        at = pc.indices_nonzero(pc.is_in(pairs, value_set=_pairs(winners.filter(partial_updates))))
+        needed.append(at.take(_since_last_whole(rows.take(at))))
+    indices = pc.unique(pa.concat_arrays([n.cast(pa.int64()) for n in needed]))  # both rules may keep one
+    return winners, rows.take(indices.take(pc.sort_indices(indices)))
+
+
+def _partial_winners(winners: pa.Table, topics: Collection[str]) -> pa.Array | None:
+    """Per winner: is it an update of a topic whose table ignores null updates? (None: none is)"""
+    if not topics:
+        return None
+    wanted = pa.array(sorted(topics), winners.schema.field("topic").type)
+    mask = pc.and_(pc.is_in(winners["topic"], value_set=wanted), pc.equal(winners["__op"], "u"))
+    mask = pc.fill_null(mask, False)
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return mask if pc.any(mask).as_py() else None
+
+
+def _since_last_whole(chains: pa.Table) -> pa.Array:
+    """Indices of each key's events the fill of its latest (an update) may need under
+    ignore_null_updates: the earlier ones back to, and with, its newest whole row (an insert, a
+    read or a delete: those set or clear every column), not the latest itself."""
+    n = chains.num_rows
+    if n < 2:
+        return pa.array([], pa.int64())
+    order = pc.sort_indices(
+        pa.table({"g": _pairs(chains), "s": chains.column("__seq"), "o": chains.column("offset")}),
+        sort_keys=[("g", "ascending"), ("s", "descending"), ("o", "descending")],
+    )
+    groups = _pairs(chains).take(order)
+    start = pa.concat_arrays([pa.array([True]), pc.not_equal(groups.slice(1), groups.slice(0, n - 1))])
+    whole = pc.fill_null(pc.not_equal(chains.column("__op").combine_chunks().take(order), "u"), True)
+    # A row is needed unless a whole row lies between it and its key's latest (newer than it).
+    here = pa.array(np.arange(n, dtype=np.int64))
+    prior = pc.if_else(whole, here, pa.scalar(None, pa.int64()))
+    prior = pc.if_else(start, -1, pa.concat_arrays([pa.nulls(1, pa.int64()), prior.slice(0, n - 1)]))
+    shadowed = pc.greater_equal(pc.fill_null_forward(prior), 0)
+    return order.filter(pc.and_(pc.invert(start), pc.invert(shadowed)))
 
 
 def _pairs(rows: pa.Table) -> pa.Array:

@@ -52,9 +52,11 @@ TOMBSTONE_SUFFIX = "__tombstones"
 TRUNCATES = "_cdc_truncates"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
 # Staging only, per column i with values the source did not send: the cells as sent (the
-# placeholder where unsent, else NULL) and the sequence of the batch's event deciding each.
+# placeholder where unsent, else NULL), the sequence of the batch's event deciding each, and
+# which cells are masked (an update's NULL under ignore_null_updates is sent as NULL too).
 _UNSENT = "__cdc_unsent_{}"
 _SINCE = "__cdc_since_{}"
+_MASKED = "__cdc_masked_{}"
 
 
 class WarehouseValueError(RuntimeError):
@@ -320,14 +322,18 @@ class PostgresWriter:
         n = data.num_rows
         for i, (name, mask) in enumerate(masks.items()):
             self.conn.execute(
-                sql.SQL("ALTER TABLE _cdc_stage ADD COLUMN {} {}, ADD COLUMN {} bytea").format(
-                    sql.Identifier(_UNSENT.format(i)), sql.SQL(types[name]), sql.Identifier(_SINCE.format(i))
+                sql.SQL("ALTER TABLE _cdc_stage ADD COLUMN {} {}, ADD COLUMN {} bytea, ADD COLUMN {} boolean").format(
+                    sql.Identifier(_UNSENT.format(i)),
+                    sql.SQL(types[name]),
+                    sql.Identifier(_SINCE.format(i)),
+                    sql.Identifier(_MASKED.format(i)),
                 )
             )
             sent = sent_of(masks, name, data)
             data = data.append_column(_UNSENT.format(i), pc.if_else(mask, sent, pa.nulls(n, sent.type)))
             since = pc.if_else(mask, since_of(masks, name, n), pa.nulls(n, pa.binary()))
             data = data.append_column(_SINCE.format(i), since)
+            data = data.append_column(_MASKED.format(i), pc.fill_null(mask, False))
         return data
 
     def _keep_unchanged(self, table: str, masks: Mapping[str, pa.Array], keys: list[str]) -> None:
@@ -338,9 +344,10 @@ class PostgresWriter:
         target = self.ident(table)
         unsent = [sql.Identifier(_UNSENT.format(i)) for i in range(len(masks))]
         since = [sql.Identifier(_SINCE.format(i)) for i in range(len(masks))]
+        masked = [sql.Identifier(_MASKED.format(i)) for i in range(len(masks))]
         names = [sql.Identifier(c) for c in masks]
         values = [sql.Identifier(f"__cdc_stored_{i}") for i in range(len(masks))]
-        any_unsent = sql.SQL(" OR ").join(sql.SQL("w.{} IS NOT NULL").format(u) for u in unsent)
+        any_unsent = sql.SQL(" OR ").join(sql.SQL("w.{}").format(m) for m in masked)
         joins = [sql.SQL("LEFT JOIN {} t ON {}").format(target, _key_match("t", "w", keys))]
         tomb: sql.Composable = sql.SQL("NULL::bytea")
         if self.config.delete_mode_for(table) == "hard":
@@ -363,15 +370,16 @@ class PostgresWriter:
         )
         sets = sql.SQL(", ").join(
             sql.SQL(
-                "{c} = CASE WHEN s.{u} IS NULL OR d.seq IS NULL OR d.seq < s.{s} THEN s.{c} "
+                "{c} = CASE WHEN NOT s.{m} OR d.seq IS NULL OR d.seq < s.{s} THEN s.{c} "
                 "WHEN d.live THEN d.{v} ELSE s.{u} END"
-            ).format(c=c, u=u, s=si, v=v)
-            for c, u, si, v in zip(names, unsent, since, values, strict=True)
+            ).format(c=c, u=u, s=si, v=v, m=m)
+            for c, u, si, v, m in zip(names, unsent, since, values, masked, strict=True)
         )
         self.conn.execute(
             sql.SQL("UPDATE _cdc_stage s SET {} FROM ({}) d WHERE {}").format(sets, state, _key_match("s", "d", keys))
         )
-        # Left holding the placeholder: a stored delete decided, or neither the batch nor the target had it.
+        # Left holding the placeholder: a stored delete decided, or neither the batch nor the target had
+        # it. A quiet cell (an update's NULL, sent as NULL) left NULL is not counted: NULL = NULL is not true.
         kept = sql.SQL(" OR ").join(
             sql.SQL("(s.{u} IS NOT NULL AND s.{c}::text = s.{u}::text)").format(u=u, c=c)
             for u, c in zip(unsent, names, strict=True)
@@ -648,14 +656,16 @@ def apply_partition(
     if received:
         rows = pa.Table.from_batches(received)
         marks = topic_marks(rows["topic"], truncated or {}, config.table_for)
-        rows, earlier = latest_and_earlier(rows, marks, config.placeholder)
+        partial_topics = config.null_update_topics(pc.unique(rows["topic"]).to_pylist())
+        rows, earlier = latest_and_earlier(rows, marks, config.placeholder, partial_topics)
     if rows is not None and rows.num_rows:
         before = by_topic(earlier) if earlier.num_rows else {}
         writer = PostgresWriter(config)
         try:
             for topic, part in sorted(by_topic(rows).items()):
-                flat = flatten_latest(topic, part, before.get(topic), schemas, config.placeholder)
                 table = config.table_for(topic)
+                options = config.options_for(table)
+                flat = flatten_latest(topic, part, before.get(topic), schemas, config.placeholder, options, table)
                 # Row i of `flat` is event i of `part`: a refused row is known by its event's position.
                 lined_up = flat.table.num_rows == part.num_rows
                 refused: list[Refused] | None = [] if config.errors_tolerance == "all" and lined_up else None

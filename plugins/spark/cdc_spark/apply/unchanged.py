@@ -12,6 +12,10 @@ the placeholder, with a warning that names the table, the columns and the fix.
 Two steps: `fill_in_batch` (with the batch's events) takes the batch's value and records its
 sequence (`Unsent`); the target then reads its stored state of those keys and settles each
 cell by sequence (`fill_from_stored`, or the PostgreSQL target's SQL of the same rule).
+
+A table with `ignore_null_updates` (table_options.py) has the NULL cells of its updates masked
+the same way: the same rule keeps the value they leave unchanged. Those masks are quiet: a
+NULL that finds no value to keep is a NULL, not a value lost, so it is not warned about.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_spark.apply.arrowutil import same_as_previous
+from cdc_spark.apply.table_options import TableOptions, null_masks
 from cdc_spark.decode.flatten import FlatBatch, flatten
 from cdc_spark.decode.unavailable import Placeholder
 
@@ -41,7 +46,9 @@ class Unsent(dict[str, pa.Array]):
     - `filled`: whether that event carried the value (now in the cell; else the cell keeps
       the placeholder);
     - `sent`: the winner's own cell (the placeholder in the column's form), for a cell that a
-      newer stored delete leaves without a value.
+      newer stored delete leaves without a value;
+    - `quiet`: the cells masked for `ignore_null_updates` (an update's NULL), never reported
+      when nothing had a value for them (they stay NULL).
 
     A plain mapping of masks means: nothing in the batch, the winners' cells as sent.
     """
@@ -52,11 +59,13 @@ class Unsent(dict[str, pa.Array]):
         since: Mapping[str, pa.Array] | None = None,
         filled: Mapping[str, pa.Array] | None = None,
         sent: Mapping[str, pa.Array] | None = None,
+        quiet: Mapping[str, pa.Array] | None = None,
     ) -> None:
         super().__init__(masks)
         self.since = dict(since or {})
         self.filled = dict(filled or {})
         self.sent = dict(sent or {})
+        self.quiet = dict(quiet or {})
 
 
 def since_of(masks: Masks, name: str, n: int) -> pa.Array:
@@ -69,6 +78,12 @@ def filled_of(masks: Masks, name: str, n: int) -> pa.Array:
     """Per row, whether the batch supplied the cell's value."""
     filled = masks.filled.get(name) if isinstance(masks, Unsent) else None
     return filled if filled is not None else pa.array(np.zeros(n, bool))
+
+
+def loud(masks: Masks, name: str, cells: pa.Array) -> pa.Array:
+    """`cells` of column `name` less the quiet ones (`Unsent.quiet`): those worth a warning."""
+    quiet = masks.quiet.get(name) if isinstance(masks, Unsent) else None
+    return cells if quiet is None else pc.and_(cells, pc.invert(quiet))
 
 
 def sent_of(masks: Masks, name: str, table: pa.Table) -> pa.Array:
@@ -84,14 +99,22 @@ def flatten_latest(
     earlier: pa.Table | None,
     schemas: Mapping[int, str] | None,
     placeholder: Placeholder,
+    options: TableOptions | None = None,
+    table: str = "",
 ) -> FlatBatch:
-    """The winners of one topic flattened, their placeholders filled from `earlier` events of
-    their keys (see latest.latest_and_earlier); `unchanged` marks every such cell, for the
-    target to settle against its stored state by sequence (fill_in_batch)."""
+    """The winners of one topic flattened, their placeholders (and with `ignore_null_updates`
+    their updates' NULLs) filled from `earlier` events of their keys (see
+    latest.latest_and_earlier); `unchanged` marks every such cell, for the target to settle
+    against its stored state by sequence (fill_in_batch). `options`: the columns the target
+    table `table` takes (TableOptions.select) and whether it ignores null updates."""
     rows = winners
     if earlier is not None and earlier.num_rows:
         rows = pa.concat_tables([winners, earlier.select(winners.column_names).cast(winners.schema)])
-    return fill_in_batch(flatten(topic, rows, schemas), winners.num_rows, placeholder)
+    flat = flatten(topic, rows, schemas)
+    if options is not None:
+        flat = options.select(flat, table or topic)
+    nulls = options is not None and options.ignore_null_updates
+    return fill_in_batch(flat, winners.num_rows, placeholder, null_updates=nulls)
 
 
 def fill_forward(rows: pa.Table, masks: Masks, keys: list[str]) -> tuple[pa.Table, dict[str, pa.Array]]:
@@ -149,15 +172,21 @@ def _replace(
     return rows
 
 
-def fill_in_batch(flat: FlatBatch, winners: int, placeholder: Placeholder) -> FlatBatch:
+def fill_in_batch(flat: FlatBatch, winners: int, placeholder: Placeholder, null_updates: bool = False) -> FlatBatch:
     """`flat.table`: the batch's per-key winners (the first `winners` rows), then earlier events
-    of keys whose winner may carry the placeholder. Returns the winners, their placeholders
-    replaced from those events; `unchanged` (an `Unsent`) marks every such cell, with the
-    sequence of the event that decided it, for the target to settle against its stored row."""
+    of keys whose winner may carry the placeholder (or, with `null_updates`, NULLs of an
+    update). Returns the winners, those cells replaced from those events; `unchanged` (an
+    `Unsent`) marks every such cell, with the sequence of the event that decided it, for the
+    target to settle against its stored row."""
     keys = flat.key_columns
     masks = placeholder.masks(flat.table, skip=frozenset(keys))
+    quiet = null_masks(flat.table, keys) if null_updates else {}
+    for name, mask in quiet.items():  # a cell is the placeholder or NULL, never both
+        masks[name] = pc.or_(masks[name], mask) if name in masks else mask
     if flat.table.num_rows == winners or not masks:
-        return FlatBatch(flat.table.slice(0, winners), keys, {c: m.slice(0, winners) for c, m in masks.items()})
+        mine = {c: m.slice(0, winners) for c, m in masks.items()}
+        quiet_mine = {c: m.slice(0, winners) for c, m in quiet.items()}
+        return FlatBatch(flat.table.slice(0, winners), keys, Unsent(mine, quiet=quiet_mine) if quiet_mine else mine)
     n = flat.table.num_rows
     # Earlier events before their winner at an equal sequence (a replay of it): a stable order.
     table = flat.table.append_column("__winner", pa.array(np.arange(n) < winners, pa.bool_()))
@@ -178,7 +207,8 @@ def fill_in_batch(flat: FlatBatch, winners: int, placeholder: Placeholder) -> Fl
         filled[name] = pa.array(np.ones(winners, bool)) if left is None else pc.invert(left.take(mine))
     winners_masks = {c: m.slice(0, winners) for c, m in masks.items()}
     sent = {c: flat.table.column(c).combine_chunks().slice(0, winners) for c in masks}
-    return FlatBatch(rows.take(mine), keys, Unsent(winners_masks, since, filled, sent))
+    quiet_winners = {c: m.slice(0, winners) for c, m in quiet.items()}
+    return FlatBatch(rows.take(mine), keys, Unsent(winners_masks, since, filled, sent, quiet_winners))
 
 
 def fill_from_stored(
@@ -189,7 +219,8 @@ def fill_from_stored(
     decides). `stored`: the stored rows of the keys (keys, `__seq`, the masked columns, and
     `__deleted` for soft deletes); `deleted`: the deletes the target remembers (keys, `__seq`).
     A stored row gives its value; a stored delete newer than the row leaves the placeholder.
-    Returns the settled rows and the cells left holding the placeholder."""
+    Returns the settled rows and the cells left holding the placeholder (quiet cells, left NULL,
+    are not among them)."""
     n = table.num_rows
     names = list(masks)
     state = _stored_state(table.select(keys), stored, deleted, keys, names)
@@ -212,6 +243,7 @@ def fill_from_stored(
             table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), value)
         # Left holding the placeholder: a stored delete decided, or the batch did without a value.
         kept = pc.and_(mask, pc.or_(ended, pc.and_(pc.invert(decides), pc.invert(filled_of(masks, name, n)))))
+        kept = loud(masks, name, kept)
         if pc.any(kept).as_py():
             remaining[name] = kept
     return table, remaining
