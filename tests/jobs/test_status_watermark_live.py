@@ -15,6 +15,8 @@ import os
 import random
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ from cdc.jobs.status import collect, render
 from tests.jobs.jobfile import mysql_delta_job
 from tests.mysql.harness import connector_props
 from tests.postgres.harness import connector_props as pg_props
+from tests.rig import mariadb as mariadb_rig
+from tests.rig import postgres as postgres_rig
 from tests.support.proc import CdcProcess, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -103,32 +107,39 @@ UPSERT = {
 }
 
 
-def _source(request: Any, which: str) -> tuple[Any, dict[str, str], str]:
-    """The server, the job's source keys (heartbeats every 300 ms) and the captured table's name."""
-    if which == "mariadb":
-        server = request.getfixturevalue("mariadb_db")
-        table = f"{server.database}.items"
-        props = connector_props(server, table__include__list=table, heartbeat__interval__ms=300)
-    else:
-        server = request.getfixturevalue("postgres_db")
-        table = "public.items"
-        props = pg_props(server, table__include__list=table, heartbeat__interval__ms=300)
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("CREATE TABLE items (id INT PRIMARY KEY, v INT)")
-        cur.execute("CREATE TABLE other (id INT PRIMARY KEY)")  # never captured: its changes are only bytes
-        conn.commit()
-    return server, props, table
+@contextmanager
+def _source(which: str) -> Iterator[tuple[Any, dict[str, str], str]]:
+    """A private server (another test's writes on a shared one would move its log past every heartbeat,
+    and "nothing lies past it" would rarely hold), the job's source keys (heartbeats every 300 ms) and
+    the captured table's name."""
+    with ExitStack() as stack:
+        if which == "mariadb":
+            server = stack.enter_context(stack.enter_context(mariadb_rig.spawn_local()).fresh_database())
+            table = f"{server.database}.items"
+            props = connector_props(server, table__include__list=table, heartbeat__interval__ms=300)
+        else:
+            private = stack.enter_context(postgres_rig.provide({"wal_sender_timeout": "60s"}))
+            server = stack.enter_context(private.fresh_database())
+            table = "public.items"
+            props = pg_props(server, table__include__list=table, heartbeat__interval__ms=300)
+        with server.connect() as conn, conn.cursor() as cur:
+            cur.execute("CREATE TABLE items (id INT PRIMARY KEY, v INT)")
+            cur.execute("CREATE TABLE other (id INT PRIMARY KEY)")  # never captured: its changes are only bytes
+            conn.commit()
+        yield server, props, table
 
 
 @pytest.mark.parametrize("which", ["mariadb", "postgres"])
-def test_the_lake_holds_everything_the_watermark_claims_while_a_writer_runs(
-    tmp_path: Path, request: Any, which: str
-) -> None:
-    server, props, table = _source(request, which)
+def test_the_lake_holds_everything_the_watermark_claims_while_a_writer_runs(tmp_path: Path, which: str) -> None:
+    with _source(which) as (server, props, table):
+        _watermark_under_a_writer(tmp_path, server, props, table, UPSERT[which])
+
+
+def _watermark_under_a_writer(tmp_path: Path, server: Any, props: dict[str, str], table: str, upsert: str) -> None:
     job = mysql_delta_job(tmp_path, "watermark", props, {table: "target: items"})
     lake = str(tmp_path / "lake" / "items")
     proc = CdcProcess("run", str(job), log_path=tmp_path / "run.log")
-    writer = Writer(server, SEED, UPSERT[which])
+    writer = Writer(server, SEED, upsert)
     note = f"seed {SEED} (CDC_TEST_SEED={SEED} repeats it)"
     checked = 0
     try:
