@@ -95,6 +95,8 @@ def test_an_unconfirmed_data_end_keeps_the_watermark_at_the_query_position(tmp_p
     try:
         start = {DATA: {"0": 0}, MARK: {"0": 1}}
         assert reader.latestOffset(start, ReadAllAvailable()) == {DATA: {"0": 5}, MARK: {"0": 1}}
+        # A watermark topic the query has not planned yet is not planned from an unconfirmed end either.
+        assert reader.latestOffset({DATA: {"0": 0}}, ReadAllAvailable()) == {DATA: {"0": 5}}
     finally:
         reader.stop()
 

@@ -108,13 +108,15 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _planned_ends(self, floor: off.Offsets | None = None) -> off.Offsets:
         """The data partitions' ends and, read before them, the watermark topic's (held at `floor`
-        unless the probe confirmed every data end it was asked for)."""
+        unless the probe confirmed every data end it was asked for; one not in `floor` yet then
+        waits for the next trigger)."""
         marks = self._watermark_partitions()
         mark_ends = self.log.end_offsets(marks) if marks else {}  # first: what precedes them is in the log
         unanswered: set[TopicPartition] = set()
         ends = self._end_offsets(self._partitions(), floor, unanswered)
         if unanswered:
-            mark_ends = {tp: (floor or {}).get(tp, o) for tp, o in mark_ends.items()}
+            held = floor or {}
+            mark_ends = {tp: held[tp] for tp in mark_ends if tp in held}
         return {**ends, **mark_ends}
 
     def _end_offsets(
