@@ -71,6 +71,8 @@ def sink_config(job: JobSpec, captured: Iterable[str] | None = None) -> dict[str
         conf[sink_key] = _per_table(job, key, route, prefix)
     if "ignore_null_updates" in s:  # AUTO CDC's option, for every table without its own
         conf["ignore.null.updates"] = str(s["ignore_null_updates"]).lower()
+    if "schema.change.behavior" in s:  # Flink CDC's option, for every table without its own
+        conf["schema.change.behavior"] = str(s["schema.change.behavior"])
     conf["table.options"] = _table_options(job, route, prefix)
     return conf
 

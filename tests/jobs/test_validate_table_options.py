@@ -130,6 +130,23 @@ def test_the_options_reach_the_sink_by_topic(tmp_path: Path) -> None:
     assert sink.options_for("shop_shop_other").ignore_null_updates  # the job's default
 
 
+@pytest.mark.unit
+def test_schema_change_behavior_is_checked_and_reaches_the_sink(tmp_path: Path) -> None:
+    _, errors = _offline(tmp_path, "schema.change.behavior: strict")
+    assert len(errors) == 1 and "sink.tables['shop.orders']['schema.change.behavior']" in errors[0], errors
+    assert "exception" in errors[0] and "lenient" in errors[0]
+    _, errors = _offline(tmp_path, "target: o", extra="  schema.change.behavior: evolv\n")
+    assert len(errors) == 1 and "sink['schema.change.behavior']" in errors[0] and "evolve" in errors[0], errors
+    job, errors = _offline(tmp_path, "schema.change.behavior: evolve", extra="  schema.change.behavior: exception\n")
+    assert not errors
+    sink = SinkConfig.parse(sink_config(job))
+    assert sink.options_for("shop_shop_orders").schema_change_behavior == "evolve"
+    assert sink.options_for("shop_shop_other").schema_change_behavior == "exception"
+    # The parquet changelog has no table schema to change: the option is only checked there.
+    _, errors = _offline(tmp_path, "schema.change.behavior: ignore", "parquet")
+    assert not errors
+
+
 # -- online: the source's own columns --------------------------------------------------------------
 def _validate(tmp_path: Path, job: Path) -> tuple[int, list[str]]:
     started = time.monotonic()

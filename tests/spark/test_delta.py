@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
 from cdc.api.data import Schema
 from cdc.log.embedded import EmbeddedLog
-from cdc_spark.apply import ChangeApplier, SchemaEvolutionError, TypeWideningError
+from cdc_spark.apply import ChangeApplier, SchemaEvolutionError
 from tests.spark.events import Table, produce
 from tests.spark.helpers import delta_rows, raw_frame, run_available_now, visible
 
@@ -124,10 +125,14 @@ def test_schema_evolution_adds_columns_keeps_dropped_and_refuses_type_changes(sp
     v3 = Table(TOPIC, {"id": Schema.INT32_SCHEMA, "name": Schema.OPTIONAL_INT64_SCHEMA})
     with pytest.raises(SchemaEvolutionError, match=r"table shop_inv_items: column 'name' changed type .*Fix:"):
         applier(raw_frame(spark, TOPIC, [v3.event("u", 1, {"name": 5}, 4)]), 2)
-    # int → bigint: lossless, but delta-rs cannot change a column type in place; the error says how to.
+    # int → bigint (the key): lossless; delta-rs cannot change a column type in place, so the
+    # table is rewritten with the wider type in one commit, and the batch applies after it.
     wide = Table(TOPIC, {"id": Schema.INT64_SCHEMA, "name": Schema.OPTIONAL_STRING_SCHEMA})
-    with pytest.raises(TypeWideningError, match=r"column 'id' widened from int32 to int64.*Fix: rewrite the table"):
-        applier(raw_frame(spark, TOPIC, [wide.event("u", 1, {"name": "w"}, 5)]), 2)
+    applier(raw_frame(spark, TOPIC, [wide.event("u", 1, {"name": "w"}, 5), wide.event("c", 3_000_000_000, {}, 6)]), 2)
+    dt = DeltaTable(f"{lake}/shop_inv_items")
+    assert pa.schema(dt.schema().to_arrow()).field("id").type == pa.int64()
+    rows = {r["id"]: r for r in delta_rows(f"{lake}/shop_inv_items")}
+    assert rows[1]["name"] == "w" and rows[2]["color"] == "red" and 3_000_000_000 in rows
 
 
 def test_maintenance_compacts_and_forgets_old_tombstones(spark: Any, tmp_path: Path) -> None:

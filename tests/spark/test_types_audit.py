@@ -18,7 +18,7 @@ import pytest
 
 from cdc.api.data import Decimal, Schema, SchemaBuilder, Struct
 from cdc_spark.apply import ChangeApplier
-from cdc_spark.apply.errors import TypeWideningError, ValueOutOfRangeError
+from cdc_spark.apply.errors import ValueOutOfRangeError
 from cdc_spark.apply.evolution import conform, widens
 from cdc_spark.decode import ColumnTypeConflict, flatten, sequence
 from cdc_spark.decode.flatten import flatten_rows
@@ -189,8 +189,10 @@ def test_lake_schema_takes_a_narrower_decimal_scale() -> None:
     assert widens(pa.decimal128(12, 4), pa.decimal128(10, 2))
     out, added = conform("t", existing, incoming)
     assert out.column("d").to_pylist() == [decimal.Decimal("1.2500")] and not added
-    with pytest.raises(TypeWideningError, match=r"column 'd' widened"):
-        conform("t", pa.schema([("d", pa.decimal128(10, 2))]), incoming.cast(pa.schema([("d", pa.decimal128(12, 4))])))
+    # decimal(10,2) → decimal(12,4): every old value fits, so the target retypes the column.
+    wider = incoming.cast(pa.schema([("d", pa.decimal128(12, 4))]))
+    out, change = conform("t", pa.schema([("d", pa.decimal128(10, 2))]), wider)
+    assert change.retyped == (pa.field("d", pa.decimal128(12, 4)),) and out.schema == wider.schema
 
 
 # -- PostgreSQL --------------------------------------------------------------------------------

@@ -4,20 +4,20 @@ from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.engine import ChangeApplier
 from cdc_spark.apply.errors import (
     PoisonEventError,
+    SchemaChangeRefusedError,
     SchemaEvolutionError,
     SinkConfigError,
     TargetApplyError,
-    TypeWideningError,
     ValueOutOfRangeError,
 )
 
 __all__ = [
     "ChangeApplier",
     "PoisonEventError",
+    "SchemaChangeRefusedError",
     "SchemaEvolutionError",
     "SinkConfig",
     "SinkConfigError",
     "TargetApplyError",
-    "TypeWideningError",
     "ValueOutOfRangeError",
 ]

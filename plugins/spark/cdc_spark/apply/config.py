@@ -16,8 +16,9 @@ from typing import Any
 from cdc.api import libpq_tls
 from cdc.api.errors import ConfigException
 from cdc_spark.apply.errors import SinkConfigError
+from cdc_spark.apply.evolution import DEFAULT_BEHAVIOR
 from cdc_spark.apply.iceberg_catalog import catalog_properties, parse_catalog
-from cdc_spark.apply.table_options import TableOptionError, TableOptions
+from cdc_spark.apply.table_options import TableOptionError, TableOptions, parse_behavior
 from cdc_spark.decode import unavailable
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ KEYS = (
     "table.delete.modes",
     "table.options",
     "ignore.null.updates",
+    "schema.change.behavior",
     "unavailable.value.placeholder",
     "apply.on",
     "buckets",
@@ -104,6 +106,8 @@ class SinkConfig:
     # name) and the job-wide default of ignore_null_updates (ignore.null.updates).
     table_options: Mapping[str, TableOptions] = field(default_factory=dict)
     ignore_null_updates: bool = False
+    # schema.change.behavior: the job's default of each table's (Flink CDC's five; apply/evolution.py).
+    schema_change_behavior: str = DEFAULT_BEHAVIOR
     # The source connector's unavailable.value.placeholder: where it stands, the target keeps its value.
     unavailable_value_placeholder: str = unavailable.DEFAULT
     # delta, iceberg: where a batch is applied. executors: Spark tasks apply disjoint key buckets of
@@ -163,8 +167,12 @@ class SinkConfig:
                 f"table.modes: scd2 (history) for table {scd2[0]} needs target=delta; use scd1 for target={target}"
             )
         ignore_nulls = _ignore_nulls(c, target)
+        try:
+            behavior = parse_behavior(c.get("schema.change.behavior"))
+        except TableOptionError as e:
+            raise SinkConfigError(str(e)) from None
         table_options = _table_options(
-            c, target, lambda t: table_modes.get(t, mode), ignore_nulls, table_names, name_format
+            c, target, lambda t: table_modes.get(t, mode), ignore_nulls, table_names, name_format, behavior
         )
         if partition_by and target != "delta":
             raise SinkConfigError(
@@ -219,6 +227,7 @@ class SinkConfig:
             table_delete_modes=table_delete_modes,
             table_options=table_options,
             ignore_null_updates=ignore_nulls,
+            schema_change_behavior=behavior,
             unavailable_value_placeholder=_placeholder(c),
             apply_on=_apply_on(c, target),
             buckets=_int(c, "buckets", 16, 1, "1 to 10000 (key buckets of a new Delta or Iceberg table)", upper=10_000),
@@ -248,7 +257,11 @@ class SinkConfig:
     def options_for(self, table: str) -> TableOptions:
         """The table's AUTO CDC options (table.options), else the job's defaults."""
         own = self.table_options.get(table)
-        return own if own is not None else TableOptions(ignore_null_updates=self.ignore_null_updates)
+        if own is not None:
+            return own
+        return TableOptions(
+            ignore_null_updates=self.ignore_null_updates, schema_change_behavior=self.schema_change_behavior
+        )
 
     def null_update_topics(self, topics: Iterable[str]) -> frozenset[str]:
         """Those of `topics` whose table keeps its values where an update carries NULL."""
@@ -313,6 +326,7 @@ def _table_options(
     ignore_nulls: bool,
     names: Mapping[str, str],
     name_format: str,
+    behavior: str,
 ) -> dict[str, TableOptions]:
     """table.options ({topic: {option: value}}), each parsed for its table's mode, by table name."""
     example = "{'shop.inv.orders': {'except_column_list': ['note'], 'ignore_null_updates': true}} (topic: options)"
@@ -322,7 +336,7 @@ def _table_options(
             raise SinkConfigError(f"table.options for topic {topic} must be a mapping, e.g. {example}; got {raw!r}")
         table = _table_name(str(topic), names, name_format)
         try:
-            out[table] = TableOptions.parse(raw, mode_for(table), target, ignore_nulls)
+            out[table] = TableOptions.parse(raw, mode_for(table), target, ignore_nulls, behavior)
         except TableOptionError as e:
             raise SinkConfigError(f"table.options for topic {topic}: {e}") from None
     return out

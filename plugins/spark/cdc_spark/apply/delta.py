@@ -26,12 +26,13 @@ import time
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Field, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.table import TableMerger
 
 from cdc_spark.apply.arrowutil import delta_dataset, drop_shadowed, for_lake, hex_literal, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
-from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.evolution import SchemaChange, check_lake_range, conform
+from cdc_spark.apply.schema_rewrite import change_delta
 from cdc_spark.apply.unchanged import fill_from_stored, needing, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
 
@@ -151,9 +152,12 @@ class DeltaTarget:
                 partition_by=partition_columns(table, self.config.partition_by, source.schema.names),
             )
         if not self._done(dt, batch_id):
-            source, added = conform(table, _schema(dt), source)
-            if added:
-                dt.alter.add_columns([Field.from_arrow(f) for f in added])
+            behavior = self.config.options_for(table).schema_change_behavior
+            source, change = conform(table, _schema(dt), source, behavior)
+            if change:
+                change_delta(path, table, change)
+                dt = DeltaTable(path)
+            self._follow_keys(table, source, keys)
             if batch.unchanged:
                 source = self._keep_unchanged(dt, table, source, batch)
             if self.config.delete_mode_for(table) == "soft":
@@ -162,6 +166,18 @@ class DeltaTarget:
                 self._merge_hard(dt, table, source, keys, batch_id)
         if self.config.delete_mode_for(table) == "hard":
             self._remember_deletes(table, source, keys, batch_id)
+
+    def _follow_keys(self, table: str, source: pa.Table, keys: list[str]) -> None:
+        """The tombstone table's key columns take the table's types (a key widened there is
+        widened here) before either is read by key."""
+        path = self.path(table + TOMBSTONE_SUFFIX)
+        tombs = _open(path)
+        if tombs is None:
+            return
+        probe = source.select([*keys, "__seq"]).slice(0, 0)
+        _, change = conform(table + TOMBSTONE_SUFFIX, _schema(tombs), probe)
+        if change.rewrites:
+            change_delta(path, table + TOMBSTONE_SUFFIX, SchemaChange(retyped=change.retyped))
 
     def _keep_unchanged(self, dt: DeltaTable, table: str, source: pa.Table, batch: FlatBatch) -> pa.Table:
         """Values the source did not send: from the batch's source or the stored state of the key,
@@ -216,6 +232,7 @@ class DeltaTarget:
             dt = DeltaTable.create(path, schema=deletes.schema, mode="ignore")
         if self._done(dt, batch_id):
             return
+        deletes, _ = conform(table + TOMBSTONE_SUFFIX, _schema(dt), deletes)
         (
             merge(dt, deletes, _on(keys), self._commit(batch_id))
             .when_matched_update_all(predicate="s.__seq > t.__seq")

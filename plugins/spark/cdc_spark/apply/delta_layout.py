@@ -13,6 +13,8 @@ import pyarrow as pa
 from cdc_spark.apply import buckets
 from cdc_spark.apply.buckets import FileAction, Layout
 from cdc_spark.apply.config import partition_columns
+from cdc_spark.apply.evolution import SchemaChange
+from cdc_spark.apply.schema_rewrite import change_delta
 
 
 class DeltaLayouts:
@@ -52,6 +54,10 @@ class DeltaLayouts:
         from deltalake import DeltaTable, Field
 
         DeltaTable(self.path(table)).alter.add_columns([Field.from_arrow(f) for f in fields])
+
+    def change(self, table: str, change: SchemaChange) -> None:
+        """A new type or a dropped column: the table rewritten in one commit (schema_rewrite.py)."""
+        change_delta(self.path(table), table, change)
 
     def commit(self, table: str, location: str, actions: Sequence[FileAction], batch_id: int) -> int:
         """One Delta transaction: the tasks' adds and removes and the batch's app transaction."""

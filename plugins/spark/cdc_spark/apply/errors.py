@@ -146,33 +146,43 @@ class RowValueError(RuntimeError):
 
 
 class SchemaEvolutionError(RuntimeError):
-    """A source column changed type in a way the target cannot follow."""
+    """A source column changed to a type that does not hold its old values (lenient refuses it)."""
 
     def __init__(self, table: str, column: str, old: object, new: object) -> None:
         self.table, self.column, self.old, self.new = table, column, old, new
         super().__init__(
-            f"table {table}: column {column!r} changed type from {old} to {new}, which cannot be applied "
-            f"in place. Fix: migrate the target column yourself (e.g. ALTER TABLE {table} ALTER COLUMN "
-            f"{column} TYPE <{new}>, or rewrite the Delta/Iceberg table with the new type), or route the "
-            f"topic to a new table with table.name.format; {RUN_AGAIN}."
+            f"table {table}: column {column!r} changed type from {old} to {new}, which does not hold every "
+            f"stored value, so schema.change.behavior=lenient (the default) stops here. Fix: set the table's "
+            f"schema.change.behavior to evolve (retype the column, casting stored values), try_evolve (keep "
+            f"{old}, incoming values that do not convert become NULL) or ignore (keep {old}, stop on a value "
+            f"that does not fit), or route the topic to a new table with table.name.format; {RUN_AGAIN}."
         )
 
 
-class TypeWideningError(SchemaEvolutionError):
-    """A lossless widening (int → bigint, float → double, decimal precision up) that the lake table
-    cannot apply in place: delta-rs has no ALTER COLUMN TYPE (Delta's typeWidening feature), and
-    pyiceberg promotions are not applied automatically here."""
+class SchemaChangeRefusedError(SchemaEvolutionError):
+    """A schema change the table's `schema.change.behavior` refuses (exception: any change;
+    ignore: a value that does not fit the column's old type). Names the policy that accepts it."""
 
-    def __init__(self, table: str, column: str, old: object, new: object) -> None:
+    def __init__(
+        self, table: str, column: str, old: object, new: object, behavior: str, accept: str, value: object = None
+    ) -> None:
         self.table, self.column, self.old, self.new = table, column, old, new
+        self.behavior, self.accept = behavior, accept
+        if old == "absent":
+            what = f"new column {column!r} ({new})"
+        elif new == "dropped":
+            what = f"column {column!r} ({old}) dropped at the source"
+        else:
+            what = f"column {column!r} changed type from {old} to {new}"
+        if behavior == "ignore":
+            why = f"schema.change.behavior=ignore keeps {old}, and the value {value_text(value)} does not fit it"
+        else:
+            why = f"schema.change.behavior={behavior} refuses schema changes"
         RuntimeError.__init__(
             self,
-            f"table {table}: column {column!r} widened from {old} to {new}. The values fit, but the table's "
-            f"column type must change first, and deltalake (delta-rs) cannot change a column type in place. "
-            f"Fix: rewrite the table with the wider type, e.g. for Delta: dt = DeltaTable(path); "
-            f"write_deltalake(path, dt.to_pyarrow_table().cast(<schema with {column}: {new}>), mode='overwrite', "
-            f"schema_mode='overwrite'), or for Iceberg: table.update_schema().update_column({column!r}, <{new} type>)"
-            f".commit(); {RUN_AGAIN}: batches already applied stay skipped.",
+            f"table {table}: {what}; {why}. Fix: set the table's schema.change.behavior to {accept} (sink.tables."
+            f"<table>.schema.change.behavior, or sink.schema.change.behavior for every table), or migrate the "
+            f"target yourself; {RUN_AGAIN}.",
         )
 
 

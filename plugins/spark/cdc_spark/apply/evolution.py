@@ -1,13 +1,44 @@
-"""Schema evolution rules shared by the targets: add new columns, keep dropped ones
-(nullable), take narrower values into wider columns, and refuse anything else with
-`SchemaEvolutionError` (`TypeWideningError` when only the lake cannot widen in place)."""
+"""Schema evolution rules shared by the targets, under each table's `schema.change.behavior`
+(Flink CDC's five values; `conform` is the one place that decides):
+
+- `lenient` (the default): add new columns, keep dropped ones (nullable, filled with NULL),
+  take narrower values into wider columns, and change a column to a type that holds every old
+  value (`is_widening`: INT to BIGINT, FLOAT to DOUBLE, DECIMAL precision up, DATE to DATETIME);
+  anything else stops with `SchemaEvolutionError`. Data is never lost.
+- `evolve`: every change is applied to the target: columns added, widened, changed to an
+  incompatible type (stored values cast; the target stops when one does not cast) and
+  dropped when the table's events no longer carry them.
+- `try_evolve`: as `evolve`, except that a change the target cannot make without losing stored
+  values (an incompatible type) keeps the old type and converts the incoming values to it
+  (NULL where one does not convert, counted in a warning).
+- `ignore`: the target keeps its schema: new columns are not written, dropped ones stay
+  (NULL), and values of a changed type are written in the old one when they fit; a value that
+  does not fit stops the batch (`SchemaChangeRefusedError`: never silently wrong).
+- `exception`: any change stops the batch with `SchemaChangeRefusedError`, which names the
+  policy that would accept it.
+
+`conform` returns the conformed rows and a `SchemaChange` (columns to add, to retype, to
+drop) that the target makes before it writes them: PostgreSQL with ALTER TABLE, Iceberg with
+its own type promotion where the spec allows it, otherwise (and on Delta, whose delta-rs has
+no type widening) a copy-on-write rewrite of the table in one commit (`schema_rewrite.py`).
+"""
 
 from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_spark.apply.errors import SchemaEvolutionError, TypeWideningError, ValueOutOfRangeError
+from cdc_spark.apply.errors import SchemaChangeRefusedError, SchemaEvolutionError, ValueOutOfRangeError
+
+log = logging.getLogger(__name__)
+
+# schema.change.behavior, as Flink CDC names its values
+EXCEPTION, EVOLVE, TRY_EVOLVE, LENIENT, IGNORE = "exception", "evolve", "try_evolve", "lenient", "ignore"
+BEHAVIORS = (EXCEPTION, EVOLVE, TRY_EVOLVE, LENIENT, IGNORE)
+DEFAULT_BEHAVIOR = LENIENT
 
 _INT_ORDER = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
 _FLOAT_ORDER = [pa.float32(), pa.float64()]
@@ -40,16 +71,28 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
     return False
 
 
+# Decimal digits an integer type's values need: int64 (BIGINT) fits DECIMAL(20,0) (BIGINT
+# UNSIGNED under bigint.unsigned.handling.mode=precise).
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
 def is_widening(old: pa.DataType, new: pa.DataType) -> bool:
-    """int → a wider int, float → double, decimal(p,s) → more integer digits or more scale: lossless,
-    but a type change."""
+    """A type change that holds every value of the old type: int → a wider int, float → double,
+    decimal(p,s) → more integer digits and no less scale, int → a decimal with room for it,
+    date → timestamp (MySQL DATE → DATETIME), timestamp → a finer unit."""
     old, new = _small(old), _small(new)
     for order in (_INT_ORDER, _FLOAT_ORDER):
         if old in order and new in order:
             return order.index(new) > order.index(old)
     if pa.types.is_decimal(old) and pa.types.is_decimal(new):
-        return not widens(old, new) and new.scale >= old.scale
-    return False
+        return (
+            not widens(old, new) and new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+        )
+    if pa.types.is_integer(old) and pa.types.is_decimal(new):
+        return new.precision - new.scale >= _INT_DIGITS[old.bit_width]
+    if pa.types.is_integer(old) and pa.types.is_floating(new):
+        return new.bit_width == 64 and old.bit_width <= 32
+    return pa.types.is_date(old) and pa.types.is_timestamp(new)
 
 
 # The years Delta and Iceberg hold (Delta's protocol: 0001-01-01 to 9999-12-31; pyiceberg
@@ -112,29 +155,139 @@ def first_uncastable(column: pa.Array | pa.ChunkedArray, to: pa.DataType) -> int
     return lo
 
 
-def conform(table_name: str, existing: pa.Schema, incoming: pa.Table) -> tuple[pa.Table, list[pa.Field]]:
-    """`incoming` cast to the existing column types, plus the fields the target must add.
+@dataclass(frozen=True)
+class SchemaChange:
+    """What the target changes before it writes a batch: columns to add, existing columns to give a
+    new type (the field with its new type), columns to drop. Empty: nothing."""
 
-    Columns the source dropped are filled with nulls so every write has the full schema.
+    added: tuple[pa.Field, ...] = ()
+    retyped: tuple[pa.Field, ...] = ()
+    dropped: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.retyped or self.dropped)
+
+    @property
+    def rewrites(self) -> bool:
+        """Whether stored values change (a new type or a dropped column), not only the schema."""
+        return bool(self.retyped or self.dropped)
+
+    def schema_after(self, existing: pa.Schema) -> pa.Schema:
+        """`existing` with this change made: retyped in place, dropped removed, added at the end."""
+        retyped = {f.name: f for f in self.retyped}
+        fields = [retyped.get(f.name, f) for f in existing if f.name not in self.dropped]
+        return pa.schema([*fields, *self.added])
+
+    def describe(self) -> str:
+        """One line for the log: `added c (int64); c int32 → int64; dropped d`."""
+        parts = [f"added {f.name} ({f.type})" for f in self.added]
+        parts += [f"retyped {f.name} to {f.type}" for f in self.retyped]
+        parts += [f"dropped {name}" for name in self.dropped]
+        return "; ".join(parts)
+
+
+def _is_meta(name: str) -> bool:
+    """The sink's own columns (`__seq`, `__deleted`, `__valid_from`, ...): never a schema change."""
+    return name.startswith("__")
+
+
+def _refuse(table: str, column: str, old: object, new: object, behavior: str, accept: str) -> SchemaChangeRefusedError:
+    return SchemaChangeRefusedError(table, column, old, new, behavior, accept)
+
+
+def _in_old_type(table: str, name: str, col: pa.ChunkedArray | pa.Array, to: pa.DataType, behavior: str) -> pa.Array:
+    """`col`'s values in the column's old type `to` (ignore): refused when one does not fit."""
+    try:
+        return col.cast(to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        row = first_uncastable(col, to)
+        value = col[row].as_py() if row is not None else None
+        raise SchemaChangeRefusedError(table, name, to, col.type, behavior, LENIENT, value=value) from None
+
+
+def converted(table: str, name: str, col: pa.ChunkedArray | pa.Array, to: pa.DataType) -> pa.Array:
+    """`col` in the old type `to` (try_evolve): values that do not convert become NULL, counted in a
+    warning."""
+    try:
+        return col.cast(to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    values = col.to_pylist()
+    out, lost = [], 0
+    for v in values:
+        try:
+            out.append(pa.array([v]).cast(to)[0].as_py() if v is not None else None)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            out.append(None)
+            lost += 1
+    log.warning(
+        "table %s: column %r keeps its type %s (schema.change.behavior=try_evolve); %d incoming %s value(s) did "
+        "not convert and are written as NULL",
+        table,
+        name,
+        to,
+        lost,
+        col.type,
+    )
+    return pa.array(out, to)
+
+
+def conform(
+    table_name: str, existing: pa.Schema, incoming: pa.Table, behavior: str = DEFAULT_BEHAVIOR
+) -> tuple[pa.Table, SchemaChange]:
+    """`incoming` in the table's schema after the change `behavior` lets through, and that change.
+
+    Columns the source dropped are filled with nulls (kept) or left out (dropped) so every
+    write has the full schema. A behavior that refuses the change raises
+    `SchemaChangeRefusedError`; an incompatible type under `lenient` `SchemaEvolutionError`.
     """
-    new_fields: list[pa.Field] = []
+    added: list[pa.Field] = []
+    retyped: list[pa.Field] = []
+    dropped: list[str] = []
     arrays: list[pa.Array] = []
     fields: list[pa.Field] = []
     names = set(incoming.column_names)
     for f in existing:
-        if f.name in names:
-            col = incoming.column(f.name)
-            if is_widening(f.type, col.type):
-                raise TypeWideningError(table_name, f.name, f.type, col.type)
-            if not widens(f.type, col.type):
-                raise SchemaEvolutionError(table_name, f.name, f.type, col.type)
+        if f.name not in names:
+            if _is_meta(f.name) or behavior in (LENIENT, IGNORE):
+                arrays.append(pa.nulls(incoming.num_rows, f.type))
+                fields.append(pa.field(f.name, f.type, nullable=True))
+            elif behavior == EXCEPTION:
+                raise _refuse(table_name, f.name, f.type, "dropped", behavior, LENIENT)
+            else:  # evolve, try_evolve: the target drops it
+                dropped.append(f.name)
+            continue
+        col = incoming.column(f.name)
+        if widens(f.type, col.type):
             arrays.append(col.cast(f.type) if col.type != f.type else col)
-        else:
-            arrays.append(pa.nulls(incoming.num_rows, f.type))
-        fields.append(pa.field(f.name, f.type, nullable=True))
+            fields.append(pa.field(f.name, f.type, nullable=True))
+            continue
+        lossless = is_widening(f.type, col.type)
+        if behavior == EXCEPTION:
+            raise _refuse(table_name, f.name, f.type, col.type, behavior, LENIENT if lossless else EVOLVE)
+        if behavior == IGNORE:
+            arrays.append(_in_old_type(table_name, f.name, col, f.type, behavior))
+            fields.append(pa.field(f.name, f.type, nullable=True))
+            continue
+        if lossless or behavior == EVOLVE:
+            retyped.append(pa.field(f.name, col.type, nullable=True))
+            arrays.append(col)
+            fields.append(retyped[-1])
+            continue
+        if behavior == TRY_EVOLVE:
+            arrays.append(converted(table_name, f.name, col, f.type))
+            fields.append(pa.field(f.name, f.type, nullable=True))
+            continue
+        raise SchemaEvolutionError(table_name, f.name, f.type, col.type)  # lenient, incompatible
     for f in incoming.schema:
-        if f.name not in existing.names:
-            new_fields.append(pa.field(f.name, f.type, nullable=True))
-            arrays.append(incoming.column(f.name))
-            fields.append(new_fields[-1])
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), new_fields
+        if f.name in existing.names:
+            continue
+        if not _is_meta(f.name) and existing.names and behavior == EXCEPTION:
+            raise _refuse(table_name, f.name, "absent", f.type, behavior, LENIENT)
+        if not _is_meta(f.name) and existing.names and behavior == IGNORE:
+            continue
+        added.append(pa.field(f.name, f.type, nullable=True))
+        arrays.append(incoming.column(f.name))
+        fields.append(added[-1])
+    change = SchemaChange(tuple(added), tuple(retyped), tuple(dropped))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), change

@@ -34,8 +34,9 @@ from pyiceberg.table import Table
 
 from cdc_spark.apply.arrowutil import drop_shadowed, for_lake
 from cdc_spark.apply.config import SinkConfig
-from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.evolution import SchemaChange, check_lake_range, conform
 from cdc_spark.apply.iceberg_catalog import open_catalog
+from cdc_spark.apply.schema_rewrite import change_iceberg
 from cdc_spark.apply.unchanged import fill_from_stored, needing, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
 
@@ -147,13 +148,17 @@ class IcebergTarget:
         source = for_lake(batch.table, table)
         check_lake_range(table, source)
         tbl = self._load(table) or self.catalog.create_table((self.namespace, table), schema=source.schema)
-        source, added = conform(table, tbl.schema().as_arrow(), source)
-        if added:
-            with tbl.update_schema() as update:
-                update.union_by_name(pa.schema(added))
-            tbl = self.catalog.load_table((self.namespace, table))
+        behavior = self.config.options_for(table).schema_change_behavior
+        source, change = conform(table, tbl.schema().as_arrow(), source, behavior)
+        if change:
+            tbl = change_iceberg(tbl, table, change)
             source = source.cast(tbl.schema().as_arrow())
         tombs = self._load(table + TOMBSTONE_SUFFIX) if self.config.delete_mode_for(table) == "hard" else None
+        if tombs is not None:  # its key columns take the table's types before either is read by key
+            probe = source.select([*keys, "__seq"]).slice(0, 0)
+            _, tomb_change = conform(table + TOMBSTONE_SUFFIX, tombs.schema().as_arrow(), probe)
+            if tomb_change.rewrites:
+                tombs = change_iceberg(tombs, table + TOMBSTONE_SUFFIX, SchemaChange(retyped=tomb_change.retyped))
         if batch.unchanged:
             source = self._keep_unchanged(tbl, tombs, table, source, batch)
         if tombs is not None and source.num_rows:
@@ -202,6 +207,7 @@ class IcebergTarget:
         tombs = self._load(table + TOMBSTONE_SUFFIX) or self.catalog.create_table(
             (self.namespace, table + TOMBSTONE_SUFFIX), schema=deletes.schema
         )
+        deletes, _ = conform(table + TOMBSTONE_SUFFIX, tombs.schema().as_arrow(), deletes)
         stored = _stored(tombs, deletes, keys)
         newer = _newer_than_stored(deletes, stored, keys)
         if newer.num_rows:

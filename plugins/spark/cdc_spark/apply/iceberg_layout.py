@@ -29,6 +29,8 @@ from typing import Any
 import pyarrow as pa
 
 from cdc_spark.apply.buckets import BUCKET, PROPERTY, DataFile, FileAction, Layout
+from cdc_spark.apply.evolution import SchemaChange
+from cdc_spark.apply.schema_rewrite import change_iceberg
 
 _APP = "cdc.app.id"
 _BATCH = "cdc.batch.id"
@@ -136,6 +138,12 @@ class IcebergLayouts:
         assert tbl is not None
         with tbl.update_schema() as update:
             update.union_by_name(pa.schema(list(fields)))
+
+    def change(self, table: str, change: SchemaChange) -> None:
+        """A new type or a dropped column: promoted in place or rewritten (schema_rewrite.py)."""
+        tbl = self._load(table)
+        assert tbl is not None
+        change_iceberg(tbl, table, change)
 
     def commit(self, table: str, location: str, actions: Sequence[FileAction], batch_id: int) -> int:
         """One snapshot: the tasks' new files added, the files they replaced deleted, the batch

@@ -41,6 +41,7 @@ from cdc_spark.apply import buckets
 from cdc_spark.apply.buckets import FileAction, Layout
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.errors import SchemaEvolutionError, TargetApplyError, key_text, keys_line, ours
+from cdc_spark.apply.evolution import SchemaChange
 from cdc_spark.apply.lake_tasks import RESULT, Plan, TablePlan, apply_buckets, filesystem, unpack_error
 from cdc_spark.decode.events import SNAPSHOT_END
 
@@ -75,6 +76,8 @@ class LakeLayouts(Protocol):
     def create(self, table: str, schema: pa.Schema, count: int) -> None: ...
 
     def add_columns(self, table: str, fields: Sequence[pa.Field]) -> None: ...
+
+    def change(self, table: str, change: SchemaChange) -> None: ...
 
     def commit(self, table: str, location: str, actions: Sequence[FileAction], batch_id: int) -> int: ...
 
@@ -244,6 +247,8 @@ class ParallelLake:
                 # The table first, its tombstones after (delta.py): a delete remembered before
                 # its row is deleted would shadow its own event on the replay.
                 if tp.apply_main and self._evolve(table, tp.main, tp.probe_main, main):
+                    if tp.tombs is not None and _reported_change(tp.tombs.schema, tombs):
+                        self.layouts.change(name, _reported_change(tp.tombs.schema, tombs))
                     _discard(tp.main, main)
                     _discard(tp.tombs, tombs)
                     again.add(table)
@@ -261,9 +266,15 @@ class ParallelLake:
         return again
 
     def _evolve(self, table: str, lay: Layout, probed: bool, rows: list[dict[str, Any]]) -> bool:
-        """Iceberg: create `table` from the columns its rows have, or add the ones it lacks;
-        whether its part of the batch must be applied again for it (its files, if any, were
-        written without those columns' field ids). Delta: never (its commit does both)."""
+        """Whether `table`'s part of the batch must be applied again, after changing the table:
+        a task found stored values that must change first (a new type, a dropped column:
+        schema_rewrite.py, either format); Iceberg: create `table` from the columns its rows
+        have, or add the ones it lacks (its files, if any, were written without those columns'
+        field ids). Delta adds new columns in its commit."""
+        change = _reported_change(lay.schema, rows)
+        if change:
+            self.layouts.change(table, change)
+            return True
         if not self.iceberg:
             return False
         found = _schemas(rows)
@@ -334,6 +345,27 @@ def _discard(lay: Layout | None, rows: list[dict[str, Any]]) -> None:
             fs.delete_file(f"{base}/{r['path']}")
         except OSError:  # already gone; orphan-file removal would take it otherwise
             log.debug("could not delete %s", r["path"], exc_info=True)
+
+
+def _reported_change(existing: pa.Schema | None, rows: list[dict[str, Any]]) -> SchemaChange:
+    """The change the tasks' `change` reports ask of the table (each report: the columns its rows
+    have in the table's next schema, conformed under the table's schema.change.behavior): the
+    columns they retype, the ones none of them has (dropped), the new ones."""
+    reported = [pa.ipc.read_schema(pa.py_buffer(r["schema"])) for r in rows if r["kind"] == "change"]
+    if not reported or existing is None:
+        return SchemaChange()
+    retyped: dict[str, pa.Field] = {}
+    added: dict[str, pa.Field] = {}
+    for schema in reported:
+        for f in schema:
+            if f.name == buckets.BUCKET:
+                continue
+            if f.name not in existing.names:
+                added.setdefault(f.name, f)
+            elif existing.field(f.name).type != f.type:
+                retyped.setdefault(f.name, f)
+    dropped = [f.name for f in existing if all(f.name not in s.names for s in reported)]
+    return SchemaChange(tuple(added.values()), tuple(retyped.values()), tuple(dropped))
 
 
 def _widened(table: str, existing: pa.Schema | None, files: list[pa.Schema]) -> pa.Schema:

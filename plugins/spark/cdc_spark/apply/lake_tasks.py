@@ -43,7 +43,7 @@ from cdc_spark.apply import buckets as layout
 from cdc_spark.apply.arrowutil import by_topic, drop_shadowed, for_lake, without_views
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.errors import Refused, SinkConfigError, naming_keys, ours
-from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.evolution import SchemaChange, check_lake_range, conform
 from cdc_spark.apply.latest import latest_and_earlier, topic_marks
 from cdc_spark.apply.refused import screen_lake
 from cdc_spark.apply.unchanged import fill_from_stored, flatten_latest, needing
@@ -52,7 +52,7 @@ from cdc_spark.decode.flatbatch import FlatBatch
 # What a task sends back, one row per file action, per applied table, per refused row.
 RESULT = pa.schema(
     [
-        ("kind", pa.string()),  # add | remove | columns | applied | parked | blanked | kept | error
+        ("kind", pa.string()),  # add | remove | columns | change | applied | parked | blanked | kept | error
         ("topic", pa.string()),
         ("table", pa.string()),  # the lake table the action is for (the main table or its tombstones)
         ("path", pa.string()),
@@ -219,7 +219,10 @@ class BucketApply:
         tp, table, keys = self.tp, self.tp.table, flat.key_columns
         source = for_lake(flat.table, table)
         check_lake_range(table, source)
-        source, _ = conform(table, tp.main.schema or pa.schema([]), source)
+        behavior = self.config.options_for(table).schema_change_behavior
+        source, change = conform(table, tp.main.schema or pa.schema([]), source, behavior)
+        if self._must_change(table, source, keys, change):
+            return
         main = BucketFiles(tp.main, self.bucket)
         tombs = BucketFiles(tp.tombs, self.bucket) if tp.tombs is not None else None
         stored, holding = main.rows_with_keys(source, keys)
@@ -244,15 +247,35 @@ class BucketApply:
                 deletes = _tombstones(deletes, keys)
                 remembered, files = tombs.rows_with_keys(deletes, keys)
                 if tp.tombs is not None and tp.tombs.schema is not None:
-                    deletes, _ = conform(table, tp.tombs.schema, deletes)
+                    deletes, _ = conform(table + "__tombstones", tp.tombs.schema, deletes)
                 if tp.probe_tombs:
                     self._columns(table + "__tombstones", deletes)
                 else:
                     self._replace(tombs, table + "__tombstones", files, guarded_merge(remembered, deletes, keys, True))
 
-    def _columns(self, table: str, rows: pa.Table) -> None:
+    def _must_change(self, table: str, source: pa.Table, keys: list[str], change: SchemaChange) -> bool:
+        """Whether stored values must change before this bucket can be applied: a new type or a
+        dropped column of the table (`change`), or a key type its tombstone table does not have
+        yet (the key columns follow the table's). Each such table is reported (`change`) and
+        nothing is written; the driver rewrites them (schema_rewrite.py), then applies the
+        batch again to the rewritten files."""
+        tp, must = self.tp, False
+        if change.rewrites and tp.apply_main and tp.main.exists:
+            self._columns(table, source, kind="change")
+            must = True
+        if tp.tombs is not None and tp.tombs.exists and tp.tombs.schema is not None:
+            probe = _tombstones(source.slice(0, 0), keys)
+            conformed, tomb_change = conform(table + "__tombstones", tp.tombs.schema, probe)
+            if tomb_change.rewrites:
+                self._columns(table + "__tombstones", conformed, kind="change")
+                must = True
+        return must
+
+    def _columns(self, table: str, rows: pa.Table, kind: str = "columns") -> None:
+        """Report the columns `rows` have instead of writing them: for a table not created yet
+        (`columns`), or one whose stored values must change first (`change`)."""
         schema = rows.schema.remove_metadata().serialize().to_pybytes()
-        self.out.add(kind="columns", topic=self.topic, table=table, bucket=self.bucket, schema=schema)
+        self.out.add(kind=kind, topic=self.topic, table=table, bucket=self.bucket, schema=schema)
 
     def _replace(self, files: BucketFiles, table: str, old: list[layout.DataFile], rows: pa.Table) -> None:
         """Write `rows` (the bucket's new content for the files `old`) as new files (one per

@@ -36,12 +36,14 @@ from cdc_spark.apply.errors import (
     REPLAYED,
     RUN_AGAIN,
     Refused,
+    SchemaChangeRefusedError,
     SchemaEvolutionError,
     SinkConfigError,
     batch_keys,
     naming_keys,
     row_key,
 )
+from cdc_spark.apply.evolution import DEFAULT_BEHAVIOR, EVOLVE, EXCEPTION, IGNORE, LENIENT, TRY_EVOLVE, converted
 from cdc_spark.apply.refused import partition_rows
 from cdc_spark.apply.unchanged import sent_of, since_of, warn_kept_rows
 from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch
@@ -51,6 +53,7 @@ TOMBSTONE_SUFFIX = "__tombstones"
 # One row per truncated table: the last truncate's sequence, which later, older events lose to.
 TRUNCATES = "_cdc_truncates"
 _WIDER = {"smallint": 0, "integer": 1, "bigint": 2}
+_INT_DIGITS = {"smallint": 5, "integer": 10, "bigint": 19}  # decimal digits each holds
 # Staging only, per column i with values the source did not send: the cells as sent (the
 # placeholder where unsent, else NULL), the sequence of the batch's event deciding each, and
 # which cells are masked (an update's NULL under ignore_null_updates is sent as NULL too).
@@ -134,8 +137,46 @@ def _widens(existing: str, incoming: str) -> str | None:
         return incoming if _WIDER[incoming] > _WIDER[existing] else None
     if existing == "real" and incoming == "double precision":
         return incoming
+    if existing == "date" and incoming.startswith("timestamp"):  # MySQL DATE → DATETIME: midnight
+        return incoming
+    numeric = _numeric(incoming)
+    if existing in _WIDER and numeric is not None and numeric[0] - numeric[1] >= _INT_DIGITS[existing]:
+        return incoming  # BIGINT → BIGINT UNSIGNED (precise: numeric(20,0))
     union = _numeric_union(existing, incoming)  # precision up, scale up, or both (scale 2 → 4)
     return union if union is not None and union != existing else None
+
+
+def _is_meta(column: str) -> bool:
+    return column in META_COLUMNS or column.startswith("__")
+
+
+def _dropped(existing: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    """The table's source columns the batch's rows no longer carry."""
+    return [c for c in existing if c not in wanted and not _is_meta(c)]
+
+
+# The Arrow type of a stored PostgreSQL column, for try_evolve's conversion (others: left to PostgreSQL).
+_ARROW_OF = {
+    "smallint": pa.int16(),
+    "integer": pa.int32(),
+    "bigint": pa.int64(),
+    "real": pa.float32(),
+    "double precision": pa.float64(),
+    "boolean": pa.bool_(),
+    "text": pa.string(),
+    "character varying": pa.string(),
+    "date": pa.date32(),
+    "timestamp without time zone": pa.timestamp("us"),
+    "timestamp with time zone": pa.timestamp("us", "UTC"),
+    "bytea": pa.binary(),
+}
+
+
+def _arrow_of(pg: str) -> pa.DataType | None:
+    numeric = _numeric(pg)
+    if numeric is not None and 0 < numeric[0] <= 38 and numeric[1] >= 0:
+        return pa.decimal128(*numeric)
+    return _ARROW_OF.get(pg)
 
 
 class PostgresWriter:
@@ -169,12 +210,20 @@ class PostgresWriter:
             name: (f"numeric({p},{s})" if dtype == "numeric" and p is not None else dtype) for name, dtype, p, s in rows
         }
 
-    def ensure_table(self, table: str, schema: pa.Schema, keys: list[str]) -> dict[str, str]:
-        """Create or widen the table under an advisory lock (partitions race for the DDL);
+    def ensure_table(
+        self, table: str, schema: pa.Schema, keys: list[str], behavior: str = DEFAULT_BEHAVIOR
+    ) -> dict[str, str]:
+        """Create the table, or change it as its schema.change.behavior lets the batch's columns
+        (apply/evolution.py says each), under an advisory lock (partitions race for the DDL);
         returns its columns (name → type)."""
         wanted = {f.name: column_type(f) for f in schema}
         existing = self._columns(table)
-        if existing and all(c in existing and _fits(existing[c], t) for c, t in wanted.items()):
+        drops = behavior in (EXCEPTION, EVOLVE, TRY_EVOLVE)
+        if (
+            existing
+            and all(c in existing and _fits(existing[c], t) for c, t in wanted.items())
+            and not (drops and _dropped(existing, wanted))
+        ):
             return existing
         with self.conn.transaction():
             self.conn.execute(
@@ -186,8 +235,11 @@ class PostgresWriter:
                 cols.append(sql.SQL("PRIMARY KEY ({})").format(sql.SQL(", ").join(map(sql.Identifier, keys))))
                 self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.config.schema)))
                 self.conn.execute(sql.SQL("CREATE TABLE {} ({})").format(self.ident(table), sql.SQL(", ").join(cols)))
+            name = f"{self.config.schema}.{table}"
             for c, t in wanted.items():
                 if c not in existing:
+                    if existing and behavior == EXCEPTION and not _is_meta(c):
+                        raise SchemaChangeRefusedError(name, c, "absent", t, behavior, LENIENT)
                     self.conn.execute(
                         sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}").format(
                             self.ident(table), sql.Identifier(c), sql.SQL(t)
@@ -196,9 +248,21 @@ class PostgresWriter:
                 elif _fits(existing[c], t):
                     continue
                 elif wider := _widens(existing[c], t):
-                    self._widen(table, c, wider, keys)
-                else:
-                    raise SchemaEvolutionError(f"{self.config.schema}.{table}", c, existing[c], t)
+                    if behavior == EXCEPTION:
+                        raise SchemaChangeRefusedError(name, c, existing[c], t, behavior, LENIENT)
+                    if behavior != IGNORE:  # ignore: PostgreSQL converts on the way in, refusing what does not fit
+                        self._widen(table, c, wider, keys)
+                elif behavior == EVOLVE:
+                    self._widen(table, c, t, keys, using=True)
+                elif behavior == EXCEPTION:
+                    raise SchemaChangeRefusedError(name, c, existing[c], t, behavior, EVOLVE)
+                elif behavior == LENIENT:
+                    raise SchemaEvolutionError(name, c, existing[c], t)
+                # try_evolve (values converted to the old type by apply) and ignore keep the column
+            for c in _dropped(existing, wanted) if drops else []:
+                if behavior == EXCEPTION:
+                    raise SchemaChangeRefusedError(name, c, existing[c], "dropped", behavior, LENIENT)
+                self.conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(self.ident(table), sql.Identifier(c)))
             if self.config.delete_mode_for(table) == "hard":
                 key_types = [sql.SQL("{} {}").format(sql.Identifier(k), sql.SQL(wanted[k])) for k in keys]
                 self.conn.execute(
@@ -213,15 +277,43 @@ class PostgresWriter:
                 )
         return self._columns(table)
 
-    def _widen(self, table: str, column: str, wider: str, keys: list[str]) -> None:
-        """int → bigint, real → double precision, numeric(p,s) → numeric(p2,s2): in place, keys too."""
+    def _widen(self, table: str, column: str, wider: str, keys: list[str], using: bool = False) -> None:
+        """int → bigint, real → double precision, numeric(p,s) → numeric(p2,s2): in place, keys too.
+        `using` (evolve, an incompatible type): the stored values cast, PostgreSQL refusing one that
+        does not (the batch stops, the table unchanged: the DDL is in the batch's transaction)."""
         tombs = table + TOMBSTONE_SUFFIX
         for name in [table] + ([tombs] if column in keys and self._columns(tombs) else []):
+            cast = sql.SQL(" USING {}::{}").format(sql.Identifier(column), sql.SQL(wider)) if using else sql.SQL("")
             self.conn.execute(
-                sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {}").format(
-                    self.ident(name), sql.Identifier(column), sql.SQL(wider)
+                sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {}{}").format(
+                    self.ident(name), sql.Identifier(column), sql.SQL(wider), cast
                 )
             )
+
+    def conform(self, table: str, data: pa.Table) -> pa.Table:
+        """The batch's rows as the table's schema.change.behavior lets them in: ignore leaves new
+        columns out; try_evolve converts a column of an incompatible new type to the stored type
+        (NULL where a value does not convert, with a warning). The other changes are DDL
+        (ensure_table)."""
+        behavior = self.config.options_for(table).schema_change_behavior
+        if behavior not in (IGNORE, TRY_EVOLVE):
+            return data
+        existing = self._columns(table)
+        if not existing:
+            return data
+        for f in data.schema:
+            if f.name not in existing:
+                if behavior == IGNORE and not _is_meta(f.name):
+                    data = data.drop_columns([f.name])
+                continue
+            t, stored = column_type(f), existing[f.name]
+            if behavior == TRY_EVOLVE and not _fits(stored, t) and not _widens(stored, t):
+                arrow = _arrow_of(stored)
+                if arrow is not None:
+                    i = data.schema.get_field_index(f.name)
+                    name = f"{self.config.schema}.{table}"
+                    data = data.set_column(i, f.name, converted(name, f.name, data.column(f.name), arrow))
+        return data
 
     def truncate_marks(self) -> dict[str, bytes]:
         """table → the sequence of its last applied truncate (TRUNCATES)."""
@@ -253,9 +345,9 @@ class PostgresWriter:
     def apply(self, table: str, batch: FlatBatch, refused: list[Refused] | None = None) -> None:
         """Upsert one table's rows. A value PostgreSQL refuses raises WarehouseValueError; with
         `refused` (errors.tolerance=all) its row is left out instead and recorded there."""
-        data = batch.table
         keys = batch.key_columns
-        columns = self.ensure_table(table, data.schema, keys)
+        data = self.conform(table, batch.table)
+        columns = self.ensure_table(table, data.schema, keys, self.config.options_for(table).schema_change_behavior)
         data, left_out = _refuse_nul(f"{self.config.schema}.{table}", data, keys, refused)
         cols = data.column_names
         c_ids = sql.SQL(", ").join(map(sql.Identifier, cols))

@@ -29,12 +29,13 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Field, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction
 
 from cdc_spark.apply.arrowutil import delta_dataset, for_lake, rows_with_keys, same_as_previous
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.delta import has_batch, merge
 from cdc_spark.apply.evolution import check_lake_range, conform
+from cdc_spark.apply.schema_rewrite import change_delta
 from cdc_spark.apply.table_options import null_masks
 from cdc_spark.apply.unchanged import Masks, fill_forward, warn_kept
 from cdc_spark.decode.flatten import FlatBatch
@@ -147,9 +148,10 @@ class Scd2Delta:
             )
         if has_batch(dt, self.config.app_id, batch_id):
             return
-        new, added = conform(table, pa.schema(dt.schema().to_arrow()), new)
-        if added:
-            dt.alter.add_columns([Field.from_arrow(f) for f in added])
+        new, change = conform(table, pa.schema(dt.schema().to_arrow()), new, options.schema_change_behavior)
+        if change:
+            change_delta(path, table, change)
+            dt = DeltaTable(path)
         # Only the history of the batch's keys is re-chained; the rest is never read.
         stored = rows_with_keys(delta_dataset(dt, path), new, keys)
         if stored.num_rows:

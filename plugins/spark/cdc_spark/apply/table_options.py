@@ -12,6 +12,10 @@ names there, and the rules they bring:
 - `track_history_column_list` / `track_history_except_column_list` (one or the other; mode
   scd2): only a change to a tracked column opens a new version; an event that changes only
   untracked columns updates the key's current version in place (apply/scd2.py).
+- `schema.change.behavior` (Flink CDC's option, per table here): what a schema change at the
+  source does to the target: `exception`, `evolve`, `try_evolve`, `lenient` (the default) or
+  `ignore` (apply/evolution.py says each). Allowed on the parquet changelog too, which has no
+  table schema to change: there it is only checked.
 
 `TableOptions.parse` is the one parser of these keys, for the sink's `table.options` and for
 the job file's `sink.tables.<t>` entries; every error is a `TableOptionError` naming its key.
@@ -27,12 +31,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_spark.apply.errors import SinkConfigError
+from cdc_spark.apply.evolution import BEHAVIORS, DEFAULT_BEHAVIOR
 from cdc_spark.decode.flatbatch import META_COLUMNS, FlatBatch
 
 COLUMN_LIST, EXCEPT_COLUMN_LIST = "column_list", "except_column_list"
 IGNORE_NULL_UPDATES = "ignore_null_updates"
 TRACK_LIST, TRACK_EXCEPT_LIST = "track_history_column_list", "track_history_except_column_list"
-OPTION_KEYS = (COLUMN_LIST, EXCEPT_COLUMN_LIST, IGNORE_NULL_UPDATES, TRACK_LIST, TRACK_EXCEPT_LIST)
+SCHEMA_CHANGE_BEHAVIOR = "schema.change.behavior"
+OPTION_KEYS = (
+    COLUMN_LIST,
+    EXCEPT_COLUMN_LIST,
+    IGNORE_NULL_UPDATES,
+    TRACK_LIST,
+    TRACK_EXCEPT_LIST,
+    SCHEMA_CHANGE_BEHAVIOR,
+)
 LIST_KEYS = (COLUMN_LIST, EXCEPT_COLUMN_LIST, TRACK_LIST, TRACK_EXCEPT_LIST)
 _LISTED = 12  # columns named in a message
 
@@ -55,16 +68,24 @@ class TableOptions:
     ignore_null_updates: bool = False
     track_history_column_list: tuple[str, ...] | None = None
     track_history_except_column_list: tuple[str, ...] | None = None
+    schema_change_behavior: str = DEFAULT_BEHAVIOR
 
     @classmethod
     def parse(
-        cls, raw: Mapping[str, Any] | None, mode: str = "scd1", target: str = "delta", ignore_null_updates: bool = False
+        cls,
+        raw: Mapping[str, Any] | None,
+        mode: str = "scd1",
+        target: str = "delta",
+        ignore_null_updates: bool = False,
+        schema_change_behavior: str = DEFAULT_BEHAVIOR,
     ) -> TableOptions:
-        """The options of one table whose mode is `mode`; `ignore_null_updates`: the job's default."""
+        """The options of one table whose mode is `mode`; `ignore_null_updates` and
+        `schema_change_behavior`: the job's defaults."""
         given = dict(raw or {})
         for key in given:
             if key not in OPTION_KEYS:
                 raise TableOptionError(str(key), f"not a table option; the options are {', '.join(OPTION_KEYS)}")
+        behavior = parse_behavior(given.pop(SCHEMA_CHANGE_BEHAVIOR, None), schema_change_behavior)
         if given and target == "parquet":
             key = next(iter(given))
             raise TableOptionError(
@@ -88,6 +109,7 @@ class TableOptions:
             ignore_null_updates=_flag(given.get(IGNORE_NULL_UPDATES), ignore_null_updates),
             track_history_column_list=lists.get(TRACK_LIST),
             track_history_except_column_list=lists.get(TRACK_EXCEPT_LIST),
+            schema_change_behavior=behavior,
         )
         options._check_tracked_are_written()
         return options
@@ -216,6 +238,20 @@ def _names(key: str, value: Any) -> tuple[str, ...]:
     if not names or any(not n for n in names):
         raise TableOptionError(key, f"must name columns, e.g. [id, name]; got {value!r} (an empty name or list)")
     return tuple(dict.fromkeys(names))
+
+
+def parse_behavior(value: Any, default: str = DEFAULT_BEHAVIOR) -> str:
+    """A `schema.change.behavior` value (None: `default`), or TableOptionError naming the five."""
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text not in BEHAVIORS:
+        raise TableOptionError(
+            SCHEMA_CHANGE_BEHAVIOR,
+            f"{value!r} is not a behavior; use one of {', '.join(BEHAVIORS)} (lenient, the default: add columns, "
+            "keep dropped ones, widen types; never lose data)",
+        )
+    return text
 
 
 def _exclusive(lists: Mapping[str, tuple[str, ...]], one: str, other: str) -> None:

@@ -1,0 +1,203 @@
+"""schema.change.behavior (Flink CDC's five values) as `conform` decides it: per behavior, what a
+new column, a dropped column, a lossless widening and an incompatible type change do to the
+rows written and to the table's schema (no Spark, no lake: the targets' own tests apply it)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import random
+
+import pyarrow as pa
+import pytest
+
+from cdc_spark.apply.config import SinkConfig
+from cdc_spark.apply.errors import SchemaChangeRefusedError, SchemaEvolutionError, SinkConfigError
+from cdc_spark.apply.evolution import (
+    BEHAVIORS,
+    EVOLVE,
+    EXCEPTION,
+    IGNORE,
+    LENIENT,
+    TRY_EVOLVE,
+    SchemaChange,
+    conform,
+    is_widening,
+    widens,
+)
+from cdc_spark.apply.table_options import TableOptionError, TableOptions
+
+EXISTING = pa.schema([("id", pa.int32()), ("name", pa.string()), ("qty", pa.int32()), ("__seq", pa.binary())])
+
+
+def _rows(**columns: pa.Array) -> pa.Table:
+    return pa.table({**columns, "__seq": pa.array([b"\x01"] * len(next(iter(columns.values()))), pa.binary())})
+
+
+def test_lenient_adds_keeps_dropped_and_widens() -> None:
+    rows = _rows(id=pa.array([1], pa.int64()), name=pa.array(["a"]), color=pa.array(["red"]))  # qty dropped
+    out, change = conform("t", EXISTING, rows, LENIENT)
+    assert change.added == (pa.field("color", pa.string()),)
+    assert change.retyped == (pa.field("id", pa.int64()),) and change.dropped == ()
+    assert out.column_names == ["id", "name", "qty", "__seq", "color"]
+    assert out.column("qty").to_pylist() == [None] and out.schema.field("id").type == pa.int64()
+    assert change.schema_after(EXISTING).names == out.column_names
+
+
+def test_lenient_refuses_an_incompatible_type_and_names_the_behaviors_that_accept_it() -> None:
+    rows = _rows(id=pa.array([1], pa.int32()), name=pa.array([5], pa.int64()), qty=pa.array([1], pa.int32()))
+    with pytest.raises(SchemaEvolutionError, match=r"column 'name' changed type from string to int64.*evolve"):
+        conform("t", EXISTING, rows, LENIENT)
+
+
+def test_exception_refuses_every_change_and_names_the_policy_that_accepts_it() -> None:
+    base = {"id": pa.array([1], pa.int32()), "name": pa.array(["a"]), "qty": pa.array([1], pa.int32())}
+    out, change = conform("t", EXISTING, _rows(**base), EXCEPTION)  # no change: fine
+    assert not change and out.num_rows == 1
+    cases = [
+        ({**base, "color": pa.array(["r"])}, r"new column 'color'.*behavior=exception.*lenient"),
+        ({k: v for k, v in base.items() if k != "qty"}, r"column 'qty' \(int32\) dropped.*lenient"),
+        ({**base, "qty": pa.array([1], pa.int64())}, r"'qty' changed type from int32 to int64.*to lenient"),
+        ({**base, "qty": pa.array(["x"])}, r"'qty' changed type from int32 to string.*to evolve"),
+    ]
+    for columns, message in cases:
+        with pytest.raises(SchemaChangeRefusedError, match=message):
+            conform("shop_items", EXISTING, _rows(**columns), EXCEPTION)
+
+
+def test_ignore_keeps_the_schema_and_refuses_a_value_that_does_not_fit() -> None:
+    rows = _rows(id=pa.array([1], pa.int64()), name=pa.array(["a"]), color=pa.array(["red"]))
+    out, change = conform("t", EXISTING, rows, IGNORE)
+    assert not change and out.schema == pa.schema([f for f in EXISTING])
+    big = _rows(id=pa.array([3_000_000_000], pa.int64()), name=pa.array(["a"]), qty=pa.array([1], pa.int32()))
+    with pytest.raises(SchemaChangeRefusedError, match=r"behavior=ignore keeps int32, and the value 3000000000"):
+        conform("t", EXISTING, big, IGNORE)
+
+
+def test_evolve_drops_and_retypes_incompatibly() -> None:
+    rows = _rows(id=pa.array([1], pa.int32()), name=pa.array([7], pa.int64()))  # qty dropped, name → bigint
+    out, change = conform("t", EXISTING, rows, EVOLVE)
+    assert change.dropped == ("qty",) and change.retyped == (pa.field("name", pa.int64()),)
+    assert out.column_names == ["id", "name", "__seq"] and change.rewrites
+
+
+def test_try_evolve_keeps_the_old_type_of_an_incompatible_change_and_converts() -> None:
+    rows = _rows(id=pa.array([1, 2], pa.int32()), name=pa.array(["a", "b"]), qty=pa.array(["5", "five"]))
+    out, change = conform("t", EXISTING, rows, TRY_EVOLVE)
+    assert not change.retyped and out.column("qty").to_pylist() == [5, None]
+    widened = _rows(id=pa.array([1], pa.int64()), name=pa.array(["a"]), qty=pa.array([1], pa.int32()))
+    assert conform("t", EXISTING, widened, TRY_EVOLVE)[1].retyped == (pa.field("id", pa.int64()),)
+
+
+def test_meta_columns_are_never_a_schema_change() -> None:
+    existing = pa.schema([*EXISTING, pa.field("__deleted", pa.bool_())])
+    rows = _rows(id=pa.array([1], pa.int32()), name=pa.array(["a"]), qty=pa.array([1], pa.int32()))
+    for behavior in BEHAVIORS:
+        out, change = conform("t", existing, rows, behavior)
+        assert not change.dropped and out.column("__deleted").to_pylist() == [None]
+
+
+def test_a_new_table_takes_every_column_under_every_behavior() -> None:
+    rows = _rows(id=pa.array([1], pa.int32()), name=pa.array(["a"]))
+    for behavior in BEHAVIORS:
+        out, change = conform("t", pa.schema([]), rows, behavior)
+        assert [f.name for f in change.added] == ["id", "name", "__seq"] and out.num_rows == 1
+
+
+# The source's type lattices (MySQL and PostgreSQL as Debezium maps them): each widening holds
+# every value of the old type, so lenient retypes it; each narrowing is refused.
+_SAMPLES = {
+    pa.int8(): [-128, 127],
+    pa.int16(): [-32768, 32767],
+    pa.int32(): [-(2**31), 2**31 - 1],
+    pa.int64(): [-(2**63), 2**63 - 1],
+    pa.float32(): [1.5, -2.25],
+    pa.float64(): [1.5e300],
+    pa.decimal128(10, 2): [decimal.Decimal("-99999999.99"), decimal.Decimal("12.34")],
+    pa.decimal128(12, 2): [decimal.Decimal("9999999999.99")],
+    pa.decimal128(12, 4): [decimal.Decimal("99999999.9999")],
+    pa.decimal128(20, 0): [decimal.Decimal(2**64 - 1)],
+    pa.date32(): [datetime.date(1, 1, 1), datetime.date(9999, 12, 31)],
+    pa.timestamp("ms"): [datetime.datetime(2024, 1, 1, 12, 0, 0)],
+}
+
+
+def test_every_widening_holds_every_old_value_and_every_narrowing_is_refused() -> None:
+    for old, values in _SAMPLES.items():
+        for new in _SAMPLES:
+            if old == new or not is_widening(old, new):
+                continue
+            assert pa.array(values, old).cast(new).cast(old).to_pylist() == values, (old, new)
+            existing = pa.schema([("c", old)])
+            _, change = conform("t", existing, pa.table({"c": pa.array(values, old).cast(new)}), LENIENT)
+            assert change.retyped == (pa.field("c", new),)
+
+
+def test_a_change_that_is_neither_a_widening_nor_fits_is_refused_under_lenient() -> None:
+    for old in _SAMPLES:
+        for new in _SAMPLES:
+            if widens(old, new) or is_widening(old, new):
+                continue
+            with pytest.raises(SchemaEvolutionError, match=r"changed type"):
+                conform("t", pa.schema([("c", old)]), pa.table({"c": pa.array(_SAMPLES[new], new)}), LENIENT)
+
+
+def test_random_schema_sequences_keep_each_behaviors_promise() -> None:
+    """Seeded: random columns added, dropped, widened and changed incompatibly; after each step
+    the rows conform to the table's schema after the change, and only the behavior's changes
+    happen (lenient never drops, ignore never changes the schema, exception never passes one)."""
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    for _ in range(200):
+        behavior = rng.choice(BEHAVIORS)
+        existing = pa.schema(
+            [("id", pa.int32()), *[(f"c{i}", rng.choice([pa.int32(), pa.string()])) for i in range(4)]]
+        )
+        columns: dict[str, pa.Array] = {"id": pa.array([1, 2], pa.int32())}
+        for f in existing:
+            if f.name == "id":
+                continue
+            move = rng.choice(["same", "same", "drop", "widen", "other"])
+            if move == "drop":
+                continue
+            if move == "widen" and f.type == pa.int32():
+                columns[f.name] = pa.array([1, None], pa.int64())
+            elif move == "other":
+                columns[f.name] = pa.array(["7", "x"]) if f.type == pa.int32() else pa.array([7, None], pa.int64())
+            else:
+                columns[f.name] = pa.array([1, None], f.type) if f.type == pa.int32() else pa.array(["a", None])
+        if rng.random() < 0.3:
+            columns["new"] = pa.array([True, None])
+        rows = pa.table(columns)
+        try:
+            out, change = conform("t", existing, rows, behavior)
+        except SchemaEvolutionError as e:  # SchemaChangeRefusedError too
+            assert behavior in (EXCEPTION, LENIENT, IGNORE, EVOLVE) or "does not fit" in str(e), (seed, behavior, e)
+            continue
+        assert out.schema.names == change.schema_after(existing).names, (seed, behavior)
+        assert out.num_rows == 2
+        if behavior in (LENIENT, IGNORE):
+            assert not change.dropped, (seed, behavior)
+        if behavior == IGNORE:
+            assert change == SchemaChange(), (seed, behavior)
+        if behavior == EXCEPTION:
+            assert not change, (seed, behavior)
+
+
+def test_the_option_is_parsed_per_table_and_for_the_job() -> None:
+    assert TableOptions.parse({"schema.change.behavior": "Evolve"}).schema_change_behavior == EVOLVE
+    assert TableOptions.parse({}, schema_change_behavior=IGNORE).schema_change_behavior == IGNORE
+    with pytest.raises(TableOptionError, match=r"schema.change.behavior: 'strict' is not a behavior; use one of"):
+        TableOptions.parse({"schema.change.behavior": "strict"})
+    config = SinkConfig.parse(
+        {
+            "target": "delta",
+            "path": "/tmp/lake",
+            "schema.change.behavior": "exception",
+            "table.options": {"shop.inv.items": {"schema.change.behavior": "try_evolve"}},
+        }
+    )
+    assert config.options_for("shop_inv_items").schema_change_behavior == TRY_EVOLVE
+    assert config.options_for("other").schema_change_behavior == EXCEPTION
+    with pytest.raises(SinkConfigError, match=r"schema.change.behavior: 'x' is not a behavior"):
+        SinkConfig.parse({"target": "delta", "path": "/tmp/lake", "schema.change.behavior": "x"})
