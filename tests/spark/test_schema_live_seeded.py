@@ -228,7 +228,8 @@ def test_random_schema_changes_keep_every_target_equal_to_the_source(
         return shipped
 
     execute(mariadb_db, "CREATE TABLE marks (id INT PRIMARY KEY)")
-    with TaskRunner(connector_props(mariadb_db)) as run:
+    # Years 1-99 are the source's own (Debezium's time adjuster would read them as 2-digit years).
+    with TaskRunner(connector_props(mariadb_db, enable__time__adjuster="false")) as run:
         shipped = catch_up(run, 0, 0)
         for step in range(1, STEPS + 1):
             statements: list[str] = []
