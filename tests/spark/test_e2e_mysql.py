@@ -74,3 +74,36 @@ def test_mariadb_to_delta_row_for_row(spark: Any, mariadb_db: Any, tmp_path: Pat
     expected = _source_rows(mariadb_db)
     assert lake_rows == expected
     assert expected[1][1] == "in-txn-again" and expected[5][2] == decimal.Decimal("10.50") and 200 in expected
+
+
+def test_a_column_added_with_a_default_holds_it_in_the_lakes_untouched_rows(
+    spark: Any, mariadb_db: Any, tmp_path: Path
+) -> None:
+    """`ALTER TABLE … ADD COLUMN vip INT NOT NULL DEFAULT 7` fills MariaDB's rows without an event;
+    the lake's rows the source did not touch again hold 7 too (the default travels in the events'
+    schema), the updated one its own value."""
+    execute(
+        mariadb_db,
+        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL)",
+        "INSERT INTO items VALUES " + ", ".join(f"({i}, 'item{i}')" for i in range(1, 6)),
+    )
+    state, lake = str(tmp_path / "state"), str(tmp_path / "lake")
+    source = {"state.dir": state, "topic.pattern": r"dbserver1\..*\.items"}
+    sink = {"target": "delta", "path": lake, "table.name.format": "${table}"}
+    with TaskRunner(connector_props(mariadb_db)) as run:
+        run.wait_data(5)  # the snapshot
+        shipped = _ship(run, state, 0)
+        run_available_now(spark, source, sink, str(tmp_path / "ckpt"))
+        execute(
+            mariadb_db,
+            "ALTER TABLE items ADD COLUMN vip INT NOT NULL DEFAULT 7",
+            "UPDATE items SET vip = 1, name = 'touched' WHERE id = 2",
+        )
+        run.wait_data(5 + 1)
+        _ship(run, state, shipped)
+    run_available_now(spark, source, sink, str(tmp_path / "ckpt"))
+    with mariadb_db.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT id, name, vip FROM items")
+        expected = {r[0]: tuple(r) for r in cur.fetchall()}
+    assert {r["id"]: (r["id"], r["name"], r["vip"]) for r in delta_rows(f"{lake}/items")} == expected
+    assert expected[1] == (1, "item1", 7) and expected[2] == (2, "touched", 1)

@@ -26,6 +26,7 @@ from cdc_spark.apply.evolution import (
     widens,
 )
 from cdc_spark.apply.table_options import TableOptionError, TableOptions
+from cdc_spark.decode.types import DEFAULT, default_of, field_metadata
 
 EXISTING = pa.schema([("id", pa.int32()), ("name", pa.string()), ("qty", pa.int32()), ("__seq", pa.binary())])
 
@@ -201,3 +202,147 @@ def test_the_option_is_parsed_per_table_and_for_the_job() -> None:
     assert config.options_for("other").schema_change_behavior == EXCEPTION
     with pytest.raises(SinkConfigError, match=r"schema.change.behavior: 'x' is not a behavior"):
         SinkConfig.parse({"target": "delta", "path": "/tmp/lake", "schema.change.behavior": "x"})
+
+
+# -- a column added with a DEFAULT -------------------------------------------------------------------
+
+
+def _with_default(name: str, values: pa.Array, default: bytes) -> tuple[pa.Field, pa.Array]:
+    return pa.field(name, values.type, metadata={DEFAULT: default}), values
+
+
+def _rows_with(*columns: tuple[pa.Field, pa.Array]) -> pa.Table:
+    base = {"id": pa.array([1, 2], pa.int32()), "name": pa.array(["a", "b"]), "qty": pa.array([1, 2], pa.int32())}
+    fields = [pa.field(k, v.type) for k, v in base.items()] + [f for f, _ in columns] + [pa.field("__seq", pa.binary())]
+    arrays = [*base.values(), *[a for _, a in columns], pa.array([b"\x01", b"\x02"], pa.binary())]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def test_a_column_added_with_a_default_fills_the_stored_rows_and_the_batch_keeps_its_values() -> None:
+    vip = _with_default("vip", pa.array([5, None], pa.int32()), b"0")
+    since = _with_default("since", pa.array([None, None], pa.date32()), b'"2024-02-29"')
+    price = _with_default("price", pa.array([None, None], pa.decimal128(10, 2)), b'"1.50"')
+    note = pa.field("note", pa.string()), pa.array(["x", None])  # no default: NULL in the stored rows
+    for behavior in (LENIENT, EVOLVE, TRY_EVOLVE):
+        out, change = conform("t", EXISTING, _rows_with(vip, since, price, note), behavior)
+        assert [f.name for f in change.added] == ["vip", "since", "price", "note"]
+        assert all(not f.metadata for f in change.added) and all(not f.metadata for f in out.schema)
+        assert dict(change.filled) == {
+            "vip": pa.scalar(0, pa.int32()),
+            "since": pa.scalar(datetime.date(2024, 2, 29), pa.date32()),
+            "price": pa.scalar(decimal.Decimal("1.50"), pa.decimal128(10, 2)),
+        }
+        assert change.fill("note") is None and change.rewrites  # the stored rows are written again
+        assert "added vip (int32) filled with 0" in change.describe()
+        # The batch's rows keep the values their events have (NULL is a value too).
+        assert out.column("vip").to_pylist() == [5, None] and out.column("note").to_pylist() == ["x", None]
+    # A table created by this batch has no stored rows; meta columns are never filled.
+    _, change = conform("t", pa.schema([]), _rows_with(vip), LENIENT)
+    assert change.filled == () and not change.rewrites
+    meta = _with_default("__op", pa.array(["c", "u"]), b'"r"')
+    _, change = conform("t", EXISTING, _rows_with(meta), LENIENT)
+    assert change.filled == () and not change.rewrites
+    # ignore does not add the column at all; exception refuses it.
+    _, change = conform("t", EXISTING, _rows_with(vip), IGNORE)
+    assert change == SchemaChange()
+    with pytest.raises(SchemaChangeRefusedError, match=r"new column 'vip'"):
+        conform("t", EXISTING, _rows_with(vip), EXCEPTION)
+
+
+def test_a_default_that_does_not_fit_the_column_is_not_written(caplog: pytest.LogCaptureFixture) -> None:
+    bad = _with_default("vip", pa.array([1, 2], pa.int8()), b"1000")
+    with caplog.at_level("WARNING"):
+        _, change = conform("t", EXISTING, _rows_with(bad), LENIENT)
+    assert change.filled == () and [f.name for f in change.added] == ["vip"]
+    assert "the DEFAULT of the new column 'vip' does not convert to int8" in caplog.text
+
+
+def test_the_default_travels_in_a_tasks_report_to_the_driver_but_never_to_a_tombstone_table() -> None:
+    from cdc_spark.apply.lake_parallel import _reported_change
+
+    vip = _with_default("vip", pa.array([5, None], pa.int64()), b"7")
+    out, change = conform("t", EXISTING, _rows_with(vip), LENIENT)
+    report = {"kind": "change", "schema": change.reported(out.schema).serialize().to_pybytes()}
+    driver = _reported_change("t", EXISTING, [report])
+    assert driver.added == (pa.field("vip", pa.int64()),) and not driver.added[0].metadata
+    assert driver.filled == (("vip", pa.scalar(7, pa.int64())),) and driver.rewrites
+    assert driver.schema_after(EXISTING).names == out.column_names
+    assert _reported_change("t__tombstones", EXISTING, [report]).filled == ()
+
+
+def test_the_decoder_keeps_a_fields_default_in_the_lakes_types() -> None:
+    from cdc_spark.apply.arrowutil import for_lake, plain
+
+    def meta(schema: dict[str, object]) -> dict[bytes, bytes]:
+        return field_metadata(schema) or {}
+
+    decimal_schema = {
+        "type": "bytes",
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+        "default": "BNI=",  # the unscaled 1234, base64, as JsonConverter writes it
+    }
+    assert meta(decimal_schema)[DEFAULT] == b'"12.34"'
+    assert meta({"type": "int32", "default": 0})[DEFAULT] == b"0"
+    assert meta({"type": "string", "default": ""})[DEFAULT] == b'""'
+    assert meta({"type": "bytes", "default": "AP8="})[DEFAULT] == b'"AP8="'
+    assert meta({"type": "int32", "name": "io.debezium.time.Date", "default": 19782})[DEFAULT] == b'"2024-02-29"'
+    assert DEFAULT not in meta({"type": "int32"}) and DEFAULT not in meta({"type": "int32", "default": None})
+    # Debezium's stand-ins for a value the database computes (CURRENT_TIMESTAMP, now(), gen_random_uuid()).
+    zoned = {"type": "string", "name": "io.debezium.time.ZonedTimestamp", "default": "1970-01-01T00:00:00Z"}
+    assert DEFAULT not in meta(zoned) and DEFAULT not in meta({**zoned, "default": "1970-01-01T00:00:00+00:00"})
+    assert DEFAULT not in meta({"type": "int64", "name": "io.debezium.time.Timestamp", "default": 0})
+    assert DEFAULT not in meta(
+        {"type": "string", "name": "io.debezium.data.Uuid", "default": "0" * 8 + "-0000" * 3 + "-" + "0" * 12}
+    )
+    assert meta({**zoned, "default": "2024-03-01T10:30:00+02:00"})[DEFAULT] == b'"2024-03-01 08:30:00.000000Z"'
+    # A millisecond timestamp becomes a microsecond one in the lakes: the default follows the cast.
+    ms = {"type": "int64", "name": "io.debezium.time.Timestamp", "default": 1_709_289_000_123}
+    table = pa.table({"at": pa.array([None], pa.timestamp("ms"))})
+    table = table.cast(pa.schema([pa.field("at", pa.timestamp("ms"), metadata=meta(ms))]))
+    lake = for_lake(table)
+    assert lake.schema.field("at").type == pa.timestamp("us")
+    assert default_of(lake.schema.field("at")) == pa.scalar(
+        datetime.datetime(2024, 3, 1, 10, 30, 0, 123000), pa.timestamp("us")
+    )
+    assert not plain(lake.schema).field("at").metadata  # a lake table is created without it
+
+
+def test_json_and_avro_events_carry_the_default_to_the_flattened_field() -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    from cdc.api.data import Schema as ConnectSchema
+    from cdc.api.data import SchemaBuilder
+    from cdc.converters.avro import AvroConverter
+    from cdc_spark.decode import JsonDeserializer, flatten
+    from cdc_spark.decode.avro import decode_avro_batches
+    from cdc_spark.decode.events import decode_batches
+    from tests.spark.events import Table
+    from tests.spark.test_avro_decode import MockLookup
+    from tests.spark.test_decode import _raw
+
+    columns = {
+        "id": ConnectSchema.INT32_SCHEMA,
+        "vip": SchemaBuilder.int32().optional().default_value(7).build(),
+        "tier": SchemaBuilder.string().default_value("gold").build(),
+    }
+    json_table, avro_table = Table("p.db.t", columns), Table("p.db.t", columns)
+    client = SchemaRegistryClient.new_client({"url": "mock://defaults"})
+    for attr, is_key in (("keys", True), ("values", False)):
+        conv = AvroConverter()
+        conv.use_registry(client)
+        conv.configure({}, is_key)
+        setattr(avro_table, attr, conv)
+    json_batch = _raw([json_table.event("c", 1, {"vip": 1, "tier": "x"}, 1)])
+    avro_batch = _raw([avro_table.event("c", 1, {"vip": 1, "tier": "x"}, 1)])
+    for decoded in (
+        list(decode_batches(iter([json_batch]), JsonDeserializer(), combine=True)),
+        list(decode_avro_batches(iter([avro_batch]), MockLookup(client), combine=True)),
+    ):
+        rows = pa.Table.from_batches(decoded)
+        marks = zip(rows["schema_id"].to_pylist(), rows["value_schema"].to_pylist(), strict=True)
+        flat = flatten("p.db.t", rows, {sid: text for sid, text in marks if text}).table
+        assert default_of(flat.schema.field("vip")) == pa.scalar(7, pa.int32())
+        assert default_of(flat.schema.field("tier")) == pa.scalar("gold")
+        assert default_of(flat.schema.field("id")) is None
+        assert flat.column("vip").to_pylist() == [1]

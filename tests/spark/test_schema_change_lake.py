@@ -216,3 +216,90 @@ def test_postgres_follows_each_behavior(spark: Any, postgres_db: Any) -> None:
     sink("evolve")(raw_frame(spark, TOPIC, [qty_text.event("u", 1, {**_row(1), "qty": "one"}, 7)]), 5)
     names, rows = table()
     assert rows[1]["qty"] == "one" and rows[2]["qty"] == "22"  # the column is text now, stored values cast
+
+
+# A column added at the source with a DEFAULT (`ALTER TABLE … ADD COLUMN vip INT NOT NULL DEFAULT 0`):
+# the database holds the default in every row it had, without an event for them.
+SINCE = datetime.date(2024, 1, 1)
+WITH_DEFAULTS = {
+    **NARROW,
+    "vip": SchemaBuilder.int32().default_value(0).build(),
+    "since": Date.builder().optional().default_value(SINCE).build(),
+    "rate": Decimal.builder(2)
+    .parameter("connect.decimal.precision", "10")
+    .optional()
+    .default_value(decimal.Decimal("1.50"))
+    .build(),
+}
+
+
+def _add_with_defaults(spark: Any, applier: ChangeApplier) -> None:
+    """Batch 0 in the old schema (keys 1-4, key 4 deleted); batch 1 in the new one, for key 2
+    only (its own values); then batch 1 replayed."""
+    narrow, wide = Table(TOPIC, NARROW), Table(TOPIC, WITH_DEFAULTS)
+    applier(
+        raw_frame(
+            spark,
+            TOPIC,
+            [*[narrow.event("c", i, _row(i), 10 + i) for i in range(1, 5)], narrow.event("d", 4, None, 20)],
+        ),
+        0,
+    )
+    own = {**_row(2), "vip": 5, "since": DAY, "rate": decimal.Decimal("9.99")}
+    second = [wide.event("u", 2, own, 30)]
+    applier(raw_frame(spark, TOPIC, second), 1)
+    applier(raw_frame(spark, TOPIC, second), 1)  # the replay writes nothing
+
+
+def _check_filled(rows: dict[int, dict[str, Any]]) -> None:
+    assert sorted(rows) == [1, 2, 3]
+    for i in (1, 3):  # stored before the column existed: the source's DEFAULT, as the database has it
+        assert (rows[i]["vip"], rows[i]["since"], rows[i]["rate"]) == (0, SINCE, decimal.Decimal("1.50"))
+        assert rows[i]["note"] == f"n{i}"
+    assert (rows[2]["vip"], rows[2]["since"], rows[2]["rate"]) == (5, DAY, decimal.Decimal("9.99"))
+
+
+@pytest.mark.parametrize("apply_on", ["executors", "driver"])
+def test_delta_fills_a_column_added_with_a_default(spark: Any, tmp_path: Path, apply_on: str) -> None:
+    lake = str(tmp_path / "lake")
+    _add_with_defaults(spark, ChangeApplier({"target": "delta", "path": lake, "apply.on": apply_on}))
+    schema, rows = _delta(lake)
+    _check_filled(rows)
+    assert not any(f.metadata for f in schema)  # the decoder's annotation stays out of the table's schema
+    tombs = pa.schema(DeltaTable(f"{lake}/shop_inv_items__tombstones").schema().to_arrow())
+    assert "vip" not in tombs.names  # the remembered deletes hold only keys
+    if apply_on == "executors":  # the rewrite kept the bucketed layout
+        assert in_layout(f"{lake}/shop_inv_items")
+
+
+@pytest.mark.parametrize("apply_on", ["executors", "driver"])
+def test_iceberg_fills_a_column_added_with_a_default(spark: Any, tmp_path: Path, apply_on: str) -> None:
+    (tmp_path / "wh").mkdir()
+    cat = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    applier = ChangeApplier({"target": "iceberg", "catalog": cat, "namespace": "lake", "apply.on": apply_on})
+    _add_with_defaults(spark, applier)
+    schema, rows = _iceberg(cat)
+    _check_filled(rows)
+    assert [n for n in schema.names if not n.startswith("__")] == [*NARROW, "vip", "since", "rate"]
+
+
+def test_postgres_fills_a_column_added_with_a_default_and_drops_the_default(spark: Any, postgres_db: Any) -> None:
+    import psycopg
+
+    from tests.spark.helpers import postgres_rows
+
+    _add_with_defaults(spark, ChangeApplier({"target": "postgres", "dsn": postgres_db.dsn}))
+    _check_filled({r["id"]: r for r in postgres_rows(postgres_db.dsn, "shop_inv_items")})
+    with psycopg.connect(postgres_db.dsn) as conn:
+        defaults = conn.execute(
+            "SELECT column_name, column_default FROM information_schema.columns "
+            "WHERE table_name = 'shop_inv_items' AND column_name IN ('vip', 'since', 'rate')"
+        ).fetchall()
+        tombs = [
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'shop_inv_items__tombstones'"
+            )
+        ]
+    assert sorted(defaults) == [("rate", None), ("since", None), ("vip", None)]  # later rows hold their events'
+    assert "vip" not in tombs

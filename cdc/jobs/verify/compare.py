@@ -117,8 +117,9 @@ def digests(
 ) -> pa.Table:
     """(k: canonical key as JSON, h: row digest, a: digest with column DEFAULTs read as NULL) per row.
 
-    `a` exists for rows holding a column's default: after `ALTER TABLE … ADD COLUMN … DEFAULT`
-    the database fills old rows without emitting change events, so the target has NULL there.
+    `a` exists for rows holding a column's default (with `defaults`, compare's `unfilled_defaults`):
+    after `ALTER TABLE … ADD COLUMN … DEFAULT` the database fills old rows without emitting change
+    events, so a changelog (the Parquet target) has NULL there; the sink's tables are filled.
     `only`: the rows of these canonical keys alone (the others are skipped); `exclude`: skip these keys.
     """
     chunks: list[pa.Table] = []
@@ -193,13 +194,22 @@ def compare(
     keep_keys: bool = False,
     only: Container[str] | None = None,
     exclude: Container[str] | None = None,
+    unfilled_defaults: bool = False,
 ) -> TableResult:
     """Fill `result` with counts and up to `max_diffs` sample differences; `keep_keys`: every
     differing key too (`result.keys`); `only`: compare the rows of these canonical keys alone (a set,
     or a scope.TableScope: a key range, a sample); `exclude`: not the rows of these keys (online.py:
-    changed since the snapshot)."""
+    changed since the snapshot).
+
+    The sink's tables hold a column's DEFAULT in the rows stored before `ALTER TABLE … ADD COLUMN
+    … DEFAULT` (it fills them), so a NULL there is a difference. `unfilled_defaults`: a target that
+    only keeps events (the Parquet changelog) cannot have it, and a source row holding the
+    column's DEFAULT where the target has NULL counts as equal, with a note."""
     key_idx = [next(i for i, c in enumerate(columns) if c.name == k) for k in key_names]
-    defaults = [None if c.default is None or i in key_idx else canon(c, c.default) for i, c in enumerate(columns)]
+    defaults: list[str | None] = [
+        None if not unfilled_defaults or c.default is None or i in key_idx else canon(c, c.default)
+        for i, c in enumerate(columns)
+    ]
     src = digests(
         source_rows(),
         columns,
@@ -233,7 +243,8 @@ def compare(
         changed = changed.filter(pc.invert(by_default))
         result.notes.append(
             f"{defaulted} row(s) hold a column DEFAULT in the source where the target has NULL, counted as equal: "
-            "rows unchanged since ALTER TABLE … ADD COLUMN … DEFAULT (the database emits no change events for them)"
+            "rows unchanged since ALTER TABLE … ADD COLUMN … DEFAULT (the database emits no change events for them, "
+            "and the changelog keeps only events)"
         )
     result.missing, result.extra, result.changed = missing.num_rows, extra.num_rows, changed.num_rows
     result.duplicates = tgt_dup.num_rows

@@ -69,6 +69,7 @@ def compare_at(
     history: bool = False,
     keep_keys: bool = False,
     only: Container[str] | None = None,
+    unfilled_defaults: bool = False,
 ) -> TableResult:
     """Compare the source's rows at X (`source_rows`, read in the snapshot at X) with the lake at X.
 
@@ -92,7 +93,17 @@ def compare_at(
                 if valid_from <= at and (valid_to is None or _seq(valid_to) > at) and not deleted:
                     yield r[:n]
 
-        compare(result, columns, key_names, source_rows, at_rows, max_diffs, keep_keys, only)
+        compare(
+            result,
+            columns,
+            key_names,
+            source_rows,
+            at_rows,
+            max_diffs,
+            keep_keys,
+            only,
+            unfilled_defaults=unfilled_defaults,
+        )
         result.changed_since = sum(1 for k in changed if only is None or k in only)
         return result
     since = {key_of(r, key_idx) for r in versions() if _seq(r[n]) > at}
@@ -104,7 +115,18 @@ def compare_at(
             if not r[n + 1] and _seq(r[n]) <= at:
                 yield r[:n]
 
-    compare(result, columns, key_names, source_rows, current_rows, max_diffs, keep_keys, only, exclude=since)
+    compare(
+        result,
+        columns,
+        key_names,
+        source_rows,
+        current_rows,
+        max_diffs,
+        keep_keys,
+        only,
+        exclude=since,
+        unfilled_defaults=unfilled_defaults,
+    )
     result.changed_since = sum(1 for k in since if only is None or k in only)
     if truncated is not None and truncated > at and result.missing:
         # The truncate removed the rows older than it: the source's rows at X are gone by design.

@@ -151,11 +151,18 @@ def lake_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def plain(schema: pa.Schema) -> pa.Schema:
+    """`schema` without any metadata: the decoder's annotations of the batch's columns (SQL_TYPE,
+    DEFAULT) stay out of the schema of the lake table created from it."""
+    return pa.schema([f.remove_metadata() for f in schema])
+
+
 def for_lake(table: pa.Table, name: str = "") -> pa.Table:
     """Types Delta and Iceberg accept (`lake_type`). A value those types cannot hold raises
     ValueOutOfRangeError naming table `name`, the column and its row (`refused.lake_refusals`
-    finds every such value, for errors.tolerance=all)."""
-    schema = pa.schema([pa.field(f.name, lake_type(f.type), nullable=True) for f in table.schema])
+    finds every such value, for errors.tolerance=all). The fields keep their metadata (a column's
+    DEFAULT, decode/types.py): `plain` leaves it out of a lake table's own schema."""
+    schema = pa.schema([pa.field(f.name, lake_type(f.type), nullable=True, metadata=f.metadata) for f in table.schema])
     if schema == table.schema:
         return table
     try:

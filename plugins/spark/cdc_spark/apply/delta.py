@@ -29,7 +29,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.table import TableMerger
 
-from cdc_spark.apply.arrowutil import delta_dataset, drop_shadowed, for_lake, hex_literal, rows_with_keys
+from cdc_spark.apply.arrowutil import delta_dataset, drop_shadowed, for_lake, hex_literal, plain, rows_with_keys
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.evolution import SchemaChange, check_lake_range, conform
 from cdc_spark.apply.schema_rewrite import change_delta
@@ -147,7 +147,7 @@ class DeltaTarget:
         if dt is None:
             dt = DeltaTable.create(
                 path,
-                schema=source.schema.remove_metadata(),
+                schema=plain(source.schema),
                 mode="ignore",
                 partition_by=partition_columns(table, self.config.partition_by, source.schema.names),
             )

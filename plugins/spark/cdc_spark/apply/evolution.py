@@ -21,6 +21,14 @@
 drop) that the target makes before it writes them: PostgreSQL with ALTER TABLE, Iceberg with
 its own type promotion where the spec allows it, otherwise (and on Delta, whose delta-rs has
 no type widening) a copy-on-write rewrite of the table in one commit (`schema_rewrite.py`).
+
+A column added at the source with a DEFAULT (`ALTER TABLE t ADD COLUMN vip INT NOT NULL
+DEFAULT 0`) holds that default in every row the database had, though it sends no event for
+them. The change events carry it in their schema (the decoder keeps it in the field's metadata,
+decode/types.py DEFAULT), and the change's `filled` has it: the target writes it into the rows
+it stored before the column existed (Delta and Iceberg rewrite them, PostgreSQL adds the
+column with that DEFAULT), so the table equals the database; the batch's own rows keep the
+values their events have. A tombstone table holds only keys and is never filled.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_spark.apply.errors import SchemaChangeRefusedError, SchemaEvolutionError, ValueOutOfRangeError
+from cdc_spark.decode.types import DEFAULT, default_of, with_default
 
 log = logging.getLogger(__name__)
 
@@ -158,19 +167,31 @@ def first_uncastable(column: pa.Array | pa.ChunkedArray, to: pa.DataType) -> int
 @dataclass(frozen=True)
 class SchemaChange:
     """What the target changes before it writes a batch: columns to add, existing columns to give a
-    new type (the field with its new type), columns to drop. Empty: nothing."""
+    new type (the field with its new type), columns to drop, and the added columns whose stored
+    rows take the column's DEFAULT (`filled`: column → value in the column's type). Empty: nothing."""
 
     added: tuple[pa.Field, ...] = ()
     retyped: tuple[pa.Field, ...] = ()
     dropped: tuple[str, ...] = ()
+    filled: tuple[tuple[str, pa.Scalar], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.added or self.retyped or self.dropped)
 
     @property
     def rewrites(self) -> bool:
-        """Whether stored values change (a new type or a dropped column), not only the schema."""
-        return bool(self.retyped or self.dropped)
+        """Whether stored values change (a new type, a dropped column, an added column's DEFAULT
+        written into the stored rows), not only the schema."""
+        return bool(self.retyped or self.dropped or self.filled)
+
+    def fill(self, name: str) -> pa.Scalar | None:
+        """The DEFAULT the stored rows take in the added column `name`, or None (NULL)."""
+        return dict(self.filled).get(name)
+
+    def reported(self, schema: pa.Schema) -> pa.Schema:
+        """`schema` (the conformed rows') with each filled column's DEFAULT in its field metadata:
+        what a task reports to the driver (lake_tasks.py), which reads it back with decode/types.py `default_of`."""
+        return pa.schema([with_default(f, self.fill(f.name)) for f in schema])
 
     def schema_after(self, existing: pa.Schema) -> pa.Schema:
         """`existing` with this change made: retyped in place, dropped removed, added at the end."""
@@ -180,7 +201,10 @@ class SchemaChange:
 
     def describe(self) -> str:
         """One line for the log: `added c (int64); c int32 → int64; dropped d`."""
-        parts = [f"added {f.name} ({f.type})" for f in self.added]
+        parts = [
+            f"added {f.name} ({f.type})" + (f" filled with {d}" if (d := self.fill(f.name)) is not None else "")
+            for f in self.added
+        ]
         parts += [f"retyped {f.name} to {f.type}" for f in self.retyped]
         parts += [f"dropped {name}" for name in self.dropped]
         return "; ".join(parts)
@@ -232,16 +256,36 @@ def converted(table: str, name: str, col: pa.ChunkedArray | pa.Array, to: pa.Dat
     return pa.array(out, to)
 
 
+def _stored_rows_default(table: str, existing: pa.Schema, added: pa.Field) -> pa.Scalar | None:
+    """The DEFAULT the rows `table` already holds take in the added column, or None: only for a
+    table that existed (a new one has no stored rows) and a source column that has one."""
+    if not existing.names or _is_meta(added.name):
+        return None
+    default = default_of(added)
+    if default is None and DEFAULT in (added.metadata or {}):
+        log.warning(
+            "table %s: the DEFAULT of the new column %r does not convert to %s; the rows stored before it "
+            "hold NULL there (the source's hold the DEFAULT): re-snapshot the table to fill them",
+            table,
+            added.name,
+            added.type,
+        )
+    return default
+
+
 def conform(
     table_name: str, existing: pa.Schema, incoming: pa.Table, behavior: str = DEFAULT_BEHAVIOR
 ) -> tuple[pa.Table, SchemaChange]:
     """`incoming` in the table's schema after the change `behavior` lets through, and that change.
 
     Columns the source dropped are filled with nulls (kept) or left out (dropped) so every
-    write has the full schema. A behavior that refuses the change raises
-    `SchemaChangeRefusedError`; an incompatible type under `lenient` `SchemaEvolutionError`.
+    write has the full schema. A column added to a table that existed before, whose field
+    carries the column's DEFAULT (decode/types.py), is `filled` with it in the stored rows. A
+    behavior that refuses the change raises `SchemaChangeRefusedError`; an incompatible type
+    under `lenient` `SchemaEvolutionError`. The conformed rows' fields carry no metadata.
     """
     added: list[pa.Field] = []
+    filled: list[tuple[str, pa.Scalar]] = []
     retyped: list[pa.Field] = []
     dropped: list[str] = []
     arrays: list[pa.Array] = []
@@ -289,5 +333,8 @@ def conform(
         added.append(pa.field(f.name, f.type, nullable=True))
         arrays.append(incoming.column(f.name))
         fields.append(added[-1])
-    change = SchemaChange(tuple(added), tuple(retyped), tuple(dropped))
+        default = _stored_rows_default(table_name, existing, f)
+        if default is not None:
+            filled.append((f.name, default))
+    change = SchemaChange(tuple(added), tuple(retyped), tuple(dropped), tuple(filled))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), change

@@ -32,7 +32,7 @@ from pyiceberg.expressions import (
 )
 from pyiceberg.table import Table
 
-from cdc_spark.apply.arrowutil import drop_shadowed, for_lake
+from cdc_spark.apply.arrowutil import drop_shadowed, for_lake, plain
 from cdc_spark.apply.config import SinkConfig
 from cdc_spark.apply.evolution import SchemaChange, check_lake_range, conform
 from cdc_spark.apply.iceberg_catalog import open_catalog
@@ -147,7 +147,7 @@ class IcebergTarget:
         keys = batch.key_columns
         source = for_lake(batch.table, table)
         check_lake_range(table, source)
-        tbl = self._load(table) or self.catalog.create_table((self.namespace, table), schema=source.schema)
+        tbl = self._load(table) or self.catalog.create_table((self.namespace, table), schema=plain(source.schema))
         behavior = self.config.options_for(table).schema_change_behavior
         source, change = conform(table, tbl.schema().as_arrow(), source, behavior)
         if change:

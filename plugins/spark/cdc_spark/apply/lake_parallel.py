@@ -44,6 +44,7 @@ from cdc_spark.apply.errors import SchemaEvolutionError, TargetApplyError, key_t
 from cdc_spark.apply.evolution import SchemaChange
 from cdc_spark.apply.lake_tasks import RESULT, Plan, TablePlan, apply_buckets, filesystem, unpack_error
 from cdc_spark.decode.events import SNAPSHOT_END
+from cdc_spark.decode.types import default_of
 
 log = logging.getLogger(__name__)
 TOMBSTONE_SUFFIX = "__tombstones"
@@ -247,8 +248,8 @@ class ParallelLake:
                 # The table first, its tombstones after (delta.py): a delete remembered before
                 # its row is deleted would shadow its own event on the replay.
                 if tp.apply_main and self._evolve(table, tp.main, tp.probe_main, main):
-                    if tp.tombs is not None and _reported_change(tp.tombs.schema, tombs):
-                        self.layouts.change(name, _reported_change(tp.tombs.schema, tombs))
+                    if tp.tombs is not None and (tomb_change := _reported_change(name, tp.tombs.schema, tombs)):
+                        self.layouts.change(name, tomb_change)
                     _discard(tp.main, main)
                     _discard(tp.tombs, tombs)
                     again.add(table)
@@ -271,7 +272,7 @@ class ParallelLake:
         schema_rewrite.py, either format); Iceberg: create `table` from the columns its rows
         have, or add the ones it lacks (its files, if any, were written without those columns'
         field ids). Delta adds new columns in its commit."""
-        change = _reported_change(lay.schema, rows)
+        change = _reported_change(table, lay.schema, rows)
         if change:
             self.layouts.change(table, change)
             return True
@@ -347,25 +348,31 @@ def _discard(lay: Layout | None, rows: list[dict[str, Any]]) -> None:
             log.debug("could not delete %s", r["path"], exc_info=True)
 
 
-def _reported_change(existing: pa.Schema | None, rows: list[dict[str, Any]]) -> SchemaChange:
-    """The change the tasks' `change` reports ask of the table (each report: the columns its rows
+def _reported_change(table: str, existing: pa.Schema | None, rows: list[dict[str, Any]]) -> SchemaChange:
+    """The change the tasks' `change` reports ask of `table` (each report: the columns its rows
     have in the table's next schema, conformed under the table's schema.change.behavior): the
-    columns they retype, the ones none of them has (dropped), the new ones."""
+    columns they retype, the ones none of them has (dropped), the new ones, and the DEFAULT the
+    stored rows take in a new one (its field's metadata, SchemaChange.reported; never in a
+    tombstone table, which holds only keys)."""
     reported = [pa.ipc.read_schema(pa.py_buffer(r["schema"])) for r in rows if r["kind"] == "change"]
     if not reported or existing is None:
         return SchemaChange()
     retyped: dict[str, pa.Field] = {}
     added: dict[str, pa.Field] = {}
+    filled: dict[str, pa.Scalar] = {}
     for schema in reported:
         for f in schema:
             if f.name == buckets.BUCKET:
                 continue
             if f.name not in existing.names:
-                added.setdefault(f.name, f)
+                added.setdefault(f.name, f.remove_metadata())
+                default = default_of(f)
+                if default is not None and not table.endswith(TOMBSTONE_SUFFIX):
+                    filled.setdefault(f.name, default)
             elif existing.field(f.name).type != f.type:
-                retyped.setdefault(f.name, f)
+                retyped.setdefault(f.name, f.remove_metadata())
     dropped = [f.name for f in existing if all(f.name not in s.names for s in reported)]
-    return SchemaChange(tuple(added.values()), tuple(retyped.values()), tuple(dropped))
+    return SchemaChange(tuple(added.values()), tuple(retyped.values()), tuple(dropped), tuple(filled.items()))
 
 
 def _widened(table: str, existing: pa.Schema | None, files: list[pa.Schema]) -> pa.Schema:

@@ -258,10 +258,11 @@ class BucketApply:
         dropped column of the table (`change`), or a key type its tombstone table does not have
         yet (the key columns follow the table's). Each such table is reported (`change`) and
         nothing is written; the driver rewrites them (schema_rewrite.py), then applies the
-        batch again to the rewritten files."""
+        batch again to the rewritten files. A column added with a DEFAULT is such a change too
+        (its stored rows take the default): the report carries the default (SchemaChange.reported)."""
         tp, must = self.tp, False
         if change.rewrites and tp.apply_main and tp.main.exists:
-            self._columns(table, source, kind="change")
+            self._columns(table, source, kind="change", change=change)
             must = True
         if tp.tombs is not None and tp.tombs.exists and tp.tombs.schema is not None:
             probe = _tombstones(source.slice(0, 0), keys)
@@ -271,10 +272,12 @@ class BucketApply:
                 must = True
         return must
 
-    def _columns(self, table: str, rows: pa.Table, kind: str = "columns") -> None:
+    def _columns(self, table: str, rows: pa.Table, kind: str = "columns", change: SchemaChange | None = None) -> None:
         """Report the columns `rows` have instead of writing them: for a table not created yet
-        (`columns`), or one whose stored values must change first (`change`)."""
-        schema = rows.schema.remove_metadata().serialize().to_pybytes()
+        (`columns`), or one whose stored values must change first (`change`, whose added columns'
+        DEFAULTs stay in their field metadata; only the schema's own metadata is left out)."""
+        reported = change.reported(rows.schema) if change is not None else rows.schema
+        schema = reported.remove_metadata().serialize().to_pybytes()
         self.out.add(kind=kind, topic=self.topic, table=table, bucket=self.bucket, schema=schema)
 
     def _replace(self, files: BucketFiles, table: str, old: list[layout.DataFile], rows: pa.Table) -> None:

@@ -47,7 +47,7 @@ from cdc_spark.apply.evolution import DEFAULT_BEHAVIOR, EVOLVE, EXCEPTION, IGNOR
 from cdc_spark.apply.refused import partition_rows
 from cdc_spark.apply.unchanged import sent_of, since_of, warn_kept_rows
 from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch
-from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE
+from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE, default_of
 
 TOMBSTONE_SUFFIX = "__tombstones"
 # One row per truncated table: the last truncate's sequence, which later, older events lose to.
@@ -240,11 +240,8 @@ class PostgresWriter:
                 if c not in existing:
                     if existing and behavior == EXCEPTION and not _is_meta(c):
                         raise SchemaChangeRefusedError(name, c, "absent", t, behavior, LENIENT)
-                    self.conn.execute(
-                        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}").format(
-                            self.ident(table), sql.Identifier(c), sql.SQL(t)
-                        )
-                    )
+                    default = default_of(schema.field(c)) if existing and not _is_meta(c) else None
+                    self._add_column(table, c, t, default)
                 elif _fits(existing[c], t):
                     continue
                 elif wider := _widens(existing[c], t):
@@ -276,6 +273,26 @@ class PostgresWriter:
                     )
                 )
         return self._columns(table)
+
+    def _add_column(self, table: str, column: str, pg: str, default: pa.Scalar | None) -> None:
+        """ADD COLUMN; with the source column's DEFAULT (a table that had rows before it), the
+        stored rows take it, as the source's did, and the default is dropped again: later rows
+        hold what their events say (PostgreSQL keeps the value of the stored rows, 11+ without
+        rewriting them)."""
+        ident = self.ident(table)
+        if default is None:
+            self.conn.execute(
+                sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}").format(
+                    ident, sql.Identifier(column), sql.SQL(pg)
+                )
+            )
+            return
+        self.conn.execute(
+            sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {} DEFAULT {}::{}").format(
+                ident, sql.Identifier(column), sql.SQL(pg), sql.Literal(_pg_literal(default)), sql.SQL(pg)
+            )
+        )
+        self.conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP DEFAULT").format(ident, sql.Identifier(column)))
 
     def _widen(self, table: str, column: str, wider: str, keys: list[str], using: bool = False) -> None:
         """int → bigint, real → double precision, numeric(p,s) → numeric(p2,s2): in place, keys too.
@@ -590,6 +607,23 @@ def _pg_temporal(col: pa.Array) -> pa.Array:
     return pa.array(out, pa.string())
 
 
+def _pg_text(col: pa.Array) -> pa.Array:
+    """A column as the text COPY sends: bytea as \\x hex, dates and timestamps as PostgreSQL
+    writes them (±infinity, BC years), the rest as it is (the CSV writer prints it)."""
+    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
+        return bytea_text(col)
+    if pa.types.is_date32(col.type) or pa.types.is_timestamp(col.type):
+        return _pg_temporal(col)
+    return col
+
+
+def _pg_literal(value: pa.Scalar) -> str:
+    """A value as text PostgreSQL reads into its column's type (for a DEFAULT, cast to the type):
+    the same text COPY sends for it."""
+    text = _pg_text(pa.repeat(value, 1))
+    return str(text.cast(pa.string())[0].as_py())
+
+
 def _copy(
     conn: psycopg.Connection,
     data: pa.Table,
@@ -605,11 +639,7 @@ def _copy(
     for col in data.columns:
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
-        if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
-            col = bytea_text(col)
-        elif pa.types.is_date32(col.type) or pa.types.is_timestamp(col.type):
-            col = _pg_temporal(col)
-        arrays.append(col)
+        arrays.append(_pg_text(col))
     text = pa.Table.from_arrays(arrays, names=data.column_names)
     cols = sql.SQL(", ").join(map(sql.Identifier, data.column_names))
     if refused is not None:

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction
 
-from cdc_spark.apply.arrowutil import delta_dataset, for_lake, rows_with_keys, same_as_previous
+from cdc_spark.apply.arrowutil import delta_dataset, for_lake, plain, rows_with_keys, same_as_previous
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.delta import has_batch, merge
 from cdc_spark.apply.evolution import check_lake_range, conform
@@ -142,7 +142,7 @@ class Scd2Delta:
         if dt is None:
             dt = DeltaTable.create(
                 path,
-                schema=new.schema,
+                schema=plain(new.schema),
                 mode="ignore",
                 partition_by=partition_columns(table, self.config.partition_by, new.schema.names),
             )

@@ -13,6 +13,11 @@
   (`partition.by`, `__bucket`), its properties (`cdc.buckets`) and its app transactions (which
   batches it holds) stay as they were.
 
+A column added with a DEFAULT to a table that has rows (`SchemaChange.filled`) is such a
+rewrite too, on either format: the stored rows are written again with the default in the new
+column (what the database did to its rows, without an event for them), in the same one commit
+or snapshot.
+
 Either rewrite is atomic: a kill during it leaves the table as it was (the new files are
 referenced by no version), and the replayed batch makes the change again. A stored value that
 does not cast to the new type (`evolve` to an incompatible type) stops the batch before the
@@ -33,6 +38,7 @@ from cdc_spark.apply.evolution import SchemaChange, first_uncastable
 
 log = logging.getLogger(__name__)
 _PROGRESS_EVERY_S = 10.0  # a rewrite logs its progress this often
+_CHUNK_ROWS = 1_000_000  # an Iceberg rewrite appends this many rows at a time
 
 
 def change_delta(path: str, table: str, change: SchemaChange) -> None:
@@ -48,14 +54,15 @@ def change_delta(path: str, table: str, change: SchemaChange) -> None:
     after = change.schema_after(existing)
     rows = _rows(dt)
     log.info(
-        "table %s: %s; rewriting its %d rows as one commit (delta-rs cannot change a column in place)",
+        "table %s: %s; rewriting its %d rows as one commit (delta-rs cannot change a column in place, nor add "
+        "one that holds a value)",
         table,
         change.describe(),
         rows,
     )
     failure: list[BaseException] = []
     reader = pa.RecordBatchReader.from_batches(
-        after, _cast_batches(dt.to_pyarrow_dataset().to_batches(), after, table, rows, failure)
+        after, _cast_batches(dt.to_pyarrow_dataset().to_batches(), after, table, rows, failure, change)
     )
     t0 = time.perf_counter()
     try:
@@ -81,7 +88,7 @@ def change_iceberg(tbl: Any, table: str, change: SchemaChange) -> Any:
         return tbl
     existing = tbl.schema().as_arrow()
     rewrite = [f for f in change.retyped if not _promotes(existing.field(f.name).type, f.type)]
-    if not rewrite:
+    if not rewrite and not change.filled:
         with tbl.update_schema() as update:
             for f in change.retyped:
                 update.update_column(f.name, field_type=_iceberg_type(f))
@@ -93,18 +100,18 @@ def change_iceberg(tbl: Any, table: str, change: SchemaChange) -> Any:
     after = change.schema_after(existing)
     log.info(
         "table %s: %s; rewriting its rows in one snapshot (Iceberg promotes only int, float and decimal "
-        "precision in place)",
+        "precision in place, and adds a column with NULL in the stored rows)",
         table,
         change.describe(),
     )
+    from pyiceberg.expressions import AlwaysTrue
+
     t0 = time.perf_counter()
-    data = tbl.scan().to_arrow()
+    snapshot = tbl.current_snapshot()
+    total = int((snapshot.summary or {}).get("total-records", 0)) if snapshot is not None else 0
+    kept = [n for n in existing.names if n not in change.dropped]  # the columns' order after
+    reader = tbl.scan().to_arrow_batch_reader()  # the snapshot read; the transaction replaces its files
     failure: list[BaseException] = []
-    cast = list(_cast_batches(data.to_batches(), after, table, data.num_rows, failure))
-    if failure:
-        raise failure[0]
-    new = pa.Table.from_batches(cast, after)
-    names = existing.names
     with tbl.transaction() as txn:
         with txn.update_schema() as update:
             for f in rewrite:
@@ -115,18 +122,42 @@ def change_iceberg(tbl: Any, table: str, change: SchemaChange) -> Any:
             for f in change.retyped:
                 if f in rewrite:
                     update.add_column(f.name, _iceberg_type(f))
-                    before = names[: names.index(f.name)]
-                    if before:
-                        update.move_after(f.name, before[-1])
-                    else:
-                        update.move_first(f.name)
                 else:
                     update.update_column(f.name, field_type=_iceberg_type(f))
             if change.added:
                 update.union_by_name(pa.schema(list(change.added)))
-        txn.overwrite(new)
+        # A column added again goes last; each is moved back to its place once all exist, in
+        # the table's order (so one moved after another already stands where it belongs).
+        with txn.update_schema() as update:
+            for f in sorted(rewrite, key=lambda f: kept.index(f.name)):
+                at = kept.index(f.name)
+                if at == 0:
+                    update.move_first(f.name)
+                else:
+                    update.move_after(f.name, kept[at - 1])
+        # Chunk by chunk (the driver holds one chunk, not the table): every file of the
+        # snapshot read is deleted, the rows come back in the new schema, one atomic commit.
+        txn.delete(AlwaysTrue())
+        for chunk in _chunks(_cast_batches(reader, after, table, total, failure, change), after):
+            txn.append(chunk)
+        if failure:
+            raise failure[0]  # leaves the transaction uncommitted: the table stays as it was
     log.info("table %s: rewritten with the new schema in %.1f s", table, time.perf_counter() - t0)
     return tbl.refresh()
+
+
+def _chunks(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.Table]:
+    """`batches` gathered into tables of about _CHUNK_ROWS rows (one Parquet file each)."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        held.append(batch)
+        rows += batch.num_rows
+        if rows >= _CHUNK_ROWS:
+            yield pa.Table.from_batches(held, schema)
+            held, rows = [], 0
+    if held:
+        yield pa.Table.from_batches(held, schema)
 
 
 def _rows(dt: Any) -> int:
@@ -138,17 +169,17 @@ def _rows(dt: Any) -> int:
 
 
 def _cast_batches(
-    batches: Any, after: pa.Schema, table: str, total: int, failure: list[BaseException]
+    batches: Any, after: pa.Schema, table: str, total: int, failure: list[BaseException], change: SchemaChange
 ) -> Iterator[pa.RecordBatch]:
-    """Each stored batch in the schema `after` (dropped columns left out); a value that does not
-    cast is recorded in `failure` and ends the stream (the caller raises it: the writer's own
-    error would hide it)."""
+    """Each stored batch in the schema `after` (dropped columns left out, added ones holding their
+    DEFAULT or NULL); a value that does not cast is recorded in `failure` and ends the stream (the
+    caller raises it: the writer's own error would hide it)."""
     done, last = 0, time.perf_counter()
     for batch in batches:
         arrays = []
         for f in after:
             if f.name not in batch.schema.names:
-                arrays.append(pa.nulls(batch.num_rows, f.type))
+                arrays.append(_added(f, change.fill(f.name), batch.num_rows))
                 continue
             col = batch.column(f.name)
             try:
@@ -167,6 +198,13 @@ def _cast_batches(
             log.info("table %s: rewritten %d of %d rows", table, done, total)
             last = time.perf_counter()
         yield pa.RecordBatch.from_arrays(arrays, schema=after)
+
+
+def _added(field: pa.Field, default: pa.Scalar | None, rows: int) -> pa.Array:
+    """The new column of `rows` stored rows: its DEFAULT in each, or NULL."""
+    if default is None:
+        return pa.nulls(rows, field.type)
+    return pa.repeat(default, rows).cast(field.type)
 
 
 def _promotes(old: pa.DataType, new: pa.DataType) -> bool:

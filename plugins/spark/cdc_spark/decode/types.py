@@ -6,6 +6,7 @@ import base64
 import datetime
 import decimal
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,12 @@ _EPOCH_DATE = datetime.date(1970, 1, 1)
 # (the lakes' decimals stop at 38 digits and need a fixed scale), but PostgreSQL stores
 # it as numeric.
 SQL_TYPE = b"cdc.sql.type"
+# Field metadata carrying the column's DEFAULT (the Connect schema's `default`, which Debezium and
+# our connectors set from the column's DDL) as JSON text of the value in the field's Arrow type:
+# a number, boolean or string as itself, binary as base64, anything else (decimal, date,
+# timestamp, a float that is not finite) as Arrow's text of it. The sink writes it into the rows
+# a table held before the column was added (apply/evolution.py, SchemaChange.filled).
+DEFAULT = b"cdc.default"
 # What Debezium sends for PostgreSQL's 'infinity' / '-infinity' timestamps (PGStatement's
 # DATE_POSITIVE_INFINITY / DATE_NEGATIVE_INFINITY), whatever the unit of the field.
 POSITIVE_INFINITY = 9223372036825200000
@@ -200,9 +207,125 @@ def sql_type(schema: dict[str, Any]) -> str | None:
 
 
 def field_metadata(schema: dict[str, Any]) -> dict[bytes, bytes] | None:
-    """Arrow field metadata for one Connect field (SQL_TYPE), or None."""
+    """Arrow field metadata for one Connect field (SQL_TYPE, DEFAULT), or None."""
+    meta: dict[bytes, bytes] = {}
     sql = sql_type(schema)
-    return {SQL_TYPE: sql.encode()} if sql else None
+    if sql:
+        meta[SQL_TYPE] = sql.encode()
+    default = default_text(schema)
+    if default is not None:
+        meta[DEFAULT] = default
+    return meta or None
+
+
+# Temporal types whose default at the epoch (or midnight) is the stand-in Debezium's default
+# converters put for a value the database computes (MySQL's CURRENT_TIMESTAMP on a NOT NULL
+# column, PostgreSQL's now() and CURRENT_DATE), and the UUID type whose all-zero default stands
+# for gen_random_uuid(): not a value the stored rows hold, so not a DEFAULT to fill them with.
+_TEMPORAL = {
+    "org.apache.kafka.connect.data.Date",
+    "org.apache.kafka.connect.data.Time",
+    "org.apache.kafka.connect.data.Timestamp",
+    "io.debezium.time.Date",
+    "io.debezium.time.Time",
+    "io.debezium.time.MicroTime",
+    "io.debezium.time.NanoTime",
+    "io.debezium.time.Timestamp",
+    "io.debezium.time.MicroTimestamp",
+    "io.debezium.time.NanoTimestamp",
+    ZONED_TIMESTAMP,
+}
+_ZERO_UUID = ("io.debezium.data.Uuid", "00000000-0000-0000-0000-000000000000")
+
+
+def _stands_in(schema: dict[str, Any], value: Any) -> bool:
+    """Whether a converted default is the placeholder of a value the database computes."""
+    name = schema.get("name")
+    if name in _TEMPORAL:
+        return value == 0
+    return (name, value) == _ZERO_UUID
+
+
+def default_text(schema: dict[str, Any]) -> bytes | None:
+    """The DEFAULT metadata of one Connect field: its `default` converted as the field's values are
+    (the same Convert), as JSON text; None when it has none, when the value does not convert (the
+    default is then left out, as the connectors leave out one that does not fit the column), or
+    when it is the placeholder of a computed default (`_stands_in`: the epoch, a zero UUID)."""
+    raw = schema.get("default")
+    if raw is None:
+        return None
+    dtype, conv = arrow_type(schema)
+    try:
+        converted = conv(raw)
+        value = pa.array([converted], dtype)
+        if value.null_count or _stands_in(schema, converted):
+            return None
+        text = _default_json(value)
+    except (ValueError, TypeError, KeyError, OverflowError):  # ArrowInvalid is a ValueError
+        return None
+    back = _default_array(text, dtype)
+    return text if back is not None and _same(back, value) else None
+
+
+def default_of(field: pa.Field) -> pa.Scalar | None:
+    """The column DEFAULT the field's metadata carries, in the field's type (which may be wider than
+    the one it was decoded in: the lakes' types, a widened column); None without one, or when it
+    does not cast to that type."""
+    text = (field.metadata or {}).get(DEFAULT)
+    if text is None:
+        return None
+    values = _default_array(text, field.type)
+    return None if values is None else values[0]
+
+
+def with_default(field: pa.Field, value: pa.Scalar | None) -> pa.Field:
+    """`field` carrying `value` as its DEFAULT metadata (`default_of` reads it back); unchanged
+    for None."""
+    if value is None:
+        return field
+    return field.with_metadata({**(field.metadata or {}), DEFAULT: _default_json(pa.repeat(value, 1))})
+
+
+def _default_json(value: pa.Array) -> bytes:
+    """JSON text of the single value of `value` (DEFAULT's format)."""
+    t = value.type
+    out: Any
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        out = base64.b64encode(value[0].as_py()).decode("ascii")
+    elif (
+        pa.types.is_integer(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or (pa.types.is_floating(t) and math.isfinite(value[0].as_py()))
+    ):
+        out = value[0].as_py()
+    else:  # decimal, date, timestamp (any year: Python's date stops at 1-9999), NaN, ±inf
+        out = value.cast(pa.string())[0].as_py()
+    return json.dumps(out, separators=(",", ":")).encode()
+
+
+def _default_array(text: bytes, to: pa.DataType) -> pa.Array | None:
+    """The DEFAULT text as a one-value array of type `to`, or None when it does not cast."""
+    try:
+        v = json.loads(text)
+        if pa.types.is_binary(to) or pa.types.is_large_binary(to) or pa.types.is_fixed_size_binary(to):
+            return pa.array([base64.b64decode(v)], pa.binary()).cast(to)
+        if pa.types.is_decimal(to) and not isinstance(v, str):  # int64 → decimal(12,2) needs 21 digits
+            v = str(v)
+        return pa.array([v]).cast(to)
+    except (ValueError, TypeError, OverflowError, pa.ArrowNotImplementedError):
+        return None
+
+
+def _same(a: pa.Array, b: pa.Array) -> bool:
+    """Equal values (NaN equal to NaN)."""
+    if a.equals(b):
+        return True
+    if pa.types.is_floating(a.type) and pa.types.is_floating(b.type):
+        x, y = a[0].as_py(), b[0].as_py()
+        return x is not None and y is not None and math.isnan(x) and math.isnan(y)
+    return False
 
 
 _INTS = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
