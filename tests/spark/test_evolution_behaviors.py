@@ -346,3 +346,44 @@ def test_json_and_avro_events_carry_the_default_to_the_flattened_field() -> None
         assert default_of(flat.schema.field("tier")) == pa.scalar("gold")
         assert default_of(flat.schema.field("id")) is None
         assert flat.column("vip").to_pylist() == [1]
+
+
+# -- a time-of-day whose precision changes (PostgreSQL TIME(3) ↔ TIME(6), adaptive precision) -----
+def _time(values: list[int | None], unit: bytes) -> tuple[pa.Field, pa.Array]:
+    from cdc_spark.decode.types import TIME_UNIT
+
+    t = pa.int32() if unit == b"ms" else pa.int64()
+    return pa.field("t", t, metadata={TIME_UNIT: unit}), pa.array(values, t)
+
+
+def test_a_finer_time_unit_retypes_and_scales_the_stored_values() -> None:
+    field, values = _time([45_296_123_456], b"us")  # 12:34:56.123456
+    rows = pa.Table.from_arrays([values], schema=pa.schema([field]))
+    out, change = conform("t", pa.schema([("t", pa.int32())]), rows, LENIENT)
+    assert change.retyped[0].type == pa.int64() and change.scale("t") == 1000 and change.rewrites
+    assert out.column("t").to_pylist() == [45_296_123_456]
+    with pytest.raises(SchemaChangeRefusedError, match=r"'t' changed type from int32 \(ms\) to int64 \(us\)"):
+        conform("t", pa.schema([("t", pa.int32())]), rows, EXCEPTION)
+    # ignore keeps milliseconds: an exact value goes in, a finer one is refused
+    exact = pa.Table.from_arrays([pa.array([45_296_123_000], pa.int64())], schema=pa.schema([field]))
+    assert conform("t", pa.schema([("t", pa.int32())]), exact, IGNORE)[0].column("t").to_pylist() == [45_296_123]
+    with pytest.raises(SchemaChangeRefusedError, match=r"ignore keeps int32, and the value 45296123456 does not fit"):
+        conform("t", pa.schema([("t", pa.int32())]), rows, IGNORE)
+
+
+def test_a_coarser_time_unit_is_multiplied_into_the_stored_one() -> None:
+    field, values = _time([45_296_123, None], b"ms")
+    rows = pa.Table.from_arrays([values], schema=pa.schema([field]))
+    for behavior in (LENIENT, EVOLVE, IGNORE):
+        out, change = conform("t", pa.schema([("t", pa.int64())]), rows, behavior)
+        assert not change and out.column("t").to_pylist() == [45_296_123_000, None]
+
+
+def test_one_batch_across_a_time_precision_change_holds_both_in_the_finer_unit() -> None:
+    from cdc_spark.decode.flatbatch import merge_columns
+    from cdc_spark.decode.types import TIME_UNIT
+
+    ms, us = _time([1_000], b"ms"), _time([2_000_001], b"us")
+    [(field, merged)] = merge_columns("topic", [(1, [ms]), (1, [us])])
+    assert field.type == pa.int64() and field.metadata[TIME_UNIT] == b"us"
+    assert merged.to_pylist() == [1_000_000, 2_000_001]

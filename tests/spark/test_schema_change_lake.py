@@ -303,3 +303,42 @@ def test_postgres_fills_a_column_added_with_a_default_and_drops_the_default(spar
         ]
     assert sorted(defaults) == [("rate", None), ("since", None), ("vip", None)]  # later rows hold their events'
     assert "vip" not in tombs
+
+
+MS_TIME = SchemaBuilder.int32().name("io.debezium.time.Time").optional().build()
+US_TIME = SchemaBuilder.int64().name("io.debezium.time.MicroTime").optional().build()
+
+
+@pytest.mark.parametrize("target", ["delta-executors", "delta-driver", "iceberg", "postgres"])
+def test_a_time_precision_change_keeps_every_time_right(
+    spark: Any, tmp_path: Path, postgres_db: Any, target: str
+) -> None:
+    """PostgreSQL TIME(3) → TIME(6) under adaptive precision: Debezium's Time (ms, int32) becomes
+    MicroTime (us, int64). The stored times are scaled, not cast: 12:34:56.789 stays that time."""
+    from tests.spark.helpers import postgres_rows
+
+    (tmp_path / "wh").mkdir()
+    cat = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    configs = {
+        "delta-executors": {"target": "delta", "path": str(tmp_path / "lake")},
+        "delta-driver": {"target": "delta", "path": str(tmp_path / "lake"), "apply.on": "driver"},
+        "iceberg": {"target": "iceberg", "catalog": cat, "namespace": "lake"},
+        "postgres": {"target": "postgres", "dsn": postgres_db.dsn},
+    }
+    readers = {
+        "delta-executors": lambda: delta_rows(str(tmp_path / "lake" / "shop_inv_items")),
+        "delta-driver": lambda: delta_rows(str(tmp_path / "lake" / "shop_inv_items")),
+        "iceberg": lambda: iceberg_rows(cat, "lake", "shop_inv_items"),
+        "postgres": lambda: postgres_rows(postgres_db.dsn, "shop_inv_items"),
+    }
+    applier = ChangeApplier(configs[target])
+    ms = Table(TOPIC, {"id": Schema.INT32_SCHEMA, "t": MS_TIME})
+    us = Table(TOPIC, {"id": Schema.INT32_SCHEMA, "t": US_TIME})
+    at = 45_296_789  # 12:34:56.789 in ms
+    applier(raw_frame(spark, TOPIC, [ms.event("c", 1, {"t": at}, 1), ms.event("c", 2, {"t": at + 1}, 2)]), 0)
+    # One batch across the ALTER: a TIME(3) event, then TIME(6) ones.
+    batch = [ms.event("c", 3, {"t": at + 2}, 3), us.event("u", 1, {"t": at * 1000 + 123}, 4)]
+    applier(raw_frame(spark, TOPIC, batch), 1)
+    applier(raw_frame(spark, TOPIC, [us.event("c", 4, {"t": 1}, 5), ms.event("c", 5, {"t": 7}, 6)]), 2)
+    rows = {r["id"]: r["t"] for r in readers[target]()}
+    assert rows == {1: at * 1000 + 123, 2: (at + 1) * 1000, 3: (at + 2) * 1000, 4: 1, 5: 7000}

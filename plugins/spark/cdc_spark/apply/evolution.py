@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_spark.apply.errors import SchemaChangeRefusedError, SchemaEvolutionError, ValueOutOfRangeError
-from cdc_spark.decode.types import DEFAULT, default_of, with_default
+from cdc_spark.decode.types import DEFAULT, TIME_UNIT, default_of, time_factor, time_unit, with_default
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +174,9 @@ class SchemaChange:
     retyped: tuple[pa.Field, ...] = ()
     dropped: tuple[str, ...] = ()
     filled: tuple[tuple[str, pa.Scalar], ...] = ()
+    # retyped time-of-day columns whose stored values are multiplied to the new unit (TIME(3) in
+    # ms → TIME(6) in us: 1000)
+    scaled: tuple[tuple[str, int], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.added or self.retyped or self.dropped)
@@ -183,6 +186,10 @@ class SchemaChange:
         """Whether stored values change (a new type, a dropped column, an added column's DEFAULT
         written into the stored rows), not only the schema."""
         return bool(self.retyped or self.dropped or self.filled)
+
+    def scale(self, name: str) -> int:
+        """What the stored values of column `name` are multiplied by (1: nothing)."""
+        return dict(self.scaled).get(name, 1)
 
     def fill(self, name: str) -> pa.Scalar | None:
         """The DEFAULT the stored rows take in the added column `name`, or None (NULL)."""
@@ -286,6 +293,7 @@ def conform(
     """
     added: list[pa.Field] = []
     filled: list[tuple[str, pa.Scalar]] = []
+    scaled: list[tuple[str, int]] = []
     retyped: list[pa.Field] = []
     dropped: list[str] = []
     arrays: list[pa.Array] = []
@@ -302,6 +310,13 @@ def conform(
                 dropped.append(f.name)
             continue
         col = incoming.column(f.name)
+        unit = time_unit(incoming.schema.field(f.name))
+        if unit is not None and pa.types.is_integer(f.type) and pa.types.is_integer(col.type):
+            stored = b"ms" if f.type.bit_width <= 32 else b"us"  # Time is int32 ms; MicroTime int64 us
+            if unit != stored:
+                arrays.append(_time_in(table_name, f, col, unit, stored, behavior, retyped, scaled))
+                fields.append(retyped[-1] if retyped and retyped[-1].name == f.name else pa.field(f.name, f.type))
+                continue
         if widens(f.type, col.type):
             arrays.append(col.cast(f.type) if col.type != f.type else col)
             fields.append(pa.field(f.name, f.type, nullable=True))
@@ -336,5 +351,52 @@ def conform(
         default = _stored_rows_default(table_name, existing, f)
         if default is not None:
             filled.append((f.name, default))
-    change = SchemaChange(tuple(added), tuple(retyped), tuple(dropped), tuple(filled))
+    change = SchemaChange(tuple(added), tuple(retyped), tuple(dropped), tuple(filled), tuple(scaled))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), change
+
+
+def first_inexact(col: pa.Array | pa.ChunkedArray, factor: int) -> object:
+    """The first value of `col` that `factor` does not divide (error messages only)."""
+    return next((v for v in col.to_pylist() if v is not None and v % factor), None)
+
+
+def _time_in(
+    table: str,
+    existing: pa.Field,
+    col: pa.ChunkedArray,
+    unit: bytes,
+    stored: bytes,
+    behavior: str,
+    retyped: list[pa.Field],
+    scaled: list[tuple[str, int]],
+) -> pa.Array | pa.ChunkedArray:
+    """A time-of-day column whose precision changed (PostgreSQL TIME(3) ↔ TIME(6) under adaptive
+    precision: Debezium's Time in ms as int32, MicroTime in us as int64): the incoming values in
+    the unit the column will hold. A finer unit is a widening: the column takes it and its stored
+    values are `scaled` (appended to `retyped`/`scaled`); a coarser one is multiplied into the
+    stored unit. A plain integer cast would be off by a factor of 1000."""
+    name = existing.name
+    if time_factor(b"ms", unit) > time_factor(b"ms", stored):  # finer: ms → us
+        if behavior == EXCEPTION:
+            raise _refuse(
+                table, name, f"{existing.type} ({stored.decode()})", f"{col.type} ({unit.decode()})", behavior, LENIENT
+            )
+        if behavior != IGNORE:
+            retyped.append(pa.field(name, pa.int64(), nullable=True, metadata={TIME_UNIT: unit}))
+            scaled.append((name, time_factor(stored, unit)))
+            return col.cast(pa.int64())
+        factor = time_factor(stored, unit)  # ignore: into the old unit when exact
+        col = col.cast(pa.int64())
+        coarse = pc.divide(col, factor)
+        if not pc.all(pc.fill_null(pc.equal(pc.multiply(coarse, factor), col), True)).as_py():
+            raise SchemaChangeRefusedError(
+                table,
+                name,
+                existing.type,
+                f"{col.type} ({unit.decode()})",
+                behavior,
+                LENIENT,
+                value=first_inexact(col, factor),
+            )
+        return coarse.cast(existing.type)
+    return pc.multiply_checked(col.cast(existing.type), pa.scalar(time_factor(unit, stored), existing.type))

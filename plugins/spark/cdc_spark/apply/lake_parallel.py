@@ -44,7 +44,7 @@ from cdc_spark.apply.errors import SchemaEvolutionError, TargetApplyError, key_t
 from cdc_spark.apply.evolution import SchemaChange
 from cdc_spark.apply.lake_tasks import RESULT, Plan, TablePlan, apply_buckets, filesystem, unpack_error
 from cdc_spark.decode.events import SNAPSHOT_END
-from cdc_spark.decode.types import default_of
+from cdc_spark.decode.types import default_of, time_factor, time_unit
 
 log = logging.getLogger(__name__)
 TOMBSTONE_SUFFIX = "__tombstones"
@@ -360,6 +360,7 @@ def _reported_change(table: str, existing: pa.Schema | None, rows: list[dict[str
     retyped: dict[str, pa.Field] = {}
     added: dict[str, pa.Field] = {}
     filled: dict[str, pa.Scalar] = {}
+    scaled: dict[str, int] = {}
     for schema in reported:
         for f in schema:
             if f.name == buckets.BUCKET:
@@ -371,8 +372,13 @@ def _reported_change(table: str, existing: pa.Schema | None, rows: list[dict[str
                     filled.setdefault(f.name, default)
             elif existing.field(f.name).type != f.type:
                 retyped.setdefault(f.name, f.remove_metadata())
+                unit = time_unit(f)  # a time-of-day retyped to a finer unit: its stored values scaled
+                if unit is not None and existing.field(f.name).type.bit_width <= 32:
+                    scaled.setdefault(f.name, time_factor(b"ms", unit))
     dropped = [f.name for f in existing if all(f.name not in s.names for s in reported)]
-    return SchemaChange(tuple(added.values()), tuple(retyped.values()), tuple(dropped), tuple(filled.items()))
+    return SchemaChange(
+        tuple(added.values()), tuple(retyped.values()), tuple(dropped), tuple(filled.items()), tuple(scaled.items())
+    )
 
 
 def _widened(table: str, existing: pa.Schema | None, files: list[pa.Schema]) -> pa.Schema:

@@ -43,11 +43,28 @@ from cdc_spark.apply.errors import (
     naming_keys,
     row_key,
 )
-from cdc_spark.apply.evolution import DEFAULT_BEHAVIOR, EVOLVE, EXCEPTION, IGNORE, LENIENT, TRY_EVOLVE, converted
+from cdc_spark.apply.evolution import (
+    DEFAULT_BEHAVIOR,
+    EVOLVE,
+    EXCEPTION,
+    IGNORE,
+    LENIENT,
+    TRY_EVOLVE,
+    converted,
+    first_inexact,
+)
 from cdc_spark.apply.refused import partition_rows
 from cdc_spark.apply.unchanged import sent_of, since_of, warn_kept_rows
 from cdc_spark.decode.flatten import META_COLUMNS, FlatBatch
-from cdc_spark.decode.types import NEGATIVE_INFINITY, POSITIVE_INFINITY, SQL_TYPE, default_of
+from cdc_spark.decode.types import (
+    NEGATIVE_INFINITY,
+    POSITIVE_INFINITY,
+    SQL_TYPE,
+    TIME_UNIT,
+    default_of,
+    time_factor,
+    time_unit,
+)
 
 TOMBSTONE_SUFFIX = "__tombstones"
 # One row per truncated table: the last truncate's sequence, which later, older events lose to.
@@ -248,7 +265,9 @@ class PostgresWriter:
                     if behavior == EXCEPTION:
                         raise SchemaChangeRefusedError(name, c, existing[c], t, behavior, LENIENT)
                     if behavior != IGNORE:  # ignore: PostgreSQL converts on the way in, refusing what does not fit
-                        self._widen(table, c, wider, keys)
+                        unit = time_unit(schema.field(c))  # TIME(3) in ms → TIME(6) in us: stored values scaled
+                        scale = time_factor(b"ms", unit) if unit is not None and existing[c] == "integer" else 1
+                        self._widen(table, c, wider, keys, scale=scale)
                 elif behavior == EVOLVE:
                     self._widen(table, c, t, keys, using=True)
                 elif behavior == EXCEPTION:
@@ -294,18 +313,57 @@ class PostgresWriter:
         )
         self.conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP DEFAULT").format(ident, sql.Identifier(column)))
 
-    def _widen(self, table: str, column: str, wider: str, keys: list[str], using: bool = False) -> None:
+    def _widen(self, table: str, column: str, wider: str, keys: list[str], using: bool = False, scale: int = 1) -> None:
         """int → bigint, real → double precision, numeric(p,s) → numeric(p2,s2): in place, keys too.
         `using` (evolve, an incompatible type): the stored values cast, PostgreSQL refusing one that
-        does not (the batch stops, the table unchanged: the DDL is in the batch's transaction)."""
+        does not (the batch stops, the table unchanged: the DDL is in the batch's transaction).
+        `scale`: the stored values multiplied (a time-of-day in a finer unit)."""
         tombs = table + TOMBSTONE_SUFFIX
         for name in [table] + ([tombs] if column in keys and self._columns(tombs) else []):
-            cast = sql.SQL(" USING {}::{}").format(sql.Identifier(column), sql.SQL(wider)) if using else sql.SQL("")
+            if scale != 1:
+                cast = sql.SQL(" USING {}::{} * {}").format(sql.Identifier(column), sql.SQL(wider), sql.Literal(scale))
+            elif using:
+                cast = sql.SQL(" USING {}::{}").format(sql.Identifier(column), sql.SQL(wider))
+            else:
+                cast = sql.SQL("")
             self.conn.execute(
                 sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {}{}").format(
                     self.ident(name), sql.Identifier(column), sql.SQL(wider), cast
                 )
             )
+
+    def _times(
+        self, table: str, data: pa.Table, timed: list[pa.Field], existing: Mapping[str, str], behavior: str
+    ) -> pa.Table:
+        """Time-of-day columns in the unit the stored column holds (integer: ms, bigint: us): a
+        coarser incoming unit multiplied up; a finer one into an integer column that keeps ms
+        (ignore) divided when exact, else refused. (A finer one otherwise widens the column:
+        ensure_table scales the stored values.)"""
+        for f in timed:
+            stored = {"integer": b"ms", "bigint": b"us"}.get(existing.get(f.name, ""))
+            unit = time_unit(f)
+            if stored is None or unit is None or unit == stored:
+                continue
+            i = data.schema.get_field_index(f.name)
+            col = data.column(i).cast(pa.int64())
+            if time_factor(b"ms", unit) < time_factor(b"ms", stored):
+                scaled = pc.multiply_checked(col, time_factor(unit, stored))
+                data = data.set_column(i, pa.field(f.name, pa.int64(), metadata={TIME_UNIT: stored}), scaled)
+            elif behavior == IGNORE:
+                factor = time_factor(stored, unit)
+                coarse = pc.divide(col, factor)
+                if not pc.all(pc.fill_null(pc.equal(pc.multiply(coarse, factor), col), True)).as_py():
+                    raise SchemaChangeRefusedError(
+                        f"{self.config.schema}.{table}",
+                        f.name,
+                        existing[f.name],
+                        f"bigint ({unit.decode()})",
+                        behavior,
+                        LENIENT,
+                        value=first_inexact(col, factor),
+                    )
+                data = data.set_column(i, pa.field(f.name, pa.int32()), coarse.cast(pa.int32()))
+        return data
 
     def conform(self, table: str, data: pa.Table) -> pa.Table:
         """The batch's rows as the table's schema.change.behavior lets them in: ignore leaves new
@@ -313,10 +371,14 @@ class PostgresWriter:
         (NULL where a value does not convert, with a warning). The other changes are DDL
         (ensure_table)."""
         behavior = self.config.options_for(table).schema_change_behavior
-        if behavior not in (IGNORE, TRY_EVOLVE):
+        timed = [f for f in data.schema if time_unit(f) is not None]
+        if behavior not in (IGNORE, TRY_EVOLVE) and not timed:
             return data
         existing = self._columns(table)
         if not existing:
+            return data
+        data = self._times(table, data, timed, existing, behavior)
+        if behavior not in (IGNORE, TRY_EVOLVE):
             return data
         for f in data.schema:
             if f.name not in existing:

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdc_spark.apply.errors import SchemaEvolutionError
 from cdc_spark.apply.evolution import SchemaChange, first_uncastable
@@ -51,7 +52,7 @@ def change_delta(path: str, table: str, change: SchemaChange) -> None:
             dt.alter.add_columns([Field.from_arrow(f) for f in change.added])
         return
     existing = pa.schema(dt.schema().to_arrow())
-    after = change.schema_after(existing)
+    after = pa.schema([f.remove_metadata() for f in change.schema_after(existing)])
     rows = _rows(dt)
     log.info(
         "table %s: %s; rewriting its %d rows as one commit (delta-rs cannot change a column in place, nor add "
@@ -87,7 +88,11 @@ def change_iceberg(tbl: Any, table: str, change: SchemaChange) -> Any:
     if not change:
         return tbl
     existing = tbl.schema().as_arrow()
-    rewrite = [f for f in change.retyped if not _promotes(existing.field(f.name).type, f.type)]
+    rewrite = [
+        f
+        for f in change.retyped
+        if not _promotes(existing.field(f.name).type, f.type) or change.scale(f.name) != 1  # values change
+    ]
     if not rewrite and not change.filled:
         with tbl.update_schema() as update:
             for f in change.retyped:
@@ -97,7 +102,7 @@ def change_iceberg(tbl: Any, table: str, change: SchemaChange) -> Any:
             if change.added:
                 update.union_by_name(pa.schema(list(change.added)))
         return tbl.refresh()
-    after = change.schema_after(existing)
+    after = pa.schema([f.remove_metadata() for f in change.schema_after(existing)])
     log.info(
         "table %s: %s; rewriting its rows in one snapshot (Iceberg promotes only int, float and decimal "
         "precision in place, and adds a column with NULL in the stored rows)",
@@ -183,7 +188,10 @@ def _cast_batches(
                 continue
             col = batch.column(f.name)
             try:
-                arrays.append(col.cast(f.type) if col.type != f.type else col)
+                col = col.cast(f.type) if col.type != f.type else col
+                if change.scale(f.name) != 1:  # a time-of-day in a finer unit (ms → us)
+                    col = pc.multiply_checked(col, pa.scalar(change.scale(f.name), f.type))
+                arrays.append(col)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 row = first_uncastable(col, f.type)
                 value = col[row].as_py() if row is not None else None

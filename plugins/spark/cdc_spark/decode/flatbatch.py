@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from cdc_spark.decode.types import common_type
+from cdc_spark.decode.types import TIME_UNIT, common_type, time_factor, time_unit
 
 META_COLUMNS = ("__op", "__seq", "__source_ts_ms", "__deleted")
 META_ARROW = [
@@ -38,6 +39,16 @@ class FlatBatch:
 Part = tuple[int, list[tuple[pa.Field, pa.Array]]]  # (rows, columns) of one schema version
 
 
+def _finer(old: pa.Field, new: pa.Field) -> dict[bytes, bytes] | None:
+    """The merged field's metadata: the newer's, with the finer of two time units (the coarser
+    values are scaled to it)."""
+    meta = dict(new.metadata or old.metadata or {})
+    units = [u for u in (time_unit(old), time_unit(new)) if u is not None]
+    if len(units) == 2:
+        meta[TIME_UNIT] = max(units, key=lambda u: time_factor(b"ms", u))
+    return meta or None
+
+
 def merge_columns(topic: str, parts: list[Part]) -> list[tuple[pa.Field, pa.Array]]:
     """Per column, the parts' arrays (one part per schema version, in order) concatenated in
     the type that holds them all; a column a part lacks is null there."""
@@ -58,12 +69,20 @@ def merge_columns(topic: str, parts: list[Part]) -> list[tuple[pa.Field, pa.Arra
                     "table.name.format (and re-snapshot it); then run `cdc run` again (or restart the query "
                     "from its checkpoint)."
                 )
-            fields[field.name] = pa.field(field.name, common, metadata=field.metadata or old.metadata)
+            fields[field.name] = pa.field(field.name, common, metadata=_finer(old, field))
     out = []
     for name, field in fields.items():
         chunks = []
         for n, part in parts:
-            arr = next((a for f, a in part if f.name == name), None)
-            chunks.append(pa.nulls(n, field.type) if arr is None else arr.cast(field.type))
+            found = next(((f, a) for f, a in part if f.name == name), None)
+            if found is None:
+                chunks.append(pa.nulls(n, field.type))
+                continue
+            f, arr = found
+            arr = arr.cast(field.type)
+            unit, merged = time_unit(f), time_unit(field)
+            if unit is not None and merged is not None and unit != merged:  # TIME(3) events beside TIME(6) ones
+                arr = pc.multiply_checked(arr, pa.scalar(time_factor(unit, merged), field.type))
+            chunks.append(arr)
         out.append((field, pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]))
     return out

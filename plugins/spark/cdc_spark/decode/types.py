@@ -28,6 +28,30 @@ SQL_TYPE = b"cdc.sql.type"
 # timestamp, a float that is not finite) as Arrow's text of it. The sink writes it into the rows
 # a table held before the column was added (apply/evolution.py, SchemaChange.filled).
 DEFAULT = b"cdc.default"
+# Field metadata naming the unit of a time-of-day carried as an integer (Delta has no TIME type):
+# ms for Connect's and Debezium's Time (int32), us for MicroTime, ns for NanoTime (int64). A
+# column whose precision changes (PostgreSQL TIME(3) → TIME(6) under adaptive precision) keeps
+# its values right by it: the sink scales the coarser ones (apply/evolution.py, flatbatch.py).
+TIME_UNIT = b"cdc.time.unit"
+_TIME_UNITS = {
+    "org.apache.kafka.connect.data.Time": b"ms",
+    "io.debezium.time.Time": b"ms",
+    "io.debezium.time.MicroTime": b"us",
+    "io.debezium.time.NanoTime": b"ns",
+}
+_PER_SECOND = {b"ms": 1_000, b"us": 1_000_000, b"ns": 1_000_000_000}
+
+
+def time_unit(field: pa.Field) -> bytes | None:
+    """The unit of a time-of-day integer field (TIME_UNIT), or None for any other field."""
+    return (field.metadata or {}).get(TIME_UNIT)
+
+
+def time_factor(coarse: bytes, fine: bytes) -> int:
+    """What a value in unit `coarse` is multiplied by to be in unit `fine` (1000 for ms → us)."""
+    return _PER_SECOND[fine] // _PER_SECOND[coarse]
+
+
 # What Debezium sends for PostgreSQL's 'infinity' / '-infinity' timestamps (PGStatement's
 # DATE_POSITIVE_INFINITY / DATE_NEGATIVE_INFINITY), whatever the unit of the field.
 POSITIVE_INFINITY = 9223372036825200000
@@ -207,7 +231,7 @@ def sql_type(schema: dict[str, Any]) -> str | None:
 
 
 def field_metadata(schema: dict[str, Any]) -> dict[bytes, bytes] | None:
-    """Arrow field metadata for one Connect field (SQL_TYPE, DEFAULT), or None."""
+    """Arrow field metadata for one Connect field (SQL_TYPE, DEFAULT, TIME_UNIT), or None."""
     meta: dict[bytes, bytes] = {}
     sql = sql_type(schema)
     if sql:
@@ -215,6 +239,9 @@ def field_metadata(schema: dict[str, Any]) -> dict[bytes, bytes] | None:
     default = default_text(schema)
     if default is not None:
         meta[DEFAULT] = default
+    unit = _TIME_UNITS.get(schema.get("name") or "")
+    if unit is not None:
+        meta[TIME_UNIT] = unit
     return meta or None
 
 
