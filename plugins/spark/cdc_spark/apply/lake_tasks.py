@@ -43,7 +43,7 @@ from cdc_spark.apply import buckets as layout
 from cdc_spark.apply.arrowutil import by_topic, drop_shadowed, for_lake, without_views
 from cdc_spark.apply.config import SinkConfig, partition_columns
 from cdc_spark.apply.errors import Refused, SinkConfigError, naming_keys, ours
-from cdc_spark.apply.evolution import SchemaChange, check_lake_range, conform
+from cdc_spark.apply.evolution import EVOLVE, TRY_EVOLVE, SchemaChange, check_lake_range, conform
 from cdc_spark.apply.latest import latest_and_earlier, topic_marks
 from cdc_spark.apply.refused import screen_lake
 from cdc_spark.apply.unchanged import fill_from_stored, flatten_latest, needing
@@ -52,7 +52,7 @@ from cdc_spark.decode.flatbatch import FlatBatch
 # What a task sends back, one row per file action, per applied table, per refused row.
 RESULT = pa.schema(
     [
-        ("kind", pa.string()),  # add | remove | columns | change | applied | parked | blanked | kept | error
+        ("kind", pa.string()),  # add | remove | columns | change | absent | applied | parked | blanked | kept | error
         ("topic", pa.string()),
         ("table", pa.string()),  # the lake table the action is for (the main table or its tombstones)
         ("path", pa.string()),
@@ -220,7 +220,14 @@ class BucketApply:
         source = for_lake(flat.table, table)
         check_lake_range(table, source)
         behavior = self.config.options_for(table).schema_change_behavior
-        source, change = conform(table, tp.main.schema or pa.schema([]), source, behavior)
+        if behavior in (EVOLVE, TRY_EVOLVE) and tp.main.schema is not None:
+            # Which of the table's columns this bucket's events lack: the driver drops those no
+            # bucket's events carry (lake_parallel.py), after the commit.
+            absent = [
+                f.name for f in tp.main.schema if f.name not in source.column_names and not f.name.startswith("__")
+            ]
+            self.out.add(kind="absent", topic=self.topic, table=table, bucket=self.bucket, problem=",".join(absent))
+        source, change = conform(table, tp.main.schema or pa.schema([]), source, behavior, drops=False)
         if self._must_change(table, source, keys, change):
             return
         main = BucketFiles(tp.main, self.bucket)

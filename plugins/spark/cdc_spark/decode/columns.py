@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from cdc_spark.decode import unwrapped
 from cdc_spark.decode.envelope import EnvelopeReader
 from cdc_spark.decode.fast import read_ndjson
-from cdc_spark.decode.flatbatch import META_ARROW, FlatBatch, merge_columns
+from cdc_spark.decode.flatbatch import META_ARROW, FlatBatch, merge_columns, seq_span
 from cdc_spark.decode.types import (
     VARIABLE_SCALE_DECIMAL,
     ZONED_TIMESTAMP,
@@ -212,7 +212,8 @@ def flatten_enveloped(topic: str, winners: pa.Table, schemas: Mapping[int, str] 
         parts.append((len(idx), columns))
         indices.append(idx)
     # Rows of several schema versions (a DDL inside the batch) meet in the type holding both.
-    merged = merge_columns(topic, parts)
+    seqs = winners.column("__seq")
+    merged = merge_columns(topic, parts, [seq_span(seqs.take(idx)) for idx in indices])
     rows = pa.Table.from_arrays([a for _, a in merged], schema=pa.schema([f for f, _ in merged]))
     if len(parts) > 1:  # back to the winners' order
         rows = rows.take(pc.sort_indices(pa.concat_arrays(indices)))

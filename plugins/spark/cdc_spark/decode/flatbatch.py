@@ -11,7 +11,7 @@ from dataclasses import field as dataclass_field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_spark.decode.types import TIME_UNIT, common_type, time_factor, time_unit
+from cdc_spark.decode.types import TIME_UNIT, common_type, default_of, time_factor, time_unit
 
 META_COLUMNS = ("__op", "__seq", "__source_ts_ms", "__deleted")
 META_ARROW = [
@@ -49,9 +49,19 @@ def _finer(old: pa.Field, new: pa.Field) -> dict[bytes, bytes] | None:
     return meta or None
 
 
-def merge_columns(topic: str, parts: list[Part]) -> list[tuple[pa.Field, pa.Array]]:
-    """Per column, the parts' arrays (one part per schema version, in order) concatenated in
-    the type that holds them all; a column a part lacks is null there."""
+def seq_span(seqs: pa.Array | pa.ChunkedArray) -> tuple[bytes, bytes]:
+    """(earliest, latest) `__seq` of one part's events (merge_columns' `spans`)."""
+    bounds = pc.min_max(seqs)
+    return bounds["min"].as_py() or b"", bounds["max"].as_py() or b""
+
+
+def merge_columns(
+    topic: str, parts: list[Part], spans: list[tuple[bytes, bytes]] | None = None
+) -> list[tuple[pa.Field, pa.Array]]:
+    """Per column, the parts' arrays (one part per schema version) concatenated in the type that
+    holds them all; a column a part lacks is null there, or its DEFAULT where all of the part's
+    events precede every event that has the column (`spans`: each part's earliest and latest
+    `__seq`): rows the database gave the default when the column was added, with no event."""
     fields: dict[str, pa.Field] = {}
     for _, part in parts:
         for field, _ in part:
@@ -73,10 +83,19 @@ def merge_columns(topic: str, parts: list[Part]) -> list[tuple[pa.Field, pa.Arra
     out = []
     for name, field in fields.items():
         chunks = []
-        for n, part in parts:
+        default = default_of(field) if spans is not None else None
+        first = (
+            min(spans[i][0] for i, (_, part) in enumerate(parts) if any(f.name == name for f, _ in part))
+            if default is not None and spans is not None
+            else None
+        )
+        for i, (n, part) in enumerate(parts):
             found = next(((f, a) for f, a in part if f.name == name), None)
             if found is None:
-                chunks.append(pa.nulls(n, field.type))
+                # Events from before the column was added: the database gave those rows its DEFAULT.
+                # Any other part lacking it (the column dropped since) holds NULL.
+                early = default is not None and first is not None and spans is not None and spans[i][1] < first
+                chunks.append(pa.repeat(default, n).cast(field.type) if early else pa.nulls(n, field.type))
                 continue
             f, arr = found
             arr = arr.cast(field.type)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from cdc_spark.decode import unwrapped
 from cdc_spark.decode.columns import flatten_enveloped
 from cdc_spark.decode.envelope import EnvelopeReader
-from cdc_spark.decode.flatbatch import META_ARROW, META_COLUMNS, ColumnTypeConflict, FlatBatch, merge_columns
+from cdc_spark.decode.flatbatch import META_ARROW, META_COLUMNS, ColumnTypeConflict, FlatBatch, merge_columns, seq_span
 from cdc_spark.decode.schemas import restore
 from cdc_spark.decode.types import (
     DECIMAL,
@@ -80,7 +80,11 @@ def flatten_rows(topic: str, winners: pa.Table) -> FlatBatch:
         order.append((id(group), len(group.rows)))
         group.rows.append(data)
     parts = [(len(g.rows), g.arrays()) for g in groups.values()]
-    columns = merge_columns(topic, parts)
+    members: dict[int, list[int]] = {}  # group → the winners' rows in it
+    for row, (group, _) in enumerate(order):
+        members.setdefault(group, []).append(row)
+    seqs = winners.column("__seq")
+    columns = merge_columns(topic, parts, [seq_span(seqs.take(members[id(g)])) for g in groups.values()])
     index = {id(g): i for i, g in enumerate(groups.values())}
     offsets = [0]
     for g in groups.values():
