@@ -411,3 +411,21 @@ def test_a_batch_across_an_add_column_default_gives_the_earlier_rows_the_default
     assert merged["vip"] == [None, None, None]
     # Without spans (no sequence known), NULL as before.
     assert dict((f.name, a.to_pylist()) for f, a in merge_columns("t", [new, old]))["vip"] == [None, None, None]
+
+
+def test_a_default_set_after_the_add_does_not_reach_the_rows_the_add_filled() -> None:
+    """`ADD COLUMN region VARCHAR(20) NULL`, then `ALTER COLUMN region SET DEFAULT 'emea'`, both in
+    one batch's events: the rows stored before hold NULL (the ADD gave them no default), so the
+    column's DEFAULT is the oldest version's (none), not the newest's."""
+    from cdc_spark.decode.flatbatch import merge_columns
+    from cdc_spark.decode.types import DEFAULT, with_default
+
+    plain = pa.field("region", pa.string())
+    later = with_default(plain, pa.scalar("emea"))
+    ids = pa.field("id", pa.int32())
+    added = (1, [(ids, pa.array([1], pa.int32())), (plain, pa.array(["x"]))])
+    defaulted = (1, [(ids, pa.array([2], pa.int32())), (later, pa.array([None], pa.string()))])
+    [_, (field, _)] = merge_columns("t", [defaulted, added], [(b"\x05", b"\x05"), (b"\x01", b"\x01")])
+    assert DEFAULT not in (field.metadata or {})
+    [_, (field, _)] = merge_columns("t", [added, defaulted], [(b"\x01", b"\x01"), (b"\x05", b"\x05")])
+    assert DEFAULT not in (field.metadata or {})

@@ -11,7 +11,7 @@ from dataclasses import field as dataclass_field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc_spark.decode.types import TIME_UNIT, common_type, default_of, time_factor, time_unit
+from cdc_spark.decode.types import DEFAULT, TIME_UNIT, common_type, default_of, time_factor, time_unit
 
 META_COLUMNS = ("__op", "__seq", "__source_ts_ms", "__deleted")
 META_ARROW = [
@@ -40,9 +40,12 @@ Part = tuple[int, list[tuple[pa.Field, pa.Array]]]  # (rows, columns) of one sch
 
 
 def _finer(old: pa.Field, new: pa.Field) -> dict[bytes, bytes] | None:
-    """The merged field's metadata: the newer's, with the finer of two time units (the coarser
-    values are scaled to it)."""
+    """The merged field's metadata: the newer's, with the older's DEFAULT (or none) and the finer
+    of two time units (the coarser values are scaled to it)."""
     meta = dict(new.metadata or old.metadata or {})
+    meta.pop(DEFAULT, None)
+    if DEFAULT in (old.metadata or {}):
+        meta[DEFAULT] = old.metadata[DEFAULT]
     units = [u for u in (time_unit(old), time_unit(new)) if u is not None]
     if len(units) == 2:
         meta[TIME_UNIT] = max(units, key=lambda u: time_factor(b"ms", u))
@@ -63,7 +66,11 @@ def merge_columns(
     events precede every event that has the column (`spans`: each part's earliest and latest
     `__seq`): rows the database gave the default when the column was added, with no event."""
     fields: dict[str, pa.Field] = {}
-    for _, part in parts:
+    # Schema versions oldest first (by their earliest event) where known: a column's DEFAULT is
+    # the one of the oldest version carrying it, nearest the ADD COLUMN that filled the rows
+    # (a later SET DEFAULT did not change them).
+    order = sorted(range(len(parts)), key=lambda i: spans[i][0]) if spans is not None else range(len(parts))
+    for _, part in (parts[i] for i in order):
         for field, _ in part:
             old = fields.get(field.name)
             if old is None:
