@@ -93,6 +93,8 @@ def _offset_sum(text: str | None) -> int:
 
 
 _PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
+# Our own exception classes by their module path, whatever their name ends in (LineageBreak).
+_OUR_ERROR = re.compile(r"^(cdc\w*(?:\.\w+)+): (.+)$")
 
 
 def _failure_text(error: object) -> str:
@@ -145,7 +147,7 @@ def _own_error(text: str) -> bool:
 
 def root_cause(text: str) -> str:
     """The error a Python (and Java) traceback ends in: our own errors by their advice alone."""
-    found = [m for line in text.splitlines() if (m := _PYTHON_ERROR.match(line))]
+    found = [m for line in text.splitlines() if (m := _PYTHON_ERROR.match(line) or _OUR_ERROR.match(line))]
     ours = [m for m in found if m.group(1).startswith("cdc")]
     if ours:  # our errors say what to do, wherever Spark's wrapping put them
         return ours[-1].group(2)

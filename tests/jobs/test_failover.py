@@ -194,6 +194,10 @@ def test_reset_master_while_the_job_streams_stops_it_and_a_new_snapshot_makes_th
         assert "snapshot.mode=when_needed" in output and "RESET MASTER" in output, (
             f"seed {seed}: the stop does not say what happened and what to do:\n{output[-3000:]}"
         )
+        ends = [line for line in output.splitlines() if line.startswith("error: ")]
+        assert ends and "Traceback" not in ends[-1] and "snapshot.mode=when_needed" in ends[-1], (
+            f"seed {seed}: the last line is not the advice: {ends[-1:]}"
+        )
         edit_job(job, **{"snapshot.mode": "when_needed"})
         run_until_caught_up(job, "after the stop, with snapshot.mode=when_needed", seed)
         assert_lake_equals(job, tmp_path, server, "after RESET MASTER while streaming", seed)

@@ -107,3 +107,20 @@ def test_run_documents_verbose() -> None:
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())  # click wraps the help to the terminal's width
     assert "-v, --verbose" in text and "full Python and Java" in text
+
+
+def test_a_source_task_error_of_ours_is_its_message_whatever_its_class_is_called() -> None:
+    """A task's trace ending in one of our exceptions whose name ends in neither Error nor
+    Exception (the MySQL connector's LineageBreak after a RESET MASTER): `cdc run` printed
+    "the source task failed: Traceback (most recent call last):" instead of the advice."""
+    from cdc.jobs.run import root_cause
+
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/cdc_mysql/lineage_watch.py", line 197, in check\n'
+        "    raise LineageBreak(\n"
+        "cdc_mysql.lineage_watch.LineageBreak: The binlog lineage changed while streaming: the server's binlog "
+        "ends below the position read (RESET MASTER, ...); set snapshot.mode=when_needed\n"
+    )
+    cause = root_cause(trace)
+    assert cause.startswith("The binlog lineage changed while streaming") and "snapshot.mode=when_needed" in cause
