@@ -58,6 +58,12 @@ def _wide_row(i: int) -> dict[str, Any]:
     return {"qty": 2**40 + i, "price": 1e300, "amount": decimal.Decimal("9999999999.1234"), "day": at, "note": "w"}
 
 
+def _catalog(tmp_path: Path) -> dict[str, str]:
+    """A SQLite SQL catalog with its warehouse under `tmp_path`."""
+    (tmp_path / "wh").mkdir(exist_ok=True)
+    return {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+
+
 def _delta(lake: str) -> tuple[pa.Schema, dict[int, dict[str, Any]]]:
     dt = DeltaTable(f"{lake}/shop_inv_items")
     return pa.schema(dt.schema().to_arrow()), {r["id"]: r for r in delta_rows(f"{lake}/shop_inv_items")}
@@ -120,8 +126,7 @@ def test_delta_takes_every_widening_and_keeps_its_guards(spark: Any, tmp_path: P
 
 @pytest.mark.parametrize("apply_on", ["executors", "driver"])
 def test_iceberg_promotes_in_place_or_rewrites(spark: Any, tmp_path: Path, apply_on: str) -> None:
-    (tmp_path / "wh").mkdir()
-    cat = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    cat = _catalog(tmp_path)
     applier = ChangeApplier({"target": "iceberg", "catalog": cat, "namespace": "lake", "apply.on": apply_on})
     _widen_everything(spark, applier)
     schema, rows = _iceberg(cat)
@@ -155,8 +160,7 @@ def test_evolve_drops_a_column_and_exception_and_ignore_leave_the_table(spark: A
 
 
 def test_evolve_retypes_incompatibly_and_stops_on_a_value_that_does_not_cast(spark: Any, tmp_path: Path) -> None:
-    (tmp_path / "wh").mkdir()
-    cat = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    cat = _catalog(tmp_path)
     as_text = SchemaBuilder.string().optional().build()
     narrow, text = Table(TOPIC, NARROW), Table(TOPIC, {**NARROW, "qty": as_text})
     applier = ChangeApplier(
@@ -274,8 +278,7 @@ def test_delta_fills_a_column_added_with_a_default(spark: Any, tmp_path: Path, a
 
 @pytest.mark.parametrize("apply_on", ["executors", "driver"])
 def test_iceberg_fills_a_column_added_with_a_default(spark: Any, tmp_path: Path, apply_on: str) -> None:
-    (tmp_path / "wh").mkdir()
-    cat = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    cat = _catalog(tmp_path)
     applier = ChangeApplier({"target": "iceberg", "catalog": cat, "namespace": "lake", "apply.on": apply_on})
     _add_with_defaults(spark, applier)
     schema, rows = _iceberg(cat)
@@ -317,8 +320,7 @@ def test_a_time_precision_change_keeps_every_time_right(
     MicroTime (us, int64). The stored times are scaled, not cast: 12:34:56.789 stays that time."""
     from tests.spark.helpers import postgres_rows
 
-    (tmp_path / "wh").mkdir()
-    cat = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    cat = _catalog(tmp_path)
     configs = {
         "delta-executors": {"target": "delta", "path": str(tmp_path / "lake")},
         "delta-driver": {"target": "delta", "path": str(tmp_path / "lake"), "apply.on": "driver"},
@@ -350,8 +352,7 @@ def test_evolve_drops_a_column_only_once_no_bucket_carries_it(spark: Any, tmp_pa
     column, others do not. Each task sees only its buckets, so the drop waits until no event of
     a batch carries it (seed 77 of the seeded schema test looped: one bucket dropped it, the next
     pass another added it back)."""
-    (tmp_path / "wh").mkdir()
-    cat = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": f"file://{tmp_path}/wh"}
+    cat = _catalog(tmp_path)
     config = (
         {"target": "delta", "path": str(tmp_path / "lake")}
         if target == "delta"

@@ -358,7 +358,23 @@ def conform(
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), change
 
 
-def first_inexact(col: pa.Array | pa.ChunkedArray, factor: int) -> object:
+def in_coarser_unit(
+    table: str, name: str, col: pa.Array | pa.ChunkedArray, unit: bytes, stored: bytes, old_type: object
+) -> pa.Array | pa.ChunkedArray:
+    """Time-of-day values in `unit` as int64 in the coarser `stored` unit the column keeps
+    (schema.change.behavior=ignore), or SchemaChangeRefusedError naming the first value that is
+    not a whole number of it (12:00:00.000123 has no milliseconds form)."""
+    factor = time_factor(stored, unit)
+    col = col.cast(pa.int64())
+    coarse = pc.divide(col, factor)
+    if not pc.all(pc.fill_null(pc.equal(pc.multiply(coarse, factor), col), True)).as_py():
+        raise SchemaChangeRefusedError(
+            table, name, old_type, f"{col.type} ({unit.decode()})", IGNORE, LENIENT, value=_first_inexact(col, factor)
+        )
+    return coarse
+
+
+def _first_inexact(col: pa.Array | pa.ChunkedArray, factor: int) -> object:
     """The first value of `col` that `factor` does not divide (error messages only)."""
     return next((v for v in col.to_pylist() if v is not None and v % factor), None)
 
@@ -388,18 +404,5 @@ def _time_in(
             retyped.append(pa.field(name, pa.int64(), nullable=True, metadata={TIME_UNIT: unit}))
             scaled.append((name, time_factor(stored, unit)))
             return col.cast(pa.int64())
-        factor = time_factor(stored, unit)  # ignore: into the old unit when exact
-        col = col.cast(pa.int64())
-        coarse = pc.divide(col, factor)
-        if not pc.all(pc.fill_null(pc.equal(pc.multiply(coarse, factor), col), True)).as_py():
-            raise SchemaChangeRefusedError(
-                table,
-                name,
-                existing.type,
-                f"{col.type} ({unit.decode()})",
-                behavior,
-                LENIENT,
-                value=first_inexact(col, factor),
-            )
-        return coarse.cast(existing.type)
+        return in_coarser_unit(table, name, col, unit, stored, existing.type).cast(existing.type)  # ignore
     return pc.multiply_checked(col.cast(existing.type), pa.scalar(time_factor(unit, stored), existing.type))

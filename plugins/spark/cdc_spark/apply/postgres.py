@@ -51,7 +51,7 @@ from cdc_spark.apply.evolution import (
     LENIENT,
     TRY_EVOLVE,
     converted,
-    first_inexact,
+    in_coarser_unit,
 )
 from cdc_spark.apply.refused import partition_rows
 from cdc_spark.apply.unchanged import sent_of, since_of, warn_kept_rows
@@ -350,18 +350,8 @@ class PostgresWriter:
                 scaled = pc.multiply_checked(col, time_factor(unit, stored))
                 data = data.set_column(i, pa.field(f.name, pa.int64(), metadata={TIME_UNIT: stored}), scaled)
             elif behavior == IGNORE:
-                factor = time_factor(stored, unit)
-                coarse = pc.divide(col, factor)
-                if not pc.all(pc.fill_null(pc.equal(pc.multiply(coarse, factor), col), True)).as_py():
-                    raise SchemaChangeRefusedError(
-                        f"{self.config.schema}.{table}",
-                        f.name,
-                        existing[f.name],
-                        f"bigint ({unit.decode()})",
-                        behavior,
-                        LENIENT,
-                        value=first_inexact(col, factor),
-                    )
+                name = f"{self.config.schema}.{table}"
+                coarse = in_coarser_unit(name, f.name, col, unit, stored, existing[f.name])
                 data = data.set_column(i, pa.field(f.name, pa.int32()), coarse.cast(pa.int32()))
         return data
 
